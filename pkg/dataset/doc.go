@@ -1,0 +1,20 @@
+// Package dataset lists the S3 objects of a dataset and plans them into
+// chunks that can be read independently and in parallel.
+//
+// A dataset is one object, a prefix (with optional suffix and glob filters),
+// a list of keys, or a manifest: an S3 Batch Operations CSV of bucket,key
+// lines or an S3 Inventory manifest.json with CSV data files. Listing skips
+// what Spark and Hive write beside data (_SUCCESS, and keys whose last
+// segment starts with "_" or ".") unless asked not to.
+//
+// Each object is pinned when it is listed to its ETag and, when S3 reports
+// one, its VersionId. A [Chunk] carries that pin, so that a reader asks S3
+// for exactly that version (VersionId, or If-Match on the ETag) and a chunk
+// never mixes two versions of an object.
+//
+// A [Chunk] is a byte range of one object, with what a reader needs to parse
+// it: its format, compression and, for CSV, the header. It serialises to a
+// small JSON value so that it can travel as an SQS message. A record belongs
+// to the chunk in which its first byte lies; package records reads chunks
+// with that rule.
+package dataset

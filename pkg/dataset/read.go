@@ -1,0 +1,223 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+)
+
+// Errors that reads of a pinned object wrap, for errors.Is.
+var (
+	// ErrChanged reports that the object is no longer the version that
+	// was planned (its ETag no longer matches).
+	ErrChanged = errors.New("object changed since it was planned")
+	// ErrNotFound reports that the object, or the planned version of it,
+	// is gone.
+	ErrNotFound = errors.New("object not found")
+)
+
+// ReadError is a failure to read an object, with where it happened.
+type ReadError struct {
+	Object Object
+	// Offset is the byte offset the read was at.
+	Offset int64
+	Err    error
+}
+
+func (e *ReadError) Error() string {
+	return fmt.Sprintf("dataset: read %s at offset %d: %v", e.Object, e.Offset, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// GetAPI is the part of the S3 client that reads use. *s3.Client satisfies
+// it.
+type GetAPI interface {
+	GetObject(ctx context.Context, params *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+}
+
+var _ GetAPI = (*s3.Client)(nil)
+
+// get asks for bytes [start, end] of the pinned object (end < 0: to the
+// end; start < 0: the whole object without a Range).
+func get(ctx context.Context, client GetAPI, obj Object, start, end int64) (*s3.GetObjectOutput, error) {
+	in := &s3.GetObjectInput{Bucket: aws.String(obj.Bucket), Key: aws.String(obj.Key)}
+	switch {
+	case obj.VersionID != "":
+		in.VersionId = aws.String(obj.VersionID)
+	case obj.ETag != "":
+		in.IfMatch = aws.String(`"` + obj.ETag + `"`)
+	}
+	switch {
+	case start < 0:
+	case end < 0:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", start))
+	default:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", start, end))
+	}
+	out, err := client.GetObject(ctx, in)
+	if err != nil {
+		return nil, &ReadError{Object: obj, Offset: max(start, 0), Err: classify(err)}
+	}
+	return out, nil
+}
+
+// classify wraps err with ErrChanged or ErrNotFound when S3's answer means
+// that.
+func classify(err error) error {
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return err
+	}
+	switch api.ErrorCode() {
+	case "PreconditionFailed":
+		return fmt.Errorf("%w: %w", ErrChanged, err)
+	case "NoSuchKey", "NoSuchVersion", "NotFound":
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return err
+}
+
+// Reader reads a pinned object sequentially from an offset to its end,
+// with ranged GETs: a first range of the expected length, then the rest as
+// it is needed. It is not safe for concurrent use.
+type Reader struct {
+	ctx    context.Context
+	client GetAPI
+	obj    Object
+	pos    int64
+	next   int64 // length of the next range; 0 means to the end
+	body   io.ReadCloser
+	// Encoding is the Content-Encoding of the first response.
+	encoding string
+	opened   bool
+}
+
+// NewReader returns a Reader of obj from offset start. expect is how many
+// bytes the caller expects to need; the first GET asks for that many (at
+// least 64 KiB), and later ones for the rest of the object. expect <= 0
+// reads the whole object in one GET, with no Range, as compressed objects
+// need.
+func NewReader(ctx context.Context, client GetAPI, obj Object, start, expect int64) *Reader {
+	return &Reader{ctx: ctx, client: client, obj: obj, pos: start, next: expect}
+}
+
+// Read implements io.Reader.
+func (r *Reader) Read(p []byte) (int, error) {
+	for {
+		if r.body == nil {
+			if r.opened && r.pos >= r.obj.Size {
+				return 0, io.EOF
+			}
+			if err := r.open(); err != nil {
+				return 0, err
+			}
+		}
+		n, err := r.body.Read(p)
+		r.pos += int64(n)
+		if errors.Is(err, io.EOF) {
+			r.body.Close()
+			r.body = nil
+			if n > 0 {
+				return n, nil
+			}
+			if r.whole() || r.pos >= r.obj.Size {
+				return 0, io.EOF
+			}
+			continue
+		}
+		if err != nil {
+			return n, &ReadError{Object: r.obj, Offset: r.pos, Err: err}
+		}
+		return n, nil
+	}
+}
+
+func (r *Reader) whole() bool { return r.next <= 0 && r.opened }
+
+func (r *Reader) open() error {
+	var (
+		out *s3.GetObjectOutput
+		err error
+	)
+	switch {
+	case !r.opened && r.next <= 0:
+		out, err = get(r.ctx, r.client, r.obj, -1, -1)
+	case r.next > 0:
+		end := r.pos + max(r.next, 64<<10) - 1
+		if r.obj.Size > 0 && end >= r.obj.Size-1 {
+			end = -1
+		}
+		out, err = get(r.ctx, r.client, r.obj, r.pos, end)
+		r.next = 0 // the rest, when needed, in one range
+	default:
+		out, err = get(r.ctx, r.client, r.obj, r.pos, -1)
+	}
+	if err != nil {
+		return err
+	}
+	if !r.opened {
+		r.encoding = aws.ToString(out.ContentEncoding)
+	}
+	r.opened = true
+	r.body = out.Body
+	return nil
+}
+
+// ContentEncoding returns the Content-Encoding S3 reported, once the first
+// Read has been made.
+func (r *Reader) ContentEncoding() string { return r.encoding }
+
+// Close releases the open response, if any.
+func (r *Reader) Close() error {
+	if r.body == nil {
+		return nil
+	}
+	err := r.body.Close()
+	r.body = nil
+	return err
+}
+
+// ReaderAt reads a pinned object at random offsets, one ranged GET per
+// call, for formats such as Parquet that need it. It is safe for
+// concurrent use.
+type ReaderAt struct {
+	ctx    context.Context
+	client GetAPI
+	obj    Object
+}
+
+// NewReaderAt returns a ReaderAt of obj.
+func NewReaderAt(ctx context.Context, client GetAPI, obj Object) *ReaderAt {
+	return &ReaderAt{ctx: ctx, client: client, obj: obj}
+}
+
+// ReadAt implements io.ReaderAt.
+func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if off >= r.obj.Size {
+		return 0, io.EOF
+	}
+	end := min(off+int64(len(p)), r.obj.Size) - 1
+	out, err := get(r.ctx, r.client, r.obj, off, end)
+	if err != nil {
+		return 0, err
+	}
+	defer out.Body.Close()
+	n, err := io.ReadFull(out.Body, p[:end-off+1])
+	if err != nil {
+		return n, &ReadError{Object: r.obj, Offset: off + int64(n), Err: err}
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}

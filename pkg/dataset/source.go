@@ -1,0 +1,202 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"path"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Object is one S3 object of a dataset, pinned to the version that was
+// listed.
+type Object struct {
+	Bucket string `json:"bucket"`
+	Key    string `json:"key"`
+	Size   int64  `json:"size"`
+	// ETag is the entity tag, without quotes.
+	ETag string `json:"etag,omitempty"`
+	// VersionID is set when S3 reported a version.
+	VersionID string `json:"versionId,omitempty"`
+}
+
+// String returns s3://bucket/key, with ?versionId= when pinned to one.
+func (o Object) String() string {
+	s := "s3://" + o.Bucket + "/" + o.Key
+	if o.VersionID != "" {
+		s += "?versionId=" + o.VersionID
+	}
+	return s
+}
+
+// Source names a dataset. Set Bucket and exactly one of Key, Prefix (which
+// may be empty to mean the whole bucket, with ListAll), Keys or Manifest.
+type Source struct {
+	// Bucket holds the dataset. A manifest names its own buckets.
+	Bucket string `json:"bucket,omitempty"`
+	// Key names one object.
+	Key string `json:"key,omitempty"`
+	// Prefix lists every object under it.
+	Prefix string `json:"prefix,omitempty"`
+	// Keys names the objects one by one.
+	Keys []string `json:"keys,omitempty"`
+	// Manifest is the s3:// URI of an S3 Batch Operations CSV manifest or
+	// an S3 Inventory manifest.json.
+	Manifest string `json:"manifest,omitempty"`
+
+	// Suffix keeps only keys that end with it (prefix and manifest sources).
+	Suffix string `json:"suffix,omitempty"`
+	// Glob keeps only keys that match it with path.Match, where "*" does
+	// not cross "/" (prefix and manifest sources).
+	Glob string `json:"glob,omitempty"`
+	// IncludeHidden keeps what listings skip by default: _SUCCESS and
+	// keys whose last segment starts with "_" or ".".
+	IncludeHidden bool `json:"includeHidden,omitempty"`
+}
+
+// Validate reports a source that does not name exactly one dataset.
+func (s Source) Validate() error {
+	n := 0
+	for _, set := range []bool{s.Key != "", s.Prefix != "", len(s.Keys) > 0, s.Manifest != ""} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return errors.New("dataset: source names more than one of key, prefix, keys and manifest")
+	case s.Manifest == "" && s.Bucket == "":
+		return errors.New("dataset: source has no bucket")
+	case s.Glob != "":
+		if _, err := path.Match(s.Glob, ""); err != nil {
+			return fmt.Errorf("dataset: bad glob %q: %w", s.Glob, err)
+		}
+	}
+	return nil
+}
+
+// keep reports whether a listed key belongs to the dataset.
+func (s Source) keep(key string) bool {
+	if strings.HasSuffix(key, "/") {
+		return false // a "directory" marker, not data
+	}
+	if !s.IncludeHidden {
+		base := path.Base(key)
+		if strings.HasPrefix(base, "_") || strings.HasPrefix(base, ".") {
+			return false
+		}
+	}
+	if s.Suffix != "" && !strings.HasSuffix(key, s.Suffix) {
+		return false
+	}
+	if s.Glob != "" {
+		if ok, _ := path.Match(s.Glob, key); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// ListAPI is the part of the S3 client that listing uses. *s3.Client
+// satisfies it.
+type ListAPI interface {
+	ListObjectsV2(ctx context.Context, params *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	HeadObject(ctx context.Context, params *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	GetObject(ctx context.Context, params *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+}
+
+var _ ListAPI = (*s3.Client)(nil)
+
+// Objects yields the objects of the dataset src names, pinned, as it lists
+// them: a prefix of any size is listed page by page. A single key or a key
+// list is pinned with HeadObject; a missing one is an error naming it.
+// Listing stops at the first error, which is yielded last.
+func Objects(ctx context.Context, client ListAPI, src Source) iter.Seq2[Object, error] {
+	return func(yield func(Object, error) bool) {
+		if err := src.Validate(); err != nil {
+			yield(Object{}, err)
+			return
+		}
+		switch {
+		case src.Key != "":
+			obj, err := Head(ctx, client, src.Bucket, src.Key, "")
+			yield(obj, err)
+		case len(src.Keys) > 0:
+			for _, k := range src.Keys {
+				obj, err := Head(ctx, client, src.Bucket, k, "")
+				if !yield(obj, err) || err != nil {
+					return
+				}
+			}
+		case src.Manifest != "":
+			for obj, err := range manifestObjects(ctx, client, src) {
+				if !yield(obj, err) || err != nil {
+					return
+				}
+			}
+		default:
+			listPrefix(ctx, client, src, yield)
+		}
+	}
+}
+
+func listPrefix(ctx context.Context, client ListAPI, src Source, yield func(Object, error) bool) {
+	p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{
+		Bucket: aws.String(src.Bucket),
+		Prefix: aws.String(src.Prefix),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			yield(Object{}, fmt.Errorf("dataset: list s3://%s/%s: %w", src.Bucket, src.Prefix, err))
+			return
+		}
+		for _, o := range page.Contents {
+			key := aws.ToString(o.Key)
+			if !src.keep(key) {
+				continue
+			}
+			obj := Object{Bucket: src.Bucket, Key: key, Size: aws.ToInt64(o.Size), ETag: trimETag(aws.ToString(o.ETag))}
+			if !yield(obj, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Head pins one object with HeadObject: its size, ETag and version (the
+// given one, or the latest).
+func Head(ctx context.Context, client ListAPI, bucket, key, versionID string) (Object, error) {
+	in := &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
+	if versionID != "" {
+		in.VersionId = aws.String(versionID)
+	}
+	out, err := client.HeadObject(ctx, in)
+	if err != nil {
+		return Object{}, fmt.Errorf("dataset: head %s: %w", Object{Bucket: bucket, Key: key, VersionID: versionID}, err)
+	}
+	return Object{
+		Bucket:    bucket,
+		Key:       key,
+		Size:      aws.ToInt64(out.ContentLength),
+		ETag:      trimETag(aws.ToString(out.ETag)),
+		VersionID: aws.ToString(out.VersionId),
+	}, nil
+}
+
+func trimETag(s string) string { return strings.Trim(s, `"`) }
+
+// ParseS3URI splits s3://bucket/key. The key is taken as written, not
+// URL-decoded.
+func ParseS3URI(uri string) (bucket, key string, err error) {
+	rest, ok := strings.CutPrefix(uri, "s3://")
+	bucket, key, _ = strings.Cut(rest, "/")
+	if !ok || bucket == "" {
+		return "", "", fmt.Errorf("dataset: %q is not an s3://bucket/key URI", uri)
+	}
+	return bucket, key, nil
+}

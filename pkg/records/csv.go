@@ -1,0 +1,147 @@
+package records
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+)
+
+// readCSV yields each row of a CSV chunk as a JSON object keyed by the
+// header. A row with the wrong number of fields is a RecordError with its
+// line, and the rows after it are still read.
+func readCSV(src io.Reader, c dataset.Chunk, start, end int64, max int, yield func(Record, error) bool) {
+	header := c.CSV.Header
+	w := &csvRow{header: header}
+	emit := func(fields []string, off, line int64) bool {
+		if len(header) > 0 && len(fields) != len(header) {
+			err := &RecordError{Object: c.Object, Offset: off, Line: line,
+				Err: fmt.Errorf("CSV row has %d fields, the header %d", len(fields), len(header))}
+			return yield(Record{}, err)
+		}
+		return yield(Record{Offset: off, Line: line, Value: w.json(fields)}, nil)
+	}
+	skipHeader := c.CSV != nil && c.CSV.SkipFirstLine && start == 0
+
+	if start == 0 && end == endless || c.Whole() {
+		// The whole object as one stream: quoted fields may hold newlines.
+		cr := csv.NewReader(src)
+		cr.Comma = c.CSV.Comma()
+		cr.FieldsPerRecord = -1
+		cr.ReuseRecord = true
+		for first := true; ; first = false {
+			off := cr.InputOffset()
+			fields, err := cr.Read()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			line, _ := cr.FieldPos(0)
+			if err != nil {
+				var pe *csv.ParseError
+				if errors.As(err, &pe) {
+					// The rest of the stream cannot be framed reliably.
+					yield(Record{}, &RecordError{Object: c.Object, Offset: off, Line: int64(pe.StartLine), Err: err})
+					return
+				}
+				yield(Record{}, &dataset.ReadError{Object: c.Object, Offset: off, Err: err})
+				return
+			}
+			if first && skipHeader {
+				continue
+			}
+			if !emit(fields, off, int64(line)) {
+				return
+			}
+		}
+	}
+
+	// Split at line boundaries, as the caller promised that no quoted field
+	// holds a newline.
+	s := newSplitter(src, c, start, end, max)
+	for first := true; ; first = false {
+		line, off, n, ok := s.next()
+		if !ok {
+			if s.err != nil {
+				yield(Record{}, s.err)
+			}
+			return
+		}
+		if s.err != nil {
+			err := s.err
+			s.err = nil
+			if !yield(Record{}, err) {
+				return
+			}
+			continue
+		}
+		if first && skipHeader && off == 0 {
+			continue
+		}
+		cr := csv.NewReader(bytes.NewReader(line))
+		cr.Comma = c.CSV.Comma()
+		cr.FieldsPerRecord = -1
+		fields, err := cr.Read()
+		if err != nil {
+			if !yield(Record{}, &RecordError{Object: c.Object, Offset: off, Line: n, Err: err}) {
+				return
+			}
+			continue
+		}
+		if !emit(fields, off, n) {
+			return
+		}
+	}
+}
+
+// csvRow turns rows into JSON objects, reusing its buffer.
+type csvRow struct {
+	header []string
+	buf    []byte
+}
+
+func (w *csvRow) json(fields []string) []byte {
+	b := append(w.buf[:0], '{')
+	for i, f := range fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		name := dataset.ColumnName(i)
+		if i < len(w.header) {
+			name = w.header[i]
+		}
+		b = appendString(b, name)
+		b = append(b, ':')
+		b = appendString(b, f)
+	}
+	b = append(b, '}')
+	w.buf = b
+	return b
+}
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
+// as encoding/json does.
+func appendString(b []byte, s string) []byte {
+	simple := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	q, err := json.Marshal(s)
+	if err != nil {
+		return strconv.AppendQuote(b, s)
+	}
+	return append(b, q...)
+}

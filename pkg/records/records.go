@@ -1,0 +1,278 @@
+package records
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+)
+
+// DefaultMaxRecordSize is the record size limit used when
+// Options.MaxRecordSize is zero.
+const DefaultMaxRecordSize = 8 << 20
+
+// readBufferSize is the buffer of the line splitter.
+const readBufferSize = 256 << 10
+
+// Record is one record of a chunk.
+type Record struct {
+	// Offset is the position of the record's first byte in the object (in
+	// the decompressed stream of a compressed object), or for Parquet the
+	// row's number in the file. With the object's pin it identifies the
+	// record.
+	Offset int64
+	// Line is the record's line number, from 1, when it is known: in a
+	// chunk that starts at the beginning of its object.
+	Line int64
+	// Value is the record: a JSON value for JSON Lines, CSV and Parquet,
+	// the line itself for text. It is valid until the next record is read.
+	Value []byte
+}
+
+// RecordError is a record that could not be read. Reading goes on after it.
+type RecordError struct {
+	Object dataset.Object
+	Offset int64
+	// Line is the line number, from 1, when known.
+	Line int64
+	Err  error
+}
+
+func (e *RecordError) Error() string {
+	at := fmt.Sprintf("offset %d", e.Offset)
+	if e.Line > 0 {
+		at += fmt.Sprintf(" (line %d)", e.Line)
+	}
+	return fmt.Sprintf("records: %s at %s: %v", e.Object, at, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *RecordError) Unwrap() error { return e.Err }
+
+// ErrTooLong is wrapped by the RecordError of a record over the size limit.
+var ErrTooLong = errors.New("record is longer than the limit")
+
+// Options configures reading. The zero value is ready to use.
+type Options struct {
+	// MaxRecordSize bounds a record's size in bytes; zero means
+	// DefaultMaxRecordSize. A longer record is a RecordError.
+	MaxRecordSize int
+}
+
+// Read yields the records of chunk c, reading with client. A
+// *RecordError is yielded in place of a record that cannot be read, and
+// reading goes on; any other error is yielded last.
+func Read(ctx context.Context, client dataset.GetAPI, c dataset.Chunk, opts Options) iter.Seq2[Record, error] {
+	if opts.MaxRecordSize <= 0 {
+		opts.MaxRecordSize = DefaultMaxRecordSize
+	}
+	return func(yield func(Record, error) bool) {
+		if c.Format == dataset.FormatParquet {
+			readParquet(ctx, client, c, yield)
+			return
+		}
+		src, start, end, closer, err := open(ctx, client, c)
+		if err != nil {
+			yield(Record{}, err)
+			return
+		}
+		defer closer()
+		switch c.Format {
+		case dataset.FormatCSV:
+			readCSV(src, c, start, end, opts.MaxRecordSize, yield)
+		case dataset.FormatJSONL, dataset.FormatText:
+			readLines(newSplitter(src, c, start, end, opts.MaxRecordSize), yield)
+		default:
+			yield(Record{}, fmt.Errorf("records: %s: unknown format %q", c.Object, c.Format))
+		}
+	}
+}
+
+// open returns the stream a chunk's records are read from, positioned at
+// start-1 when start > 0, and the chunk's bounds in that stream.
+func open(ctx context.Context, client dataset.GetAPI, c dataset.Chunk) (io.Reader, int64, int64, func(), error) {
+	if c.Compression == dataset.CompressionNone && c.Start > 0 {
+		r := dataset.NewReader(ctx, client, c.Object, c.Start-1, c.End-c.Start+1)
+		return r, c.Start, c.End, func() { r.Close() }, nil
+	}
+	if c.Compression == dataset.CompressionNone && !c.Whole() {
+		r := dataset.NewReader(ctx, client, c.Object, 0, c.End)
+		return r, 0, c.End, func() { r.Close() }, nil
+	}
+	// A whole object: one GET, so that Content-Encoding can say it is
+	// compressed even when the key does not.
+	r := dataset.NewReader(ctx, client, c.Object, 0, 0)
+	first := bufio.NewReaderSize(r, readBufferSize)
+	if _, err := first.Peek(1); err != nil && !errors.Is(err, io.EOF) {
+		r.Close()
+		return nil, 0, 0, nil, err
+	}
+	comp := c.Compression
+	if comp == dataset.CompressionNone {
+		comp = dataset.CompressionFromEncoding(r.ContentEncoding())
+	}
+	if comp == dataset.CompressionNone {
+		return first, 0, endless, func() { r.Close() }, nil
+	}
+	d, err := dataset.Decompress(first, comp)
+	if err != nil {
+		r.Close()
+		return nil, 0, 0, nil, &RecordError{Object: c.Object, Err: err}
+	}
+	return d, 0, endless, func() { d.Close(); r.Close() }, nil
+}
+
+// endless is the end of a chunk read to the end of its stream.
+const endless = int64(1<<63 - 1)
+
+// splitter yields the lines of a chunk: those that start in [start, end).
+type splitter struct {
+	br      *bufio.Reader
+	obj     dataset.Object
+	pos     int64 // offset of the next byte to read
+	end     int64
+	line    int64 // number of the next line, or 0 when unknown
+	max     int
+	buf     []byte
+	started bool
+	err     error
+}
+
+func newSplitter(r io.Reader, c dataset.Chunk, start, end int64, maxRecord int) *splitter {
+	// A small chunk needs no large buffer: records that run past its end
+	// are gathered in s.buf.
+	size := int(min(int64(readBufferSize), max(64, end-start)))
+	s := &splitter{br: bufio.NewReaderSize(r, size), obj: c.Object, end: end, max: maxRecord}
+	if start > 0 {
+		s.pos = start - 1
+	} else {
+		s.line = 1
+	}
+	return s
+}
+
+// next returns the next line of the chunk (without its line ending), its
+// offset and line number. ok is false at the end of the chunk or on error
+// (s.err). A line over the size limit is returned as a RecordError in
+// s.err with ok true, and skipped.
+func (s *splitter) next() (line []byte, off, lineNo int64, ok bool) {
+	if !s.started {
+		s.started = true
+		if s.line == 0 {
+			// The byte before the chunk: unless it ends a line, the first
+			// line here belongs to the previous chunk.
+			b, err := s.br.ReadByte()
+			if err != nil {
+				s.setErr(err)
+				return nil, 0, 0, false
+			}
+			s.pos++
+			if b != '\n' {
+				if _, _, err := s.readLine(true); err != nil {
+					s.setErr(err)
+					return nil, 0, 0, false
+				}
+			}
+		}
+	}
+	for {
+		if s.pos >= s.end {
+			return nil, 0, 0, false
+		}
+		off, lineNo = s.pos, s.line
+		if s.line > 0 {
+			s.line++
+		}
+		l, tooLong, err := s.readLine(false)
+		if tooLong {
+			return nil, off, lineNo, s.recordErr(off, lineNo, fmt.Errorf("%w (%d bytes)", ErrTooLong, s.max))
+		}
+		if err != nil && (!errors.Is(err, io.EOF) || len(l) == 0) {
+			s.setErr(err)
+			return nil, 0, 0, false
+		}
+		l = bytes.TrimSuffix(l, []byte{'\r'})
+		if len(bytes.TrimSpace(l)) == 0 {
+			if err != nil {
+				return nil, 0, 0, false
+			}
+			continue
+		}
+		return l, off, lineNo, true
+	}
+}
+
+func (s *splitter) recordErr(off, line int64, err error) bool {
+	s.err = &RecordError{Object: s.obj, Offset: off, Line: line, Err: err}
+	return true
+}
+
+// readLine reads through the next '\n' and returns the line without it.
+// With discard, or once a line passes the size limit, the bytes are dropped
+// rather than kept.
+func (s *splitter) readLine(discard bool) (line []byte, tooLong bool, err error) {
+	s.buf = s.buf[:0]
+	for {
+		frag, err := s.br.ReadSlice('\n')
+		s.pos += int64(len(frag))
+		if !discard && !tooLong {
+			if len(s.buf)+len(frag) > s.max+2 {
+				tooLong = true
+				s.buf = s.buf[:0]
+			} else if len(s.buf) == 0 && err == nil {
+				// The common case: the whole line is in the buffer.
+				return frag[:len(frag)-1], false, nil
+			} else {
+				s.buf = append(s.buf, frag...)
+			}
+		}
+		switch {
+		case err == nil:
+			return bytes.TrimSuffix(s.buf, []byte{'\n'}), tooLong, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return s.buf, tooLong, err
+		}
+	}
+}
+
+func (s *splitter) setErr(err error) {
+	if errors.Is(err, io.EOF) {
+		return
+	}
+	var re *dataset.ReadError
+	if !errors.As(err, &re) {
+		err = &dataset.ReadError{Object: s.obj, Offset: s.pos, Err: err}
+	}
+	s.err = err
+}
+
+// readLines yields each line of a JSON Lines or text chunk.
+func readLines(s *splitter, yield func(Record, error) bool) {
+	for {
+		line, off, n, ok := s.next()
+		if !ok {
+			if s.err != nil {
+				yield(Record{}, s.err)
+			}
+			return
+		}
+		if s.err != nil {
+			err := s.err
+			s.err = nil
+			if !yield(Record{}, err) {
+				return
+			}
+			continue
+		}
+		if !yield(Record{Offset: off, Line: n, Value: line}, nil) {
+			return
+		}
+	}
+}
