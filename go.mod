@@ -3,6 +3,7 @@ module github.com/s3sqs/s3sqs
 go 1.26.0
 
 require (
+	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0
@@ -15,6 +16,7 @@ require (
 	github.com/parquet-go/parquet-go v0.32.0
 	github.com/rclone/gofakes3 v0.0.12
 	go.uber.org/goleak v1.3.0
+	golang.org/x/sync v0.25.0
 )
 
 require (

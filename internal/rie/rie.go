@@ -70,7 +70,7 @@ func Start(tb testing.TB, bootstrap string, env ...string) *Runtime {
 	tb.Helper()
 	bin := localaws.Endpoint(tb, localaws.EnvRIE)
 	addr, api := freeAddr(tb), freeAddr(tb)
-	cmd := exec.Command(bin, "--log-level", "error",
+	cmd := exec.Command(bin,
 		"--runtime-interface-emulator-address", addr, "--runtime-api-address", api, bootstrap)
 	cmd.Env = append(os.Environ(), env...)
 	w := &lockedWriter{w: &bytes.Buffer{}}

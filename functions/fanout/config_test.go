@@ -1,0 +1,63 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+)
+
+func TestLoadConfig(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	t.Run("defaults", func(t *testing.T) {
+		c, err := loadConfig(env(envTargetQueueURL, "http://q"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.runner.Target.URL != "http://q" || c.runner.Mode != "" || c.runner.Plan.Format != dataset.FormatAuto || c.failOnError {
+			t.Errorf("defaults: %+v", c)
+		}
+	})
+	t.Run("everything", func(t *testing.T) {
+		c, err := loadConfig(env(
+			envTargetQueueName, "orders.fifo", envTargetQueueOwner, "111122223333", envTargetMaxMsgSize, "256KiB",
+			envWorkQueueURL, "http://work", envFailureS3URI, "s3://f/failed/", envFormat, "csv", envMode, "chunk",
+			envChunkSize, "16MiB", envMaxInFlight, "8", envMaxAttempts, "7", envBodyField, "payload",
+			envAttributesField, "attrs", envGroupIDField, "tenant", envDedupIDField, "id", envFailOnError, "true",
+			envInlineMaxBytes, "1GiB", envDeadlineMargin, "20s", envChunkConcurrency, "2", envCSVNoQuotedNewline, "true",
+		))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := c.runner
+		if o.Target.Name != "orders.fifo" || o.Target.OwnerAccountID != "111122223333" || o.Target.MaxMessageSize != 256<<10 ||
+			o.WorkQueueURL != "http://work" || o.FailureS3URI != "s3://f/failed/" || o.Plan.Format != dataset.FormatCSV ||
+			o.Mode != fanout.ModeChunk || o.Plan.ChunkSize != 16<<20 || o.Send.MaxInFlight != 8 || o.Send.MaxAttempts != 7 ||
+			o.Mapping != (fanout.Mapping{BodyField: "payload", AttributesField: "attrs", GroupIDField: "tenant", DedupIDField: "id"}) ||
+			!c.failOnError || o.InlineMaxBytes != 1<<30 || o.DeadlineMargin != 20*time.Second || o.ChunkConcurrency != 2 ||
+			!o.Plan.CSV.NoQuotedNewlines {
+			t.Errorf("config: %+v", c)
+		}
+	})
+	t.Run("errors name the variable", func(t *testing.T) {
+		_, err := loadConfig(env(envTargetQueueURL, "u", envTargetQueueName, "n", envFormat, "xml", envMode, "fast",
+			envChunkSize, "big", envMaxInFlight, "0", envFailOnError, "maybe", envDeadlineMargin, "-1s",
+			envFailureQueueURL, "q", envFailureS3URI, "nope"))
+		if err == nil {
+			t.Fatal("no error")
+		}
+		for _, name := range []string{envTargetQueueName, envFormat, envMode, envChunkSize, envMaxInFlight, envFailOnError, envDeadlineMargin, envFailureS3URI} {
+			if !strings.Contains(err.Error(), name+":") {
+				t.Errorf("error does not name %s:\n%v", name, err)
+			}
+		}
+	})
+}

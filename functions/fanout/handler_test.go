@@ -1,0 +1,519 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+)
+
+// stack is the AWS side of a test: an S3 bucket and the queues.
+type stack struct {
+	s3 *s3.Client
+	// s3api, if set, is what the handler reads S3 with.
+	s3api   fanout.S3API
+	sqs     *sqs.Client
+	bucket  string
+	target  string
+	work    string
+	failure string
+}
+
+func newStack(t *testing.T, targetSuffix string) *stack {
+	t.Helper()
+	st := &stack{s3: localaws.FakeS3(t), sqs: sqs.NewFromConfig(localaws.SQS(t)), bucket: "lake"}
+	if _, err := st.s3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(st.bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	st.target = localaws.CreateQueue(t, st.sqs, "-target"+targetSuffix, map[string]string{"ContentBasedDeduplication": "false"})
+	st.work = localaws.CreateQueue(t, st.sqs, "-work", nil)
+	st.failure = localaws.CreateQueue(t, st.sqs, "-failure", nil)
+	return st
+}
+
+func (st *stack) put(t *testing.T, key, body string) {
+	t.Helper()
+	if _, err := st.s3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(st.bucket), Key: aws.String(key), Body: strings.NewReader(body)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// handlerFor builds a handler the way main does, with real clients; wrap,
+// if given, stands between the runner and SQS.
+func (st *stack) handler(t *testing.T, opts fanout.Options, wrap func(sqsbatch.API) sqsbatch.API) (*handler, *bytes.Buffer) {
+	t.Helper()
+	if opts.Target.URL == "" {
+		opts.Target.URL = st.target
+	}
+	if opts.WorkQueueURL == "" {
+		opts.WorkQueueURL = st.work
+	}
+	if opts.FailureQueueURL == "" && opts.FailureS3URI == "" {
+		opts.FailureQueueURL = st.failure
+	}
+	opts.Send.Backoff = func(int) time.Duration { return 0 }
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	opts.Logger = log
+	var api sqsbatch.API = st.sqs
+	if wrap != nil {
+		api = wrap(api)
+	}
+	var s3api fanout.S3API = st.s3
+	if st.s3api != nil {
+		s3api = st.s3api
+	}
+	r, err := fanout.New(t.Context(), s3api, api, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &handler{runner: r, log: log, metrics: &logs, now: time.Now}, &logs
+}
+
+func invoke[T any](t *testing.T, h *handler, ctx context.Context, payload any) T {
+	t.Helper()
+	b, err := json.Marshal(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Handle(ctx, b)
+	if err != nil {
+		t.Fatalf("Handle: %v", err)
+	}
+	got, ok := out.(T)
+	if !ok {
+		t.Fatalf("Handle answered %T, want %T", out, got)
+	}
+	return got
+}
+
+// dataset writes JSON Lines, CSV and text objects under Hive-partitioned
+// keys with awkward names and returns the bodies the records must arrive
+// as.
+func (st *stack) dataset(t *testing.T, prefix string, perObject int) []string {
+	t.Helper()
+	var want []string
+	var jsonl, csv, text strings.Builder
+	csv.WriteString("id,name\n")
+	for i := range perObject {
+		v := fmt.Sprintf("j-%d", i)
+		fmt.Fprintf(&jsonl, `{"value":%q,"msg_attributes":{"n":"%d"},"other":1}`+"\n", v, i)
+		want = append(want, v)
+		fmt.Fprintf(&csv, "%d,c-%d\n", i, i)
+		want = append(want, fmt.Sprintf(`{"id":"%d","name":"c-%d"}`, i, i))
+		fmt.Fprintf(&text, "t-%d\r\n", i)
+		want = append(want, fmt.Sprintf("t-%d", i))
+	}
+	st.put(t, prefix+"date=2024-01-01/kind=a b/part 0+1.jsonl", jsonl.String())
+	st.put(t, prefix+"date=2024-01-02/kind=ü=ß/part-0.csv", csv.String())
+	st.put(t, prefix+"date=2024-01-02/kind=x/notes.txt", text.String())
+	st.put(t, prefix+"_SUCCESS", "")
+	slices.Sort(want)
+	return want
+}
+
+func received(msgs []types.Message) (bodies []string, ids map[string]int) {
+	ids = map[string]int{}
+	for _, m := range msgs {
+		bodies = append(bodies, aws.ToString(m.Body))
+		ids[aws.ToString(m.MessageAttributes[fanout.AttrRecordID].StringValue)]++
+	}
+	slices.Sort(bodies)
+	return bodies, ids
+}
+
+func TestRequestInline(t *testing.T) {
+	st := newStack(t, "")
+	want := st.dataset(t, "exports/", 40)
+	h, _ := st.handler(t, fanout.Options{Plan: fanoutPlan(64)}, nil)
+	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "prefix": "exports/"})
+	if rep.Queued || rep.Objects != 3 || rep.RecordsRead != 120 || rep.RecordsSent != 120 || rep.RecordsFailed != 0 || rep.RunID == "" {
+		t.Errorf("report %+v: want 3 objects and 120 records sent inline", rep)
+	}
+	if rep.Requests != 12+int64(rep.Chunks)-12 && rep.Requests < 12 {
+		t.Errorf("requests %d", rep.Requests)
+	}
+	bodies, ids := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	if diff := cmp.Diff(want, bodies); diff != "" {
+		t.Errorf("bodies (-want +got):\n%s", diff)
+	}
+	if len(ids) != 120 {
+		t.Errorf("%d distinct record ids, want 120", len(ids))
+	}
+}
+
+func TestMessageAttributes(t *testing.T) {
+	st := newStack(t, "")
+	st.put(t, "a.jsonl", `{"value":{"nested":true},"msg_attributes":{"tenant":"t1","kind":"k"}}`+"\n"+`[1,2]`+"\n")
+	h, _ := st.handler(t, fanout.Options{}, nil)
+	invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "a.jsonl"})
+	msgs := localaws.Drain(t, st.sqs, st.target, 3*time.Second)
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages, want 2", len(msgs))
+	}
+	byBody := map[string]types.Message{}
+	for _, m := range msgs {
+		byBody[aws.ToString(m.Body)] = m
+	}
+	m, ok := byBody[`{"nested":true}`]
+	if !ok {
+		t.Fatalf("no message with the value as body: %v", slices.Collect(mapsKeys(byBody)))
+	}
+	for k, v := range map[string]string{"tenant": "t1", "kind": "k", fanout.AttrSource: "s3://lake/a.jsonl"} {
+		if got := aws.ToString(m.MessageAttributes[k].StringValue); got != v {
+			t.Errorf("attribute %s = %q, want %q", k, got, v)
+		}
+	}
+	if _, ok := byBody["[1,2]"]; !ok {
+		t.Error("a JSON value that is not an object is not its own body")
+	}
+}
+
+func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func TestChunkMode(t *testing.T) {
+	st := newStack(t, "")
+	var b strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&b, `{"id":%d,"pad":"%s"}`+"\n", i, strings.Repeat("x", i%50))
+	}
+	st.put(t, "big.jsonl", b.String())
+	h, _ := st.handler(t, fanout.Options{Mode: fanout.ModeChunk, Target: sqsbatch.Queue{URL: st.target, MaxMessageSize: 16 << 10}}, nil)
+	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "big.jsonl"})
+	msgs := localaws.Drain(t, st.sqs, st.target, 3*time.Second)
+	var lines []string
+	for _, m := range msgs {
+		body := aws.ToString(m.Body)
+		if len(body) > 16<<10 {
+			t.Errorf("message of %d bytes over the 16 KiB limit", len(body))
+		}
+		n := strings.Count(body, "\n") + 1
+		if got := aws.ToString(m.MessageAttributes[fanout.AttrCount].StringValue); got != fmt.Sprint(n) {
+			t.Errorf("count attribute %s, want %d", got, n)
+		}
+		lines = append(lines, strings.Split(body, "\n")...)
+	}
+	if len(lines) != 3000 || rep.RecordsSent != 3000 {
+		t.Errorf("%d records in %d messages (report %d sent), want 3000", len(lines), len(msgs), rep.RecordsSent)
+	}
+	if int64(len(msgs)) != rep.Messages || len(msgs) > 3000/50 {
+		t.Errorf("%d messages for 3000 records (report %d): chunk mode should pack them", len(msgs), rep.Messages)
+	}
+	// A request carries at most the queue's size limit, so 16 KiB
+	// messages go one per request.
+	if rep.Requests != int64(len(msgs)) {
+		t.Errorf("%d requests for %d messages", rep.Requests, len(msgs))
+	}
+}
+
+func TestFIFOTarget(t *testing.T) {
+	st := newStack(t, ".fifo")
+	var b strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&b, `{"value":"v%02d","group_id":"g%d"}`+"\n", i, i%3)
+	}
+	b.WriteString(`{"value":"nogroup"}` + "\n")
+	st.put(t, "f.jsonl", b.String())
+	h, _ := st.handler(t, fanout.Options{}, nil)
+	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "f.jsonl"})
+	if rep.RecordsSent != 31 {
+		t.Fatalf("report %+v", rep)
+	}
+	order := map[string][]string{}
+	for _, m := range localaws.Drain(t, st.sqs, st.target, 3*time.Second) {
+		g := m.Attributes["MessageGroupId"]
+		order[g] = append(order[g], aws.ToString(m.Body))
+		if m.Attributes["MessageDeduplicationId"] != aws.ToString(m.MessageAttributes[fanout.AttrRecordID].StringValue) {
+			t.Errorf("dedup id %q is not the record id", m.Attributes["MessageDeduplicationId"])
+		}
+	}
+	for g, bodies := range order {
+		if !slices.IsSorted(bodies) {
+			t.Errorf("group %s out of order: %v", g, bodies)
+		}
+	}
+	if len(order["g0"]) != 10 || !cmp.Equal(order["f.jsonl"], []string{"nogroup"}) {
+		t.Errorf("groups %v: want 10 in g0 and the record without group_id in the object's group", order)
+	}
+}
+
+func TestWorkQueue(t *testing.T) {
+	st := newStack(t, "")
+	want := st.dataset(t, "big/", 60)
+	h, _ := st.handler(t, fanout.Options{InlineMaxBytes: 1, Plan: fanoutPlan(100)}, nil)
+	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "prefix": "big/", "runId": "run-1"})
+	if !rep.Queued || rep.TasksQueued != rep.Chunks || rep.Chunks < 10 || rep.RecordsSent != 0 {
+		t.Fatalf("report %+v: want every chunk queued as a task", rep)
+	}
+	tasks := localaws.Drain(t, st.sqs, st.work, time.Second)
+	if len(tasks) != rep.TasksQueued {
+		t.Fatalf("%d tasks on the work queue, want %d", len(tasks), rep.TasksQueued)
+	}
+	// Feed the tasks back as SQS events of up to 10, as Lambda would.
+	for i := 0; i < len(tasks); i += 10 {
+		ev := sqsEvent(tasks[i:min(i+10, len(tasks))])
+		resp := invoke[events.SQSEventResponse](t, h, t.Context(), ev)
+		if len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("batch item failures %v", resp.BatchItemFailures)
+		}
+	}
+	bodies, ids := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	if diff := cmp.Diff(want, bodies); diff != "" {
+		t.Errorf("bodies (-want +got):\n%s", diff)
+	}
+	if len(ids) != len(want) {
+		t.Errorf("%d distinct record ids, want %d", len(ids), len(want))
+	}
+}
+
+func sqsEvent(msgs []types.Message) events.SQSEvent {
+	var ev events.SQSEvent
+	for _, m := range msgs {
+		ev.Records = append(ev.Records, events.SQSMessage{
+			MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
+			EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:work", AWSRegion: "us-east-1",
+		})
+	}
+	return ev
+}
+
+func TestFailures(t *testing.T) {
+	st := newStack(t, "")
+	st.put(t, "mixed.jsonl", strings.Join([]string{
+		`{"value":"fine"}`,
+		`{"value":"bad\u0000char"}`,
+		`{"value":"flaky"}`,
+		`{"value":"refused"}`,
+		`{"value":"x","msg_attributes":"not an object"}`,
+		`{"value":"also fine"}`,
+	}, "\n"))
+	wrap := func(api sqsbatch.API) sqsbatch.API {
+		return &faultSQS{API: api, fail: func(body string, attempt int) *types.BatchResultErrorEntry {
+			switch {
+			case body == "flaky" && attempt == 1:
+				return &types.BatchResultErrorEntry{Code: aws.String("InternalError"), Message: aws.String("injected")}
+			case body == "refused":
+				return &types.BatchResultErrorEntry{Code: aws.String("InvalidParameterValue"), Message: aws.String("injected"), SenderFault: true}
+			}
+			return nil
+		}}
+	}
+	h, _ := st.handler(t, fanout.Options{}, wrap)
+	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "mixed.jsonl", "runId": "r"})
+	if rep.RecordsRead != 6 || rep.RecordsSent != 3 || rep.RecordsFailed != 3 || rep.Retries != 1 {
+		t.Errorf("report %+v: want 6 read, 3 sent, 3 failed, 1 retry", rep)
+	}
+	bodies, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	if diff := cmp.Diff([]string{"also fine", "fine", "flaky"}, bodies); diff != "" {
+		t.Errorf("target (-want +got):\n%s", diff)
+	}
+	got := map[string]fanout.Failure{}
+	for _, m := range localaws.Drain(t, st.sqs, st.failure, time.Second) {
+		var f fanout.Failure
+		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &f); err != nil {
+			t.Fatal(err)
+		}
+		got[f.Code] = f
+	}
+	for code, body := range map[string]string{
+		string(sqsbatch.RuleInvalidCharacters): "bad\x00char",
+		"InvalidParameterValue":                "refused",
+		"UnmappableRecord":                     `{"value":"x","msg_attributes":"not an object"}`,
+	} {
+		f, ok := got[code]
+		if !ok || f.Body != body || f.Source != "s3://lake/mixed.jsonl" || f.RunID != "r" || f.Message == "" {
+			t.Errorf("failure %s: %+v, want body %q with source and reason", code, f, body)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("failure output holds %d kinds, want 3: %v", len(got), got)
+	}
+}
+
+func TestFailOnError(t *testing.T) {
+	st := newStack(t, "")
+	st.put(t, "one.jsonl", `{"value":"bad\u0001"}`+"\n")
+	h, _ := st.handler(t, fanout.Options{}, nil)
+	h.failOnError = true
+	b, _ := json.Marshal(map[string]any{"bucket": st.bucket, "key": "one.jsonl"})
+	if _, err := h.Handle(t.Context(), b); err == nil || !strings.Contains(err.Error(), "FAIL_ON_ERROR") {
+		t.Errorf("Handle: %v, want a FAIL_ON_ERROR error", err)
+	}
+	if n := len(localaws.Drain(t, st.sqs, st.failure, time.Second)); n != 1 {
+		t.Errorf("%d records on the failure queue, want 1", n)
+	}
+}
+
+func TestFailureS3(t *testing.T) {
+	st := newStack(t, "")
+	st.put(t, "one.jsonl", `{"value":"ok"}`+"\n"+`{"value":"bad\u0001"}`+"\n")
+	h, _ := st.handler(t, fanout.Options{FailureS3URI: "s3://lake/failed/"}, nil)
+	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "one.jsonl", "runId": "r2"})
+	out, err := st.s3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(st.bucket), Prefix: aws.String("failed/r2/")})
+	if err != nil || len(out.Contents) != 1 {
+		t.Fatalf("failure objects %v, %v; want one under failed/r2/", out, err)
+	}
+	obj, err := st.s3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(st.bucket), Key: out.Contents[0].Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(obj.Body)
+	var f fanout.Failure
+	if err := json.Unmarshal(bytes.TrimSpace(body), &f); err != nil || f.Body != "bad\x01" || f.Code != string(sqsbatch.RuleInvalidCharacters) {
+		t.Errorf("failure line %s (%v)", body, err)
+	}
+	if rep.RecordsSent != 1 || rep.RecordsFailed != 1 {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+func TestS3EventInvocation(t *testing.T) {
+	st := newStack(t, "")
+	st.put(t, "in/new file.jsonl", `{"value":"from event"}`+"\n")
+	h, _ := st.handler(t, fanout.Options{}, nil)
+	ev := json.RawMessage(`{"Records":[{"eventVersion":"2.1","eventSource":"aws:s3","awsRegion":"us-east-1",
+		"eventTime":"2024-01-01T00:00:00.000Z","eventName":"ObjectCreated:Put",
+		"s3":{"bucket":{"name":"lake"},"object":{"key":"in/new+file.jsonl","size":23}}}]}`)
+	rep := invoke[fanout.Report](t, h, t.Context(), ev)
+	if rep.RecordsSent != 1 {
+		t.Errorf("report %+v", rep)
+	}
+	bodies, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	if !cmp.Equal(bodies, []string{"from event"}) {
+		t.Errorf("bodies %v", bodies)
+	}
+	// The same notification inside an SQS event: a message that is
+	// neither a task nor a notification fails alone.
+	sqsEv := events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "m1", Body: string(ev), EventSource: "aws:sqs"},
+		{MessageId: "m2", Body: "garbage", EventSource: "aws:sqs"},
+	}}
+	resp := invoke[events.SQSEventResponse](t, h, t.Context(), sqsEv)
+	if !cmp.Equal(resp.BatchItemFailures, []events.SQSBatchItemFailure{{ItemIdentifier: "m2"}}) {
+		t.Errorf("batch item failures %v, want only m2", resp.BatchItemFailures)
+	}
+}
+
+func TestDeadlineContinuation(t *testing.T) {
+	st := newStack(t, "")
+	var b strings.Builder
+	var want []string
+	for i := range 400 {
+		fmt.Fprintf(&b, `{"value":"r%03d"}`+"\n", i)
+		want = append(want, fmt.Sprintf("r%03d", i))
+	}
+	st.put(t, "slow.jsonl", b.String())
+	// Reading is slowed so that the deadline falls mid-task.
+	st.s3api = slowS3{st.s3}
+	h, _ := st.handler(t, fanout.Options{DeadlineMargin: time.Second}, nil)
+	task := `{"runId":"r","chunk":{"bucket":"lake","key":"slow.jsonl","size":` + fmt.Sprint(b.Len()) + `,"index":0,"count":1,"start":0,"end":` + fmt.Sprint(b.Len()) + `,"format":"jsonl"}}`
+	ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
+	defer cancel()
+	resp := invoke[events.SQSEventResponse](t, h, ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "t1", Body: task, EventSource: "aws:sqs"}}})
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %v: a task that stops in time succeeds and leaves a continuation", resp.BatchItemFailures)
+	}
+	cont := localaws.Drain(t, st.sqs, st.work, time.Second)
+	if len(cont) != 1 || !strings.Contains(aws.ToString(cont[0].Body), `"resumeAt":`) {
+		t.Fatalf("work queue holds %v, want one continuation", cont)
+	}
+	// The continuation finishes the task.
+	resp = invoke[events.SQSEventResponse](t, h, t.Context(), sqsEvent(cont))
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("continuation failed: %v", resp.BatchItemFailures)
+	}
+	bodies, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	if diff := cmp.Diff(want, slices.Compact(bodies)); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	if len(bodies)-len(slices.Compact(slices.Clone(bodies))) > 10*sqsbatch.DefaultMaxInFlight {
+		t.Errorf("%d duplicates, want at most the in-flight batches", len(bodies)-len(want))
+	}
+}
+
+// faultSQS fails chosen entries before the rest go to the real queue.
+type faultSQS struct {
+	sqsbatch.API
+	fail     func(body string, attempt int) *types.BatchResultErrorEntry
+	mu       sync.Mutex
+	attempts map[string]int
+}
+
+func (f *faultSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	f.mu.Lock()
+	if f.attempts == nil {
+		f.attempts = map[string]int{}
+	}
+	pass := *in
+	pass.Entries = nil
+	var failed []types.BatchResultErrorEntry
+	for _, e := range in.Entries {
+		body := aws.ToString(e.MessageBody)
+		f.attempts[body]++
+		if fe := f.fail(body, f.attempts[body]); fe != nil {
+			fe.Id = e.Id
+			failed = append(failed, *fe)
+			continue
+		}
+		pass.Entries = append(pass.Entries, e)
+	}
+	f.mu.Unlock()
+	out := &sqs.SendMessageBatchOutput{}
+	if len(pass.Entries) > 0 {
+		var err error
+		if out, err = f.API.SendMessageBatch(ctx, &pass, opts...); err != nil {
+			return nil, err
+		}
+	}
+	out.Failed = append(out.Failed, failed...)
+	return out, nil
+}
+
+func fanoutPlan(chunkSize int64) dataset.PlanOptions {
+	return dataset.PlanOptions{ChunkSize: chunkSize}
+}
+
+// slowS3 serves object bodies 32 bytes every 10ms.
+type slowS3 struct{ fanout.S3API }
+
+func (s slowS3) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	out, err := s.S3API.GetObject(ctx, in, opts...)
+	if err == nil {
+		out.Body = slowBody{out.Body}
+	}
+	return out, err
+}
+
+type slowBody struct{ io.ReadCloser }
+
+func (b slowBody) Read(p []byte) (int, error) {
+	time.Sleep(10 * time.Millisecond)
+	return b.ReadCloser.Read(p[:min(len(p), 32)])
+}

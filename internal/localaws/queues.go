@@ -1,0 +1,77 @@
+package localaws
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+var notName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// CreateQueue creates a queue named after the test and suffix (".fifo"
+// makes a FIFO queue), with attrs, and deletes it when the test ends.
+func CreateQueue(tb testing.TB, c *sqs.Client, suffix string, attrs map[string]string) string {
+	tb.Helper()
+	name := fmt.Sprintf("%.40s-%d", notName.ReplaceAllString(tb.Name(), "-"), time.Now().UnixNano()%1e12)
+	all := map[string]string{}
+	for k, v := range attrs {
+		all[k] = v
+	}
+	if strings.HasSuffix(suffix, ".fifo") {
+		all["FifoQueue"] = "true"
+	}
+	name += suffix
+	out, err := c.CreateQueue(tb.Context(), &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: all})
+	if err != nil {
+		tb.Fatalf("create queue %s: %v", name, err)
+	}
+	url := aws.ToString(out.QueueUrl)
+	tb.Cleanup(func() {
+		_, _ = c.DeleteQueue(tb.Context(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+	})
+	return url
+}
+
+// Drain receives and deletes every message of the queue until none has
+// come for quiet, or until 60s pass, and returns them in the order
+// received. Messages are received with a 2s visibility timeout, so that a
+// receive whose answer is lost on the way (fauxqs does this now and then)
+// hides its messages only briefly: quiet should be longer.
+func Drain(tb testing.TB, c *sqs.Client, url string, quiet time.Duration) []types.Message {
+	tb.Helper()
+	var got []types.Message
+	deadline := time.Now().Add(60 * time.Second)
+	last := time.Now()
+	for time.Now().Before(deadline) && time.Since(last) < quiet {
+		out, err := c.ReceiveMessage(tb.Context(), &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(url),
+			MaxNumberOfMessages:         10,
+			WaitTimeSeconds:             1,
+			VisibilityTimeout:           2,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			tb.Fatalf("receive: %v", err)
+		}
+		if len(out.Messages) == 0 {
+			continue
+		}
+		last = time.Now()
+		got = append(got, out.Messages...)
+		del := make([]types.DeleteMessageBatchRequestEntry, len(out.Messages))
+		for i, m := range out.Messages {
+			del[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle}
+		}
+		if _, err := c.DeleteMessageBatch(tb.Context(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del}); err != nil {
+			tb.Fatalf("delete: %v", err)
+		}
+	}
+	return got
+}

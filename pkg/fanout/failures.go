@@ -1,0 +1,141 @@
+package fanout
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+)
+
+// Failure is a record that did not reach its queue, as the failure output
+// holds it: what it was, where it came from and why it failed.
+type Failure struct {
+	RunID  string `json:"runId"`
+	Source string `json:"source"`
+	// Version is the object's version id or ETag.
+	Version string `json:"version,omitempty"`
+	// Offset is the record's position in the object.
+	Offset int64 `json:"offset"`
+	// Code is SQS's error code, a validation rule, or a read error kind.
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// SenderFault reports that resending the record unchanged would fail.
+	SenderFault bool   `json:"senderFault"`
+	Attempts    int    `json:"attempts"`
+	Body        string `json:"body,omitempty"`
+	// Truncated is set when Body was cut to fit the failure queue.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// failureSink writes failures to the configured output: a queue, an S3
+// object per task, or (with neither) the log at error level.
+type failureSink struct {
+	queue  *sqsbatch.Sender
+	bucket string
+	prefix string
+	s3     S3API
+	log    *slog.Logger
+}
+
+// failureBatch gathers the failures of one task.
+type failureBatch struct {
+	mu   sync.Mutex
+	list []Failure
+}
+
+func (b *failureBatch) add(f Failure) {
+	b.mu.Lock()
+	b.list = append(b.list, f)
+	b.mu.Unlock()
+}
+
+func (b *failureBatch) len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.list)
+}
+
+// write puts the failures of a task on the output. name identifies the
+// task, for the S3 object's key.
+func (s *failureSink) write(ctx context.Context, runID, name string, fs []Failure) error {
+	if len(fs) == 0 {
+		return nil
+	}
+	switch {
+	case s.queue != nil:
+		entries := make([]sqsbatch.Entry, len(fs))
+		limit := s.queue.MaxMessageSize() - 256
+		for i, f := range fs {
+			b, _ := json.Marshal(f)
+			if len(b) > limit {
+				f.Body, f.Truncated = truncate(f.Body, len(f.Body)-(len(b)-limit)-16), true
+				b, _ = json.Marshal(f)
+			}
+			entries[i] = sqsbatch.Entry{ID: fmt.Sprint(i), Body: string(b), GroupID: runID, DeduplicationID: fmt.Sprintf("%s-%s-%d", name, f.Code, f.Offset)}
+			if !s.queue.FIFO() {
+				entries[i].GroupID, entries[i].DeduplicationID = "", ""
+			}
+		}
+		res, err := s.queue.SendEntries(ctx, entries)
+		if err != nil {
+			return fmt.Errorf("fanout: write %d failures to the failure queue: %w", len(fs), err)
+		}
+		if res.Failed > 0 {
+			return fmt.Errorf("fanout: %d of %d failures did not reach the failure queue: %s", res.Failed, len(fs), res.Failures[0])
+		}
+		return nil
+	case s.bucket != "":
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		for _, f := range fs {
+			if err := enc.Encode(f); err != nil {
+				return err
+			}
+		}
+		key := strings.TrimSuffix(s.prefix, "/")
+		if key != "" {
+			key += "/"
+		}
+		key += runID + "/" + name + ".jsonl"
+		_, err := s.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key), Body: bytes.NewReader(buf.Bytes()), ContentType: aws.String("application/x-ndjson")})
+		if err != nil {
+			return fmt.Errorf("fanout: write %d failures to s3://%s/%s: %w", len(fs), s.bucket, key, err)
+		}
+		return nil
+	default:
+		for _, f := range fs {
+			s.log.ErrorContext(ctx, "record failed", "run", f.RunID, "source", f.Source, "offset", f.Offset,
+				"code", f.Code, "message", f.Message, "attempts", f.Attempts, "body", truncate(f.Body, 1024))
+		}
+		return nil
+	}
+}
+
+func truncate(s string, n int) string {
+	if n < 0 {
+		n = 0
+	}
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n-- // keep UTF-8 whole
+	}
+	return s[:n]
+}
+
+func failureFrom(runID string, obj dataset.Object, e *sqsbatch.EntryError, offset int64) Failure {
+	return Failure{
+		RunID: runID, Source: "s3://" + obj.Bucket + "/" + obj.Key, Version: pinOf(obj), Offset: offset,
+		Code: e.Code, Message: e.Message, SenderFault: e.SenderFault, Attempts: e.Attempts, Body: e.Entry.Body,
+	}
+}

@@ -1,0 +1,238 @@
+package fanout
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/records"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+)
+
+// Message attributes fanout sets on every message.
+const (
+	// AttrRecordID is the deterministic id of the record (record mode) or
+	// of the first record of the message (chunk mode).
+	AttrRecordID = "s3sqs-record-id"
+	// AttrSource is the s3://bucket/key of the record's object.
+	AttrSource = "s3sqs-source"
+	// AttrVersion is the object's version id, or its ETag.
+	AttrVersion = "s3sqs-version"
+	// AttrFirst and AttrLast are the offsets of the first and last records
+	// of a chunk-mode message.
+	AttrFirst = "s3sqs-first"
+	AttrLast  = "s3sqs-last"
+	// AttrCount is the number of records of a chunk-mode message.
+	AttrCount = "s3sqs-count"
+)
+
+// Mode says how records become messages.
+type Mode string
+
+// Modes.
+const (
+	// ModeRecord sends one record per message.
+	ModeRecord Mode = "record"
+	// ModeChunk sends many records per message, newline-delimited.
+	ModeChunk Mode = "chunk"
+)
+
+// Mapping names the record fields that become parts of a message. Empty
+// fields mean the defaults of the Spark SQS sink.
+type Mapping struct {
+	// BodyField is the field sent as the body; "" means "value". Without
+	// it a record is its own body.
+	BodyField string `json:"bodyField,omitempty"`
+	// AttributesField is an object of strings sent as message attributes;
+	// "" means "msg_attributes".
+	AttributesField string `json:"attributesField,omitempty"`
+	// GroupIDField is the FIFO message group; "" means "group_id".
+	GroupIDField string `json:"groupIdField,omitempty"`
+	// DedupIDField, when set, is the FIFO deduplication id.
+	DedupIDField string `json:"dedupIdField,omitempty"`
+}
+
+func (m Mapping) withDefaults() Mapping {
+	if m.BodyField == "" {
+		m.BodyField = "value"
+	}
+	if m.AttributesField == "" {
+		m.AttributesField = "msg_attributes"
+	}
+	if m.GroupIDField == "" {
+		m.GroupIDField = "group_id"
+	}
+	return m
+}
+
+// RecordID returns the deterministic id of the record at offset in obj: 32
+// hex characters.
+func RecordID(obj dataset.Object, offset int64) string {
+	pin := obj.VersionID
+	if pin == "" {
+		pin = obj.ETag
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d", obj.Bucket, obj.Key, pin, offset)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func stringAttr(v string) types.MessageAttributeValue {
+	return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+}
+
+func numberAttr(v int64) types.MessageAttributeValue {
+	return types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.FormatInt(v, 10))}
+}
+
+// entryID is the sqsbatch entry id of a record: its offset, so that a
+// failure can be traced back to its place in the object.
+func entryID(offset int64) string { return strconv.FormatInt(offset, 10) }
+
+// recordEntry maps one record to an entry in record mode. json says
+// whether the record is JSON (not a text line). The error, if any, says
+// why the record cannot be mapped; the entry then holds the raw record.
+func (m Mapping) recordEntry(obj dataset.Object, rec records.Record, isJSON bool) (sqsbatch.Entry, error) {
+	id := RecordID(obj, rec.Offset)
+	e := sqsbatch.Entry{
+		ID:   entryID(rec.Offset),
+		Body: string(rec.Value),
+		Attributes: map[string]types.MessageAttributeValue{
+			AttrRecordID: stringAttr(id),
+			AttrSource:   stringAttr("s3://" + obj.Bucket + "/" + obj.Key),
+		},
+		DeduplicationID: id,
+	}
+	if v := pinOf(obj); v != "" {
+		e.Attributes[AttrVersion] = stringAttr(v)
+	}
+	if !isJSON {
+		return e, nil
+	}
+	trimmed := bytes.TrimSpace(rec.Value)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return e, nil // a JSON value that is not an object is its own body
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &fields); err != nil {
+		return e, fmt.Errorf("record is not valid JSON: %w", err)
+	}
+	if raw, ok := fields[m.BodyField]; ok {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			e.Body = s
+		} else {
+			e.Body = string(raw)
+		}
+	}
+	if raw, ok := fields[m.AttributesField]; ok && string(raw) != "null" {
+		var attrs map[string]string
+		if err := json.Unmarshal(raw, &attrs); err != nil {
+			return e, fmt.Errorf("field %q is not an object of strings: %w", m.AttributesField, err)
+		}
+		for k, v := range attrs {
+			e.Attributes[k] = stringAttr(v)
+		}
+	}
+	if s, err := stringField(fields, m.GroupIDField); err != nil {
+		return e, err
+	} else if s != "" {
+		e.GroupID = s
+	}
+	if m.DedupIDField != "" {
+		if s, err := stringField(fields, m.DedupIDField); err != nil {
+			return e, err
+		} else if s != "" {
+			e.DeduplicationID = s
+		}
+	}
+	return e, nil
+}
+
+// stringField returns a string or number field as a string.
+func stringField(fields map[string]json.RawMessage, name string) (string, error) {
+	raw, ok := fields[name]
+	if !ok || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String(), nil
+	}
+	return "", fmt.Errorf("field %q is neither a string nor a number", name)
+}
+
+func pinOf(obj dataset.Object) string {
+	if obj.VersionID != "" {
+		return obj.VersionID
+	}
+	return obj.ETag
+}
+
+// chunkPacker gathers records into chunk-mode messages of at most max
+// bytes, counting attributes as SQS does.
+type chunkPacker struct {
+	obj   dataset.Object
+	max   int
+	body  bytes.Buffer
+	first int64
+	last  int64
+	n     int
+}
+
+// overhead is a generous bound on the attributes of a chunk-mode message.
+const chunkOverhead = 512
+
+// add adds a record; it returns a full message to send first when the
+// record does not fit beside what is gathered.
+func (p *chunkPacker) add(rec records.Record) (sqsbatch.Entry, bool) {
+	var out sqsbatch.Entry
+	full := false
+	if p.n > 0 && p.body.Len()+1+len(rec.Value)+len(pinOf(p.obj))+len(p.obj.Key)+chunkOverhead > p.max {
+		out, full = p.flush(), true
+	}
+	if p.n > 0 {
+		p.body.WriteByte('\n')
+	} else {
+		p.first = rec.Offset
+	}
+	p.body.Write(rec.Value)
+	p.last = rec.Offset
+	p.n++
+	return out, full
+}
+
+// flush returns the gathered records as one entry and starts anew.
+func (p *chunkPacker) flush() sqsbatch.Entry {
+	id := RecordID(p.obj, p.first)
+	e := sqsbatch.Entry{
+		ID:   entryID(p.first),
+		Body: p.body.String(),
+		Attributes: map[string]types.MessageAttributeValue{
+			AttrRecordID: stringAttr(id),
+			AttrSource:   stringAttr("s3://" + p.obj.Bucket + "/" + p.obj.Key),
+			AttrFirst:    numberAttr(p.first),
+			AttrLast:     numberAttr(p.last),
+			AttrCount:    numberAttr(int64(p.n)),
+		},
+		DeduplicationID: id,
+		GroupID:         p.obj.Key,
+	}
+	if v := pinOf(p.obj); v != "" {
+		e.Attributes[AttrVersion] = stringAttr(v)
+	}
+	p.body.Reset()
+	p.n = 0
+	return e
+}
