@@ -1,27 +1,18 @@
 package records_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
-	"net/http/httptest"
 	"os"
-	"os/exec"
-	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/rclone/gofakes3"
-	"github.com/rclone/gofakes3/s3mem"
 
 	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
@@ -36,7 +27,7 @@ import (
 // process's memory; moto_server is too slow for ranged reads of a 1 GiB
 // object (it copies the object for each range).
 func BenchmarkReadS3(b *testing.B) {
-	c := s3.NewFromConfig(localaws.Config(startS3Process(b)), func(o *s3.Options) { o.UsePathStyle = true })
+	c := s3.NewFromConfig(localaws.Config(localaws.StartS3Child(b)), func(o *s3.Options) { o.UsePathStyle = true })
 	bucket := "bench-read"
 	if _, err := c.CreateBucket(b.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		b.Fatal(err)
@@ -56,12 +47,10 @@ func BenchmarkReadS3(b *testing.B) {
 			b.Run(fmt.Sprintf("size=%dMiB/readers=%d", size>>20, readers), func(b *testing.B) {
 				b.SetBytes(size)
 				var peak int64
-				cpu0 := cpuTime(b)
+				cpu0 := localaws.CPUTime(b)
 				for b.Loop() {
-					// Give back what generating the object used, so that
-					// the peak is the reading's.
-					debug.FreeOSMemory()
-					resetPeakRSS(b)
+					// The peak is the reading's, not the generating's.
+					localaws.ResetPeakRSS(b)
 					var n atomic.Int64
 					work := make(chan dataset.Chunk)
 					var wg sync.WaitGroup
@@ -86,64 +75,22 @@ func BenchmarkReadS3(b *testing.B) {
 					if n.Load() != want {
 						b.Fatalf("read %d records, want %d", n.Load(), want)
 					}
-					peak = max(peak, peakRSS(b))
+					peak = max(peak, localaws.PeakRSS(b))
 				}
 				b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MiB")
 				// What the reading itself costs, whatever the stand-in's
 				// speed: megabytes per second of this process's CPU time.
-				b.ReportMetric(float64(size)*float64(b.N)/1e6/(cpuTime(b)-cpu0).Seconds(), "MB/cpu-s")
+				b.ReportMetric(float64(size)*float64(b.N)/1e6/(localaws.CPUTime(b)-cpu0).Seconds(), "MB/cpu-s")
 			})
 		}
 	}
 }
 
-// serveEnv makes the test binary serve S3 instead of running tests: see
-// TestMain and startS3Process.
-const serveEnv = "S3SQS_RECORDS_SERVE_S3"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(serveEnv) != "" {
-		serveS3()
+	if localaws.ServeS3Child() {
 		return
 	}
 	os.Exit(m.Run())
-}
-
-// serveS3 serves gofakes3 on a free 127.0.0.1 port, prints its URL, and
-// stops when its standard input closes.
-func serveS3() {
-	srv := httptest.NewServer(gofakes3.New(s3mem.New(), gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
-	fmt.Println(srv.URL)
-	io.Copy(io.Discard, os.Stdin)
-	srv.Close()
-}
-
-// startS3Process runs this test binary as an S3 server in a child process
-// and returns its URL; the child ends with the benchmark.
-func startS3Process(b *testing.B) string {
-	b.Helper()
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), serveEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
-	url, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("S3 child process: %v", err)
-	}
-	return strings.TrimSpace(url)
 }
 
 // upload writes a JSON Lines object of about size bytes with a multipart
@@ -182,39 +129,4 @@ func upload(b *testing.B, c *s3.Client, bucket, key string, size int64) int64 {
 	}
 	b.Logf("uploaded %s: %d MiB, %d records in %v", key, written>>20, recs, time.Since(start).Round(time.Millisecond))
 	return recs
-}
-
-// cpuTime returns the user and system CPU time this process has used.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// resetPeakRSS resets the kernel's high-water mark of this process's RSS.
-func resetPeakRSS(b *testing.B) {
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		b.Logf("cannot reset peak RSS: %v", err)
-	}
-}
-
-// peakRSS returns VmHWM, the peak RSS since the last reset, in bytes.
-func peakRSS(b *testing.B) int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	b.Fatal("no VmHWM in /proc/self/status")
-	return 0
 }

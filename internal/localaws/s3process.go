@@ -1,0 +1,61 @@
+package localaws
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/rclone/gofakes3"
+	"github.com/rclone/gofakes3/s3mem"
+)
+
+// s3ChildEnv makes a test binary serve S3 instead of running its tests.
+const s3ChildEnv = "S3SQS_SERVE_S3"
+
+// ServeS3Child serves gofakes3 and returns true when this test binary was
+// started by StartS3Child; call it first in TestMain and return if it
+// says so. Benchmarks use the child so that the objects they read are not
+// in their own memory when they measure it.
+func ServeS3Child() bool {
+	if os.Getenv(s3ChildEnv) == "" {
+		return false
+	}
+	srv := httptest.NewServer(gofakes3.New(s3mem.New(), gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
+	fmt.Println(srv.URL)
+	io.Copy(io.Discard, os.Stdin) // until the parent goes
+	srv.Close()
+	return true
+}
+
+// StartS3Child runs this test binary as an S3 server (see ServeS3Child) and
+// returns its URL. The child ends with the test.
+func StartS3Child(tb testing.TB) string {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), s3ChildEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	url, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		tb.Fatalf("S3 child process: %v", err)
+	}
+	return strings.TrimSpace(url)
+}

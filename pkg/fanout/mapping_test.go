@@ -1,0 +1,88 @@
+package fanout
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/records"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+)
+
+func TestRecordEntry(t *testing.T) {
+	obj := dataset.Object{Bucket: "b", Key: "k.jsonl", ETag: "e"}
+	m := Mapping{DedupIDField: "id"}.withDefaults()
+	tests := []struct {
+		name, rec, body, group, dedup string
+		attrs                         map[string]string
+		isJSON                        bool
+		wantErr                       string
+	}{
+		{name: "value string", rec: `{"value":"hi","id":7}`, body: "hi", dedup: "7", isJSON: true},
+		{name: "value object", rec: `{"value":{"a":[1]}}`, body: `{"a":[1]}`, isJSON: true},
+		{name: "no value", rec: `{"x":1}`, body: `{"x":1}`, isJSON: true},
+		{name: "attributes and group", rec: `{"value":"v","msg_attributes":{"k":"v2"},"group_id":"g"}`, body: "v", group: "g", attrs: map[string]string{"k": "v2"}, isJSON: true},
+		{name: "numeric group", rec: `{"value":"v","group_id":42}`, body: "v", group: "42", isJSON: true},
+		{name: "array", rec: `[1,2]`, body: `[1,2]`, isJSON: true},
+		{name: "text line", rec: `{"not":"parsed"`, body: `{"not":"parsed"`},
+		{name: "bad JSON", rec: `{"value":`, isJSON: true, wantErr: "not valid JSON"},
+		{name: "bad attributes", rec: `{"msg_attributes":[1]}`, isJSON: true, wantErr: "msg_attributes"},
+		{name: "bad group", rec: `{"group_id":{}}`, isJSON: true, wantErr: "group_id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := m.recordEntry(obj, records.Record{Offset: 10, Value: []byte(tt.rec)}, tt.isJSON)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Body != tt.body || e.GroupID != tt.group {
+				t.Errorf("body %q group %q, want %q %q", e.Body, e.GroupID, tt.body, tt.group)
+			}
+			wantDedup := tt.dedup
+			if wantDedup == "" {
+				wantDedup = RecordID(obj, 10)
+			}
+			if e.DeduplicationID != wantDedup || aws.ToString(e.Attributes[AttrRecordID].StringValue) != RecordID(obj, 10) {
+				t.Errorf("dedup %q record id %v", e.DeduplicationID, e.Attributes[AttrRecordID])
+			}
+			for k, v := range tt.attrs {
+				if got := aws.ToString(e.Attributes[k].StringValue); got != v {
+					t.Errorf("attribute %s = %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}
+
+func TestChunkPacker(t *testing.T) {
+	obj := dataset.Object{Bucket: "b", Key: "k", ETag: "e"}
+	p := &chunkPacker{obj: obj, max: 2048}
+	var out []sqsbatch.Entry
+	total := 0
+	for i := range 100 {
+		rec := records.Record{Offset: int64(i * 100), Value: []byte(strings.Repeat("x", 99))}
+		if e, full := p.add(rec); full {
+			out = append(out, e)
+		}
+		total++
+	}
+	out = append(out, p.flush())
+	got := 0
+	for _, e := range out {
+		if e.Size() > 2048 {
+			t.Errorf("message of %d bytes over 2048", e.Size())
+		}
+		got += strings.Count(e.Body, "\n") + 1
+	}
+	if got != total || len(out) < 5 {
+		t.Errorf("%d records in %d messages, want %d packed", got, len(out), total)
+	}
+}
