@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -180,20 +181,30 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 		}
 	}
 	if opts.Target.URL != "" || opts.Target.Name != "" {
-		if _, err := r.target(ctx, ""); err != nil {
+		if _, err := r.target(ctx, "", opts.Mode); err != nil {
 			return nil, err
 		}
 	}
 	return r, nil
 }
 
-// target returns the sender for a run's target queue: url, or the
+// chunkModeInFlight bounds the requests in flight per chunk in chunk mode,
+// where each request may carry a whole MiB: memory stays bounded with
+// several chunks read at once.
+const chunkModeInFlight = 4
+
+// target returns the sender for a run's target queue in mode: url, or the
 // configured target when url is empty.
-func (r *Runner) target(ctx context.Context, url string) (*sqsbatch.Sender, error) {
+func (r *Runner) target(ctx context.Context, url string, mode Mode) (*sqsbatch.Sender, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if s, ok := r.targets[url]; ok {
+	key := url + "\x00" + string(mode)
+	if s, ok := r.targets[key]; ok {
 		return s, nil
+	}
+	send := r.opts.Send
+	if mode == ModeChunk {
+		send.MaxInFlight = min(cmp.Or(send.MaxInFlight, sqsbatch.DefaultMaxInFlight), chunkModeInFlight)
 	}
 	q := r.opts.Target
 	if url != "" {
@@ -202,11 +213,11 @@ func (r *Runner) target(ctx context.Context, url string) (*sqsbatch.Sender, erro
 	if q.URL == "" && q.Name == "" {
 		return nil, errors.New("fanout: no target queue: configure one or name it in the request")
 	}
-	s, err := sqsbatch.New(ctx, r.sqs, q, r.opts.Send)
+	s, err := sqsbatch.New(ctx, r.sqs, q, send)
 	if err != nil {
 		return nil, fmt.Errorf("fanout: target queue: %w", err)
 	}
-	r.targets[url] = s
+	r.targets[key] = s
 	return s, nil
 }
 
@@ -420,13 +431,10 @@ func (r *Runner) RunTask(ctx context.Context, t worktask.Task) (TaskResult, erro
 			return res, fmt.Errorf("fanout: task overrides: %w", err)
 		}
 	}
-	sender, err := r.target(ctx, ov.TargetQueueURL)
+	mode := cmp.Or(ov.Mode, r.opts.Mode)
+	sender, err := r.target(ctx, ov.TargetQueueURL, mode)
 	if err != nil {
 		return res, err
-	}
-	mode := r.opts.Mode
-	if ov.Mode != "" {
-		mode = ov.Mode
 	}
 	mapping := r.opts.Mapping
 	if ov.Mapping != (Mapping{}) {

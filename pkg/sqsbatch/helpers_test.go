@@ -3,7 +3,6 @@ package sqsbatch_test
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -24,71 +23,22 @@ func newClient(tb testing.TB) *sqs.Client {
 	return sqs.NewFromConfig(localaws.SQS(tb))
 }
 
-var nonName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
-
 // createQueue creates a queue named after the test and deletes it when the
 // test ends. fifo adds the ".fifo" suffix and FifoQueue attribute.
 func createQueue(tb testing.TB, c *sqs.Client, fifo bool, attrs map[string]string) string {
 	tb.Helper()
-	name := nonName.ReplaceAllString(tb.Name(), "-")
-	name = fmt.Sprintf("%.50s-%d", name, time.Now().UnixNano()%1e12)
-	all := map[string]string{}
-	for k, v := range attrs {
-		all[k] = v
-	}
+	suffix := ""
 	if fifo {
-		name += ".fifo"
-		all["FifoQueue"] = "true"
+		suffix = ".fifo"
 	}
-	out, err := c.CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: all})
-	if err != nil {
-		tb.Fatalf("create queue %s: %v", name, err)
-	}
-	url := aws.ToString(out.QueueUrl)
-	tb.Cleanup(func() {
-		_, _ = c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
-	})
-	return url
+	return localaws.CreateQueue(tb, c, suffix, attrs)
 }
 
-// receiveAll receives and deletes messages until it has n or 30s pass, then
-// checks for 1s that no more arrive.
+// receiveAll receives and deletes the queue's messages and checks that
+// there are n.
 func receiveAll(tb testing.TB, c *sqs.Client, url string, n int) []types.Message {
 	tb.Helper()
-	ctx := context.Background()
-	var got []types.Message
-	deadline := time.Now().Add(30 * time.Second)
-	extra := false
-	for time.Now().Before(deadline) {
-		wait := int32(1)
-		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(url),
-			MaxNumberOfMessages:         10,
-			WaitTimeSeconds:             wait,
-			VisibilityTimeout:           2,
-			MessageAttributeNames:       []string{"All"},
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-		})
-		if err != nil {
-			tb.Fatalf("receive: %v", err)
-		}
-		if len(out.Messages) == 0 && extra {
-			break
-		}
-		got = append(got, out.Messages...)
-		if len(out.Messages) > 0 {
-			del := make([]types.DeleteMessageBatchRequestEntry, len(out.Messages))
-			for i, m := range out.Messages {
-				del[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle}
-			}
-			if _, err := c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del}); err != nil {
-				tb.Fatalf("delete: %v", err)
-			}
-		}
-		if len(got) >= n {
-			extra = true
-		}
-	}
+	got := localaws.Drain(tb, c, url, 2500*time.Millisecond)
 	if len(got) != n {
 		tb.Fatalf("received %d messages, want %d", len(got), n)
 	}
