@@ -60,7 +60,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		if v == "" {
 			return 0
 		}
-		n, err := parseSize(v)
+		n, err := fanout.ParseSize(v)
 		if err != nil || n <= 0 {
 			bad(name, "%q is not a positive size (bytes, or with KiB, MiB, GiB)", v)
 		}
@@ -145,19 +145,4 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.failOnError = flag(envFailOnError)
 	c.s3PathStyle = flag(envS3PathStyle)
 	return c, errors.Join(errs...)
-}
-
-// parseSize reads "8388608", "8MiB", "512KiB" or "1GiB".
-func parseSize(s string) (int64, error) {
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
-	for _, u := range units {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
-			return v * u.mult, err
-		}
-	}
-	return strconv.ParseInt(s, 10, 64)
 }

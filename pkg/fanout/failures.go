@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -39,6 +40,8 @@ type Failure struct {
 // failureSink writes failures to the configured output: a queue, an S3
 // object per task, or (with neither) the log at error level.
 type failureSink struct {
+	w      io.Writer
+	wmu    sync.Mutex
 	queue  *sqsbatch.Sender
 	bucket string
 	prefix string
@@ -71,6 +74,16 @@ func (s *failureSink) write(ctx context.Context, runID, name string, fs []Failur
 		return nil
 	}
 	switch {
+	case s.w != nil:
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		enc := json.NewEncoder(s.w)
+		for _, f := range fs {
+			if err := enc.Encode(f); err != nil {
+				return fmt.Errorf("fanout: write failures: %w", err)
+			}
+		}
+		return nil
 	case s.queue != nil:
 		entries := make([]sqsbatch.Entry, len(fs))
 		limit := s.queue.MaxMessageSize() - 256

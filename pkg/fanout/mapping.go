@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -235,4 +236,19 @@ func (p *chunkPacker) flush() sqsbatch.Entry {
 	p.body.Reset()
 	p.n = 0
 	return e
+}
+
+// ParseSize reads a size as configuration writes it: "8388608", "8MiB",
+// "512KiB" or "1GiB".
+func ParseSize(s string) (int64, error) {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			v, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
+			return v * u.mult, err
+		}
+	}
+	return strconv.ParseInt(s, 10, 64)
 }

@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -68,8 +70,24 @@ type Options struct {
 	// ChunkConcurrency is how many chunks are read at once in one
 	// invocation; zero means DefaultChunkConcurrency.
 	ChunkConcurrency int
+	// FailureWriter, when set, receives the failures as JSON Lines instead
+	// of the failure queue or S3 (the CLI's local file).
+	FailureWriter io.Writer
+	// Progress, when set, is updated as records are read and sent, for a
+	// progress display.
+	Progress *Progress
 	// Logger receives the runner's logs; nil discards them.
 	Logger *slog.Logger
+}
+
+// Progress counts a run's work as it happens. Its fields may be read at
+// any time from another goroutine.
+type Progress struct {
+	BytesPlanned  atomic.Int64
+	BytesRead     atomic.Int64
+	RecordsRead   atomic.Int64
+	RecordsFailed atomic.Int64
+	Messages      atomic.Int64
 }
 
 // Overrides are the per-run settings a request may give. They travel with
@@ -163,7 +181,7 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runner{s3: s3c, sqs: sqsc, opts: opts, log: log, targets: map[string]*sqsbatch.Sender{}}
-	r.failures = failureSink{s3: s3c, log: log}
+	r.failures = failureSink{s3: s3c, log: log, w: opts.FailureWriter}
 	var err error
 	if opts.WorkQueueURL != "" {
 		if r.work, err = sqsbatch.New(ctx, sqsc, sqsbatch.Queue{URL: opts.WorkQueueURL}, opts.Send); err != nil {
@@ -270,6 +288,9 @@ func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[da
 			rep.Objects++
 			rep.Chunks += len(chunks)
 			rep.BytesPlanned += obj.Size
+			if p := r.opts.Progress; p != nil {
+				p.BytesPlanned.Add(obj.Size)
+			}
 		}
 		if err != nil {
 			listErr = err
@@ -484,6 +505,10 @@ func (r *Runner) RunTask(ctx context.Context, t worktask.Task) (TaskResult, erro
 				break
 			}
 			res.RecordsRead++
+			if p := r.opts.Progress; p != nil {
+				p.RecordsRead.Add(1)
+				p.BytesRead.Add(int64(len(rec.Value)) + 1)
+			}
 			var e sqsbatch.Entry
 			if mode == ModeChunk {
 				var full bool
@@ -527,6 +552,10 @@ func (r *Runner) RunTask(ctx context.Context, t worktask.Task) (TaskResult, erro
 		}
 	}
 	res.RecordsFailed = res.RecordsRead - res.RecordsSent
+	if p := r.opts.Progress; p != nil {
+		p.RecordsFailed.Add(res.RecordsFailed)
+		p.Messages.Add(res.Messages)
+	}
 	if err != nil {
 		return res, fmt.Errorf("fanout: send %s [%d,%d): %w", c.Object, c.Start, c.End, err)
 	}

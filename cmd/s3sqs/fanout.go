@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+)
+
+// runFanout sends a dataset with the fanout logic, in this process.
+func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
+	fs := flag.NewFlagSet("fanout", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		req          fanout.Request
+		keys         string
+		opts         fanout.Options
+		format, mode string
+		chunkSize    string
+		maxMsgSize   string
+		failureFile  string
+		pathStyle    bool
+		interval     time.Duration
+	)
+	fs.StringVar(&req.Bucket, "bucket", "", "the dataset's `bucket`")
+	fs.StringVar(&req.Key, "key", "", "one object `key`")
+	fs.StringVar(&req.Prefix, "prefix", "", "every object under `prefix`")
+	fs.StringVar(&keys, "keys", "", "comma-separated object `keys`")
+	fs.StringVar(&req.Manifest, "manifest", "", "`s3://bucket/key` of a Batch Operations CSV or Inventory manifest.json")
+	fs.StringVar(&req.Suffix, "suffix", "", "keep keys ending with `suffix`")
+	fs.StringVar(&req.Glob, "glob", "", "keep keys matching `pattern` (path.Match)")
+	fs.BoolVar(&req.IncludeHidden, "include-hidden", false, "keep _SUCCESS, _* and .* objects")
+	fs.StringVar(&req.RunID, "run-id", "", "name the run (default: a new id)")
+	fs.StringVar(&format, "format", "auto", "`format`: auto, jsonl, csv, text or parquet")
+	fs.StringVar(&mode, "mode", "record", "`mode`: record (a record per message) or chunk (many per message)")
+	fs.StringVar(&opts.Target.URL, "target-queue-url", "", "target queue `URL`")
+	fs.StringVar(&opts.Target.Name, "target-queue-name", "", "target queue `name`, resolved with GetQueueUrl")
+	fs.StringVar(&opts.Target.OwnerAccountID, "target-queue-owner", "", "`account` that owns the queue named by -target-queue-name")
+	fs.StringVar(&maxMsgSize, "target-max-message-size", "", "the target's MaximumMessageSize (`size`), to skip GetQueueAttributes")
+	fs.StringVar(&opts.WorkQueueURL, "work-queue-url", "", "send the dataset as chunk tasks to this `URL` instead of in-process")
+	fs.StringVar(&opts.FailureQueueURL, "failure-queue-url", "", "send refused records to this queue `URL`")
+	fs.StringVar(&opts.FailureS3URI, "failure-s3-uri", "", "write refused records under `s3://bucket/prefix`")
+	fs.StringVar(&failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-failures-RUNID.jsonl)")
+	fs.StringVar(&opts.Mapping.BodyField, "body-field", "", "record `field` sent as the body (default value)")
+	fs.StringVar(&opts.Mapping.AttributesField, "attributes-field", "", "record `field` of message attributes (default msg_attributes)")
+	fs.StringVar(&opts.Mapping.GroupIDField, "group-id-field", "", "record `field` of the FIFO group (default group_id)")
+	fs.StringVar(&opts.Mapping.DedupIDField, "dedup-id-field", "", "record `field` of the FIFO deduplication id")
+	fs.StringVar(&chunkSize, "chunk-size", "8MiB", "chunk `size`")
+	fs.BoolVar(&opts.Plan.CSV.NoQuotedNewlines, "csv-no-quoted-newlines", false, "promise that CSV objects can be split at line boundaries")
+	fs.IntVar(&opts.Send.MaxInFlight, "max-in-flight", sqsbatch.DefaultMaxInFlight, "SendMessageBatch `requests` in flight per chunk")
+	fs.IntVar(&opts.Send.MaxAttempts, "max-attempts", sqsbatch.DefaultMaxAttempts, "`attempts` per entry")
+	fs.IntVar(&opts.ChunkConcurrency, "concurrency", fanout.DefaultChunkConcurrency, "`chunks` read at once")
+	fs.BoolVar(&pathStyle, "s3-path-style", false, "path-style S3 addressing, for S3 stand-ins")
+	fs.DurationVar(&interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: s3sqs fanout [flags]\n\n"+
+			"Sends the records of an S3 dataset to an SQS queue with the fanout function's\n"+
+			"logic, in this process: name the dataset with -bucket and one of -key, -prefix\n"+
+			"or -keys, or with -manifest, and the queue with -target-queue-url or\n"+
+			"-target-queue-name. Prints the run's report as JSON when done.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	bad := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "s3sqs fanout: "+format+"\n", a...)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0))
+	}
+	if keys != "" {
+		req.Keys = strings.Split(keys, ",")
+	}
+	if err := req.Source.Validate(); err != nil {
+		return bad("%v (set -bucket with -key, -prefix or -keys, or -manifest)", err)
+	}
+	if req.Key == "" && req.Prefix == "" && len(req.Keys) == 0 && req.Manifest == "" {
+		return bad("name a dataset: -key, -prefix, -keys or -manifest")
+	}
+	if opts.Target.URL == "" && opts.Target.Name == "" {
+		return bad("name the target queue: -target-queue-url or -target-queue-name")
+	}
+	var err error
+	if opts.Plan.Format, err = dataset.ParseFormat(format); err != nil {
+		return bad("-format: %v", err)
+	}
+	switch m := fanout.Mode(mode); m {
+	case fanout.ModeRecord, fanout.ModeChunk:
+		opts.Mode = m
+	default:
+		return bad("-mode: %q is not record or chunk", mode)
+	}
+	if opts.Plan.ChunkSize, err = fanout.ParseSize(chunkSize); err != nil || opts.Plan.ChunkSize <= 0 {
+		return bad("-chunk-size: %q is not a size such as 8MiB", chunkSize)
+	}
+	if maxMsgSize != "" {
+		n, err := fanout.ParseSize(maxMsgSize)
+		if err != nil || n <= 0 {
+			return bad("-target-max-message-size: %q is not a size such as 256KiB", maxMsgSize)
+		}
+		opts.Target.MaxMessageSize = int(n)
+	}
+	if opts.Send.MaxInFlight < 1 || opts.ChunkConcurrency < 1 || opts.Send.MaxAttempts < 1 {
+		return bad("-max-in-flight, -concurrency and -max-attempts must be at least 1")
+	}
+	if req.RunID == "" {
+		req.RunID = fanout.NewRunID()
+	}
+	if failureFile == "" && opts.FailureQueueURL == "" && opts.FailureS3URI == "" {
+		failureFile = "s3sqs-failures-" + req.RunID + ".jsonl"
+	}
+	// With no work queue, the whole dataset is sent here, however large.
+	opts.InlineMaxBytes = 1 << 62
+
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "s3sqs fanout: AWS config: %v\n", err)
+		return 1
+	}
+	var failures *lazyFile
+	if failureFile != "" {
+		failures = &lazyFile{path: failureFile}
+		defer failures.Close()
+		opts.FailureWriter = failures
+	}
+	opts.Progress = &fanout.Progress{}
+	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.UsePathStyle = pathStyle
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	runner, err := fanout.New(ctx, s3c, sqs.NewFromConfig(cfg), opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", err)
+		return 1
+	}
+	done := make(chan struct{})
+	shown := make(chan struct{})
+	go func() {
+		defer close(shown)
+		showProgress(stderr, opts.Progress, tty, interval, done)
+	}()
+	start := time.Now()
+	rep, err := runner.Run(ctx, req)
+	close(done)
+	<-shown
+	out, _ := json.MarshalIndent(rep, "", "  ")
+	fmt.Fprintf(stdout, "%s\n", out)
+	fmt.Fprintf(stderr, "s3sqs fanout: %d records read, %d sent, %d failed in %s\n",
+		rep.RecordsRead, rep.RecordsSent, rep.RecordsFailed, time.Since(start).Round(time.Millisecond))
+	if failures != nil && failures.f != nil {
+		fmt.Fprintf(stderr, "s3sqs fanout: failed records are in %s\n", failures.path)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", err)
+		return 1
+	}
+	if rep.RecordsFailed > 0 {
+		return 1
+	}
+	return 0
+}
+
+// lazyFile creates its file on the first write, so that a run without
+// failures leaves no empty file behind.
+type lazyFile struct {
+	path string
+	f    *os.File
+}
+
+func (l *lazyFile) Write(p []byte) (int, error) {
+	if l.f == nil {
+		f, err := os.Create(l.path)
+		if err != nil {
+			return 0, err
+		}
+		l.f = f
+	}
+	return l.f.Write(p)
+}
+
+func (l *lazyFile) Close() error {
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
+}
+
+// showProgress draws a live bar on a terminal, or writes a line every
+// interval otherwise, until done closes.
+func showProgress(w io.Writer, p *fanout.Progress, tty bool, interval time.Duration, done <-chan struct{}) {
+	if interval <= 0 {
+		interval = 5 * time.Second
+		if tty {
+			interval = 200 * time.Millisecond
+		}
+	}
+	start := time.Now()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			if tty {
+				fmt.Fprintf(w, "\r%s\n", progressLine(p, time.Since(start), true))
+			}
+			return
+		case <-t.C:
+			if tty {
+				fmt.Fprintf(w, "\r%s", progressLine(p, time.Since(start), true))
+			} else {
+				fmt.Fprintf(w, "progress %s\n", progressLine(p, time.Since(start), false))
+			}
+		}
+	}
+}
+
+// progressLine describes the progress: a bar for a terminal, key=value
+// pairs for logs.
+func progressLine(p *fanout.Progress, elapsed time.Duration, bar bool) string {
+	planned, read := p.BytesPlanned.Load(), p.BytesRead.Load()
+	recs, msgs, failed := p.RecordsRead.Load(), p.Messages.Load(), p.RecordsFailed.Load()
+	secs := max(elapsed.Seconds(), 0.001)
+	frac := 0.0
+	if planned > 0 {
+		frac = min(float64(read)/float64(planned), 1)
+	}
+	eta := "?"
+	if frac > 0 && frac < 1 {
+		eta = (time.Duration(float64(elapsed) * (1 - frac) / frac)).Round(time.Second).String()
+	} else if frac >= 1 {
+		eta = "0s"
+	}
+	if !bar {
+		return fmt.Sprintf("records=%d mb=%.1f planned_mb=%.1f messages=%d msgs_per_s=%.0f failed=%d eta=%s",
+			recs, float64(read)/1e6, float64(planned)/1e6, msgs, float64(msgs)/secs, failed, eta)
+	}
+	const width = 24
+	n := int(frac * width)
+	return fmt.Sprintf("[%s%s] %3.0f%% %s records %.1f/%.1f MB %.0f msg/s %d failed ETA %s ",
+		strings.Repeat("=", n), strings.Repeat(" ", width-n), frac*100, strconv.FormatInt(recs, 10),
+		float64(read)/1e6, float64(planned)/1e6, float64(msgs)/secs, failed, eta)
+}

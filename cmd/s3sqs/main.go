@@ -1,0 +1,61 @@
+// Command s3sqs runs s3sqs's logic from a workstation.
+//
+//	s3sqs fanout [flags]   send an S3 dataset's records to SQS, in-process
+//	s3sqs parse [file]     show the S3 objects an SQS message body names
+//
+// It uses the AWS SDK's standard configuration: credentials, region, and
+// AWS_ENDPOINT_URL... for stand-ins. Run `s3sqs COMMAND -h` for the flags.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `usage: s3sqs COMMAND [flags]
+
+Commands:
+  fanout   send the records of an S3 dataset to an SQS queue, in-process
+  parse    show the S3 objects, decoded keys and partition values that an SQS
+           message body or a Lambda event names, or why it names none
+
+Run "s3sqs COMMAND -h" for a command's flags. AWS credentials, region and
+endpoints (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_SQS) come
+from the SDK's standard configuration.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, isTerminal(os.Stderr))
+	stop()
+	os.Exit(code)
+}
+
+// run runs the command line args and returns the exit code: 0 done, 1 the
+// work failed, 2 the command line is wrong.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, tty bool) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "fanout":
+		return runFanout(ctx, args[1:], stdout, stderr, tty)
+	case "parse":
+		return runParse(args[1:], stdin, stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "s3sqs: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

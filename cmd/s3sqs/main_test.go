@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+)
+
+func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(t.Context(), args, strings.NewReader(stdin), &out, &errb, false)
+	return code, out.String(), errb.String()
+}
+
+func TestParseShapes(t *testing.T) {
+	files, err := filepath.Glob("../../pkg/s3event/testdata/*.json")
+	if err != nil || len(files) < 20 {
+		t.Fatalf("testdata: %v, %d files", err, len(files))
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		t.Run(name, func(t *testing.T) {
+			args := []string{"parse", f}
+			if strings.HasPrefix(name, "moto-eventbridge") {
+				args = []string{"parse", "-eventbridge-keys-raw", f}
+			}
+			code, out, _ := runCLI(t, "", args...)
+			bad := strings.HasPrefix(name, "unrecognized-") || strings.HasPrefix(name, "malformed-") ||
+				strings.Contains(name, "malformed") || strings.Contains(name, "not-json") || strings.Contains(name, "bad-escape")
+			if bad != (code == 1) || (!bad && code != 0) {
+				t.Errorf("exit %d for %s:\n%s", code, name, out)
+			}
+			if bad && !strings.Contains(out, "cannot") {
+				t.Errorf("no reason given:\n%s", out)
+			}
+			if strings.Contains(name, "test-event") && !strings.Contains(out, "s3:TestEvent") {
+				t.Errorf("test event not named:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestParseOutput(t *testing.T) {
+	body := `{"Records":[{"eventSource":"aws:s3","eventTime":"2024-01-01T00:00:00.000Z","eventName":"ObjectCreated:Put","awsRegion":"eu-west-1",
+		"s3":{"bucket":{"name":"lake"},"object":{"key":"t/date%3D2024-01-01/n%3Da+b%2Bc/__HIVE_DEFAULT_PARTITION__/f.json","size":5}}}]}`
+	ev, _ := json.Marshal(map[string]any{"Records": []map[string]any{{"messageId": "m-1", "eventSource": "aws:sqs", "body": body}}})
+	code, out, _ := runCLI(t, string(ev), "parse")
+	for _, want := range []string{"message m-1:", "s3://lake/t/date=2024-01-01/n=a b+c/__HIVE_DEFAULT_PARTITION__/f.json",
+		`partition date = "2024-01-01" (typed: 2024-01-01`, `partition n = "a b+c"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	code, out, _ = runCLI(t, "this is not json", "parse")
+	if code != 1 || !strings.Contains(out, "cannot read") {
+		t.Errorf("garbage: exit %d:\n%s", code, out)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "usage: s3sqs COMMAND"},
+		{[]string{"nope"}, `unknown command "nope"`},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", "u", "-mode", "fast"}, "-mode"},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", "u", "-format", "xml"}, "-format"},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", "u", "-chunk-size", "huge"}, "-chunk-size"},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/"}, "-target-queue-url"},
+		{[]string{"fanout", "-bucket", "b", "-target-queue-url", "u"}, "-prefix"},
+		{[]string{"fanout", "-no-such-flag"}, "no-such-flag"},
+		{[]string{"parse", "a", "b"}, "at most one FILE"},
+	}
+	for _, tt := range tests {
+		code, _, errOut := runCLI(t, "", tt.args...)
+		if code != 2 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tt.args, code, errOut, tt.want)
+		}
+	}
+	if code, out, _ := runCLI(t, "", "--help"); code != 0 || !strings.Contains(out, "fanout") || !strings.Contains(out, "parse") {
+		t.Errorf("--help: exit %d:\n%s", code, out)
+	}
+	if code, _, errOut := runCLI(t, "", "fanout", "-h"); code != 0 || !strings.Contains(errOut, "-target-queue-name") || !strings.Contains(errOut, "-failure-file") {
+		t.Errorf("fanout -h: exit %d:\n%s", code, errOut)
+	}
+}
+
+func TestFanout(t *testing.T) {
+	sqsc := sqs.NewFromConfig(localaws.SQS(t))
+	s3URL := localaws.FakeS3URL(t)
+	s3c := localaws.S3Client(s3URL)
+	t.Setenv("AWS_ENDPOINT_URL_S3", s3URL)
+	t.Setenv("AWS_REGION", localaws.Region)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	if _, err := s3c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("lake")}); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for i := range 2000 {
+		b.WriteString(`{"value":"v` + strings.Repeat("x", i%7) + `"}` + "\n")
+	}
+	b.WriteString(`{"value":"bad` + "\\u0000" + `"}` + "\n")
+	if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String("in/date=2024-01-01/a b.jsonl"), Body: strings.NewReader(b.String())}); err != nil {
+		t.Fatal(err)
+	}
+	target := localaws.CreateQueue(t, sqsc, "-target", nil)
+	failFile := filepath.Join(t.TempDir(), "failed.jsonl")
+	code, out, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-prefix", "in/", "-target-queue-url", target,
+		"-s3-path-style", "-chunk-size", "4KiB", "-failure-file", failFile, "-progress-interval", "1ms", "-run-id", "cli-1")
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (a record failed)\n%s", code, errOut)
+	}
+	var rep fanout.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("stdout is not the report: %v\n%s", err, out)
+	}
+	if rep.RunID != "cli-1" || rep.RecordsRead != 2001 || rep.RecordsSent != 2000 || rep.RecordsFailed != 1 {
+		t.Errorf("report %+v", rep)
+	}
+	if !strings.Contains(errOut, "progress records=") || !strings.Contains(errOut, "failed records are in "+failFile) {
+		t.Errorf("stderr lacks progress lines or the failure file:\n%.2000s", errOut)
+	}
+	data, err := os.ReadFile(failFile)
+	if err != nil || !strings.Contains(string(data), `"code":"InvalidCharacters"`) || !strings.Contains(string(data), `"runId":"cli-1"`) {
+		t.Errorf("failure file: %v\n%s", err, data)
+	}
+	if n := len(localaws.Drain(t, sqsc, target, 3*time.Second)); n != 2000 {
+		t.Errorf("%d messages on the target, want 2000", n)
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	var p fanout.Progress
+	p.BytesPlanned.Store(4_000_000)
+	p.BytesRead.Store(1_000_000)
+	p.RecordsRead.Store(5000)
+	p.Messages.Store(400)
+	p.RecordsFailed.Store(2)
+	bar := progressLine(&p, 10*time.Second, true)
+	for _, want := range []string{"[======", " 25%", "5000 records", "1.0/4.0 MB", "40 msg/s", "2 failed", "ETA 30s"} {
+		if !strings.Contains(bar, want) {
+			t.Errorf("bar %q lacks %q", bar, want)
+		}
+	}
+	line := progressLine(&p, 10*time.Second, false)
+	if want := "records=5000 mb=1.0 planned_mb=4.0 messages=400 msgs_per_s=40 failed=2 eta=30s"; line != want {
+		t.Errorf("line %q, want %q", line, want)
+	}
+}
