@@ -1,13 +1,14 @@
 // Package rie runs a built Lambda bootstrap under aws-lambda-rie, the
-// Lambda Runtime Interface Emulator, so that end-to-end tests go through
-// the real Lambda runtime API. The emulator is found through
-// localaws.EnvRIE, which `make test` sets.
+// Lambda Runtime Interface Emulator, so that end-to-end tests and the local
+// demo go through the real Lambda runtime API. Tests find the emulator
+// through localaws.EnvRIE, which `make test` sets.
 package rie
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -30,32 +31,34 @@ import (
 // architecture, and returns its path.
 func Build(tb testing.TB, pkg string) string {
 	tb.Helper()
-	root, err := moduleRoot()
+	out, err := BuildBootstrap(tb.TempDir(), pkg)
 	if err != nil {
 		tb.Fatal(err)
-	}
-	out := filepath.Join(tb.TempDir(), "bootstrap")
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("build %s: %v\n%s", pkg, err, b)
 	}
 	return out
 }
 
-func moduleRoot() (string, error) {
+// BuildBootstrap compiles the function in pkg into dir/bootstrap.
+func BuildBootstrap(dir, pkg string) (string, error) {
 	b, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
-	return filepath.Dir(strings.TrimSpace(string(b))), nil
+	out := filepath.Join(dir, "bootstrap")
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, pkg)
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(b)))
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build %s: %v\n%s", pkg, err, b)
+	}
+	return out, nil
 }
 
 // Runtime is a bootstrap running under aws-lambda-rie. The emulator runs
 // one invocation at a time; Invoke serialises calls.
 type Runtime struct {
 	url string
+	cmd *exec.Cmd
 	mu  sync.Mutex
 	out *lockedWriter
 	// Init is how long the first invocation took, which includes the
@@ -64,62 +67,85 @@ type Runtime struct {
 }
 
 // Start runs bootstrap under aws-lambda-rie with the environment env (on
-// top of this process's) and stops it when the test ends. The function's
-// output is in Logs.
+// top of this process's) and stops it when the test ends, showing its
+// output if the test failed.
 func Start(tb testing.TB, bootstrap string, env ...string) *Runtime {
 	tb.Helper()
-	bin := localaws.Endpoint(tb, localaws.EnvRIE)
-	addr, api := freeAddr(tb), freeAddr(tb)
-	cmd := exec.Command(bin,
-		"--runtime-interface-emulator-address", addr, "--runtime-api-address", api, bootstrap)
-	cmd.Env = append(os.Environ(), env...)
-	w := &lockedWriter{w: &bytes.Buffer{}}
-	r := &Runtime{url: "http://" + addr + "/2015-03-31/functions/function/invocations", out: w}
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start aws-lambda-rie: %v", err)
+	r, err := Run(localaws.Endpoint(tb, localaws.EnvRIE), bootstrap, env, nil)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+		r.Close()
 		if tb.Failed() {
-			tb.Logf("function output:\n%s", w.String())
+			tb.Logf("function output:\n%s", r.Logs())
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("aws-lambda-rie did not listen on %s: %v\n%s", addr, err, w.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	return r
 }
 
-// Invoke sends payload as an invocation and returns the function's answer.
-// A handler error comes back from the emulator as a 200 with errorMessage
-// in the body; Invoke returns it as an *Error.
-func (r *Runtime) Invoke(ctx context.Context, payload any) ([]byte, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	body, err := json.Marshal(payload)
+// Run starts the emulator bin around bootstrap on free 127.0.0.1 ports
+// (for invocations and for the runtime API, so that several can run at
+// once), with env on top of this process's environment. The function's
+// output is kept for Logs and also copied to tee, if not nil. Close stops
+// it.
+func Run(bin, bootstrap string, env []string, tee io.Writer) (*Runtime, error) {
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	if raw, ok := payload.(json.RawMessage); ok {
-		body = raw
+	api, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--runtime-interface-emulator-address", addr, "--runtime-api-address", api, bootstrap)
+	cmd.Env = append(os.Environ(), env...)
+	w := &lockedWriter{w: &bytes.Buffer{}, tee: tee}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start aws-lambda-rie: %w", err)
+	}
+	r := &Runtime{url: "http://" + addr + "/2015-03-31/functions/function/invocations", cmd: cmd, out: w}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return r, nil
+		}
+		if time.Now().After(deadline) {
+			r.Close()
+			return nil, fmt.Errorf("aws-lambda-rie did not listen on %s: %v\n%s", addr, err, w.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Close stops the emulator and the function.
+func (r *Runtime) Close() {
+	r.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { r.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		r.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Invoke sends payload (marshalled to JSON unless it is a json.RawMessage)
+// as an invocation and returns the function's answer. A handler error comes
+// back from the emulator as a 200 with errorMessage in the body; Invoke
+// returns it as an *Error, with the body.
+func (r *Runtime) Invoke(ctx context.Context, payload any) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	body, ok := payload.(json.RawMessage)
+	if !ok {
+		var err error
+		if body, err = json.Marshal(payload); err != nil {
+			return nil, err
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(body))
 	if err != nil {
@@ -159,24 +185,34 @@ type Error struct {
 
 func (e *Error) Error() string { return "function error: " + e.Type + ": " + e.Message }
 
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
+// IsFunctionError reports whether err is a function error (the handler
+// returned an error, crashed or timed out) rather than a failure to invoke.
+func IsFunctionError(err error) bool {
+	var fe *Error
+	return errors.As(err, &fe)
+}
+
+func freeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		tb.Fatal(err)
+		return "", err
 	}
 	defer l.Close()
-	return l.Addr().String()
+	return l.Addr().String(), nil
 }
 
 type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
+	mu  sync.Mutex
+	w   *bytes.Buffer
+	tee io.Writer
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.tee != nil {
+		l.tee.Write(p)
+	}
 	return l.w.Write(p)
 }
 
