@@ -24,13 +24,7 @@ import (
 // tasks fed back as SQS events one invocation at a time, until every record
 // is on the target queue.
 func TestEndToEnd(t *testing.T) {
-	sqsEndpoint := localaws.Endpoint(t, localaws.EnvSQS)
-	s3URL := localaws.FakeS3URL(t)
-	s3c := localaws.S3Client(s3URL)
-	sqsc := sqs.NewFromConfig(localaws.SQS(t))
-	if _, err := s3c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("lake")}); err != nil {
-		t.Fatal(err)
-	}
+	sqsEndpoint, s3URL, s3c, sqsc := e2eStack(t)
 	target := localaws.CreateQueue(t, sqsc, "-target", nil)
 	work := localaws.CreateQueue(t, sqsc, "-work", nil)
 	failure := localaws.CreateQueue(t, sqsc, "-failure", nil)
@@ -117,13 +111,7 @@ func TestEndToEnd(t *testing.T) {
 // queues a continuation from the first record it did not read, and the
 // continuations finish the task with nothing missing.
 func TestEndToEndDeadline(t *testing.T) {
-	sqsEndpoint := localaws.Endpoint(t, localaws.EnvSQS)
-	s3URL := localaws.FakeS3URL(t)
-	s3c := localaws.S3Client(s3URL)
-	sqsc := sqs.NewFromConfig(localaws.SQS(t))
-	if _, err := s3c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("lake")}); err != nil {
-		t.Fatal(err)
-	}
+	sqsEndpoint, s3URL, s3c, sqsc := e2eStack(t)
 	target := localaws.CreateQueue(t, sqsc, "-target", nil)
 	work := localaws.CreateQueue(t, sqsc, "-work", nil)
 	const n = 30_000
@@ -173,4 +161,18 @@ func TestEndToEndDeadline(t *testing.T) {
 		t.Errorf("%d of %d records missing after %d task invocations (want none missing, and at least one continuation)", missing, n, invocations)
 	}
 	t.Logf("%d task invocations, %d distinct records", invocations, len(got))
+}
+
+// e2eStack starts an S3 stand-in with a bucket "lake" and returns the
+// endpoints and clients for fauxqs and it.
+func e2eStack(t *testing.T) (sqsEndpoint, s3URL string, s3c *s3.Client, sqsc *sqs.Client) {
+	t.Helper()
+	sqsEndpoint = localaws.Endpoint(t, localaws.EnvSQS)
+	s3URL = localaws.FakeS3URL(t)
+	s3c = localaws.S3Client(s3URL)
+	sqsc = sqs.NewFromConfig(localaws.SQS(t))
+	if _, err := s3c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("lake")}); err != nil {
+		t.Fatal(err)
+	}
+	return sqsEndpoint, s3URL, s3c, sqsc
 }

@@ -63,40 +63,22 @@ func readCSV(src io.Reader, c dataset.Chunk, start, end int64, max int, yield fu
 
 	// Split at line boundaries, as the caller promised that no quoted field
 	// holds a newline.
-	s := newSplitter(src, c, start, end, max)
-	for first := true; ; first = false {
-		line, off, n, ok := s.next()
-		if !ok {
-			if s.err != nil {
-				yield(Record{}, s.err)
-			}
-			return
+	readLines(newSplitter(src, c, start, end, max), func(r Record, err error) bool {
+		if err != nil {
+			return yield(Record{}, err)
 		}
-		if s.err != nil {
-			err := s.err
-			s.err = nil
-			if !yield(Record{}, err) {
-				return
-			}
-			continue
+		if skipHeader && r.Offset == 0 {
+			return true
 		}
-		if first && skipHeader && off == 0 {
-			continue
-		}
-		cr := csv.NewReader(bytes.NewReader(line))
+		cr := csv.NewReader(bytes.NewReader(r.Value))
 		cr.Comma = c.CSV.Comma()
 		cr.FieldsPerRecord = -1
 		fields, err := cr.Read()
 		if err != nil {
-			if !yield(Record{}, &RecordError{Object: c.Object, Offset: off, Line: n, Err: err}) {
-				return
-			}
-			continue
+			return yield(Record{}, &RecordError{Object: c.Object, Offset: r.Offset, Line: r.Line, Err: err})
 		}
-		if !emit(fields, off, n) {
-			return
-		}
-	}
+		return emit(fields, r.Offset, r.Line)
+	})
 }
 
 // csvRow turns rows into JSON objects, reusing its buffer.
