@@ -4,10 +4,13 @@ GO ?= go
 FUNCTIONS := $(notdir $(wildcard functions/*))
 BENCH ?= .
 
-.PHONY: help test test-short vet build bench clean
+.PHONY: help demo test test-short vet build bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+demo: ## install and start the local AWS stand-ins and run the whole pipeline end to end
+	tools/with-local-aws $(GO) run ./tools/demo
 
 test: ## install and start the local AWS stand-ins, then vet and run every test with -race
 	tools/with-local-aws sh -c '$(GO) vet ./... && $(GO) test -race -count=1 ./...'

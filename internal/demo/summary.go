@@ -1,0 +1,245 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/s3sqs/s3sqs/internal/esm"
+	"github.com/s3sqs/s3sqs/internal/rie"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
+)
+
+// Summary is what the demo saw, and its accounting of every record.
+type Summary struct {
+	gen *generated
+
+	Ingest, Fanout         esm.Stats
+	IngestTime, FanoutTime time.Duration
+	Total                  time.Duration
+	FanoutPlan             fanout.Report
+
+	// IngestRequests and FanoutRequests are the SendMessageBatch requests
+	// the functions reported in their summary lines.
+	IngestRequests, FanoutRequests int64
+	IngestRecordsRead              int64
+	FanoutRecordsRead              int64
+
+	// Delivered counts distinct records on the output and target queues.
+	Delivered int
+	// OnFailureOutput are fanout's refused records, with their reasons.
+	OnFailureOutput []fanout.Failure
+	// InDLQ counts the records of objects whose notification is in the
+	// ingest DLQ; DLQ lists what is there and why.
+	InDLQ int
+	DLQ   []string
+	// WorkDLQ counts chunk tasks that ended in the work DLQ.
+	WorkDLQ int
+	// Missing lists records that are nowhere.
+	Missing []string
+}
+
+// OK reports whether every generated record is accounted for.
+func (s *Summary) OK() bool { return len(s.Missing) == 0 }
+
+// collect drains the output, target, failure queues and DLQs and accounts
+// for every generated record.
+func (s *Summary) collect(ctx context.Context, st *stack, fns map[string]*rie.Runtime) error {
+	// s3ingest's records carry their object and offset in _file.
+	offsets := map[string]map[int64]bool{}
+	for _, m := range receive(ctx, st.sqs, st.output) {
+		var rec struct {
+			File struct {
+				Key    string `json:"key"`
+				Offset *int64 `json:"offset"`
+			} `json:"_file"`
+		}
+		if json.Unmarshal([]byte(aws.ToString(m.Body)), &rec) != nil || rec.File.Offset == nil {
+			continue
+		}
+		if offsets[rec.File.Key] == nil {
+			offsets[rec.File.Key] = map[int64]bool{}
+		}
+		offsets[rec.File.Key][*rec.File.Offset] = true
+	}
+	bodies := map[string]bool{}
+	for _, m := range receive(ctx, st.sqs, st.target) {
+		bodies[aws.ToString(m.Body)] = true
+	}
+	refused := map[string]bool{}
+	for _, m := range receive(ctx, st.sqs, st.failed) {
+		var f fanout.Failure
+		if json.Unmarshal([]byte(aws.ToString(m.Body)), &f) == nil {
+			s.OnFailureOutput = append(s.OnFailureOutput, f)
+			refused[f.Body] = true
+		}
+	}
+	dead := map[string]bool{}
+	for _, m := range receive(ctx, st.motoSQS, st.ingestDLQ) {
+		body := aws.ToString(m.Body)
+		n, err := s3event.Parse([]byte(body))
+		if err != nil {
+			s.DLQ = append(s.DLQ, fmt.Sprintf("%q: %v", truncate(body, 40), shortErr(err)))
+			continue
+		}
+		for _, o := range n.Objects {
+			dead[o.Key] = true
+			s.DLQ = append(s.DLQ, fmt.Sprintf("%s: a bad record (see s3ingest.log)", short(o.Key)))
+		}
+	}
+	s.WorkDLQ = len(receive(ctx, st.sqs, st.workDLQ))
+
+	for _, o := range s.gen.objects {
+		if o.bodies != nil {
+			for _, b := range o.bodies {
+				switch {
+				case bodies[b]:
+					s.Delivered++
+				case refused[b]:
+				default:
+					s.Missing = append(s.Missing, fmt.Sprintf("%s: %q", o.key, b))
+				}
+			}
+			continue
+		}
+		got := len(offsets[o.key])
+		switch {
+		case dead[o.key]:
+			s.InDLQ += o.records
+		case got == o.records:
+			s.Delivered += got
+		default:
+			s.Delivered += got
+			s.Missing = append(s.Missing, fmt.Sprintf("%s: %d of %d records", o.key, o.records-got, o.records))
+		}
+	}
+	if !containsGarbage(s.DLQ, s.gen.garbage) {
+		s.Missing = append(s.Missing, "the unparseable notification is not in the ingest DLQ")
+	}
+	s.readLogs(fns)
+	return nil
+}
+
+func containsGarbage(dlq []string, garbage string) bool {
+	for _, d := range dlq {
+		if strings.Contains(d, truncate(garbage, 40)) {
+			return true
+		}
+	}
+	return false
+}
+
+// readLogs sums the requests the functions reported in their summary lines.
+func (s *Summary) readLogs(fns map[string]*rie.Runtime) {
+	for _, line := range strings.Split(fns["s3ingest"].Logs(), "\n") {
+		var l struct {
+			Message string `json:"message"`
+			Summary struct {
+				Requests int64 `json:"requests"`
+				Records  int64 `json:"records"`
+			} `json:"summary"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Message == "s3ingest invocation" {
+			s.IngestRequests += l.Summary.Requests
+			s.IngestRecordsRead += l.Summary.Records
+		}
+	}
+	for _, line := range strings.Split(fns["fanout"].Logs(), "\n") {
+		var l struct {
+			Msg         string `json:"msg"`
+			Message     string `json:"message"`
+			Requests    int64  `json:"requests"`
+			RecordsRead int64  `json:"recordsRead"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && (l.Msg == "fanout invocation" || l.Message == "fanout invocation") {
+			s.FanoutRequests += l.Requests
+			s.FanoutRecordsRead += l.RecordsRead
+		}
+	}
+}
+
+// receive drains a queue, for the accounting.
+func receive(ctx context.Context, c *sqs.Client, url string) []sqstypes.Message {
+	var got []sqstypes.Message
+	empty := 0
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && empty < 2; {
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 30})
+		if err != nil || len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		empty = 0
+		got = append(got, out.Messages...)
+		for _, m := range out.Messages {
+			c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+	return got
+}
+
+// Print writes the summary a person reads at a glance.
+func (s *Summary) Print(w io.Writer) {
+	ingestObjs, fanoutObjs, ingestRecs, fanoutRecs := 0, 0, 0, 0
+	for _, o := range s.gen.objects {
+		if o.bodies != nil {
+			fanoutObjs++
+			fanoutRecs += o.records
+		} else {
+			ingestObjs++
+			ingestRecs += o.records
+		}
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "stage\tin\tout\tSQS requests\tfailures\ttime")
+	fmt.Fprintf(tw, "s3ingest\t%d objects, %d records (%d deliveries)\t%d records read, %d invocations\t%d\t%d messages retried, %d in DLQ\t%s\n",
+		ingestObjs, ingestRecs, s.Ingest.Received, s.IngestRecordsRead, s.Ingest.Invocations,
+		s.IngestRequests, s.Ingest.Failed, len(s.DLQ), s.IngestTime.Round(time.Millisecond))
+	fmt.Fprintf(tw, "fanout\t%d objects, %d records, %d tasks\t%d records read, %d invocations\t%d\t%d records on the failure output, %d tasks in DLQ\t%s\n",
+		fanoutObjs, fanoutRecs, s.FanoutPlan.TasksQueued, s.FanoutRecordsRead, s.Fanout.Invocations+1,
+		s.FanoutRequests, len(s.OnFailureOutput), s.WorkDLQ, s.FanoutTime.Round(time.Millisecond))
+	tw.Flush()
+	fmt.Fprintln(w)
+	sort.Strings(s.DLQ)
+	for _, d := range s.DLQ {
+		fmt.Fprintf(w, "ingest DLQ: %s\n", d)
+	}
+	for _, f := range s.OnFailureOutput {
+		fmt.Fprintf(w, "failure output: %s offset %d: %s: %s\n", short(f.Source), f.Offset, f.Code, truncate(f.Message, 80))
+	}
+	for _, m := range s.Missing {
+		fmt.Fprintf(w, "MISSING: %s\n", m)
+	}
+	total := s.gen.total()
+	verdict := "every record is accounted for"
+	if !s.OK() {
+		verdict = "RECORDS ARE MISSING"
+	}
+	fmt.Fprintf(w, "accounted: %d of %d records: %d delivered, %d on the failure output, %d in objects whose notification is in the DLQ; %s (%s)\n",
+		s.Delivered+len(s.OnFailureOutput)+s.InDLQ, total, s.Delivered, len(s.OnFailureOutput), s.InDLQ, verdict, s.Total.Round(time.Millisecond))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func shortErr(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, ": "); i >= 0 && i < 30 {
+		msg = msg[i+2:]
+	}
+	return truncate(msg, 60)
+}
