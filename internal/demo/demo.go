@@ -62,10 +62,10 @@ func ConfigFromEnv() (Config, error) {
 
 // queues of the local stack.
 type stack struct {
-	motoS3  *s3.Client
-	motoSQS *sqs.Client
-	sqs     *sqs.Client
-	bucket  string
+	motoS3                                *s3.Client
+	motoSQS                               *sqs.Client
+	sqs                                   *sqs.Client
+	bucket                                string
 	ingest, ingestDLQ, ingestARN          string
 	work, workDLQ, target, output, failed string
 }
