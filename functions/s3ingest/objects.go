@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"strconv"
@@ -306,7 +305,7 @@ func (inv *invocation) readObject(ctx, readCtx context.Context, o *objectRun, ch
 					h.log.WarnContext(ctx, "record cannot be read", "bucket", o.obj.Bucket, "key", o.obj.Key,
 						"offset", bad.Offset, "line", bad.Line, "err", bad.Err, "skipped", h.cfg.skipBadRecords)
 				}
-				if h.cfg.skipBadRecords && !stopsChunk(c, bad) {
+				if h.cfg.skipBadRecords {
 					continue
 				}
 				// The message will fail: reading on would only send
@@ -324,21 +323,6 @@ func (inv *invocation) readObject(ctx, readCtx context.Context, o *objectRun, ch
 		}
 	}
 	o.outcome, o.bytes = outcomeRead, o.obj.Size
-}
-
-// stopsChunk reports whether package records stops reading c after the
-// record error bad, so that skipping it would silently drop the records
-// after it: a CSV parse error in a chunk read as one stream (the rest cannot
-// be framed), or a compressed object whose stream cannot be opened.
-func stopsChunk(c dataset.Chunk, bad *records.RecordError) bool {
-	var pe *csv.ParseError
-	switch {
-	case c.Format == dataset.FormatCSV && c.Whole() && errors.As(bad, &pe):
-		return true
-	case c.Compression != dataset.CompressionNone && bad.Offset == 0 && bad.Line == 0:
-		return true
-	}
-	return false
 }
 
 // entry builds the message of one record.

@@ -45,8 +45,9 @@ func readCSV(src io.Reader, c dataset.Chunk, start, end int64, max int, yield fu
 			if err != nil {
 				var pe *csv.ParseError
 				if errors.As(err, &pe) {
-					// The rest of the stream cannot be framed reliably.
-					yield(Record{}, &RecordError{Object: c.Object, Offset: off, Line: int64(pe.StartLine), Err: err})
+					// The rest of the stream cannot be framed reliably, so
+					// this ends the chunk: a ReadError, not a RecordError.
+					yield(Record{}, &dataset.ReadError{Object: c.Object, Offset: off, Err: fmt.Errorf("CSV line %d: %w", pe.StartLine, err)})
 					return
 				}
 				yield(Record{}, &dataset.ReadError{Object: c.Object, Offset: off, Err: err})

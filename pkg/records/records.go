@@ -122,7 +122,7 @@ func open(ctx context.Context, client dataset.GetAPI, c dataset.Chunk) (io.Reade
 	d, err := dataset.Decompress(first, comp)
 	if err != nil {
 		r.Close()
-		return nil, 0, 0, nil, &RecordError{Object: c.Object, Err: err}
+		return nil, 0, 0, nil, &dataset.ReadError{Object: c.Object, Err: err}
 	}
 	return d, 0, endless, func() { d.Close(); r.Close() }, nil
 }
