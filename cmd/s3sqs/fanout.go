@@ -55,6 +55,7 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	fs.StringVar(&opts.WorkQueueURL, "work-queue-url", "", "send the dataset as chunk tasks to this `URL` instead of in-process")
 	fs.StringVar(&opts.FailureQueueURL, "failure-queue-url", "", "send refused records to this queue `URL`")
 	fs.StringVar(&opts.FailureS3URI, "failure-s3-uri", "", "write refused records under `s3://bucket/prefix`")
+	fs.StringVar(&opts.ReportS3URI, "report-s3-uri", "", "write the run report (manifest and failed ranges) under `s3://bucket/prefix`")
 	fs.StringVar(&failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-failures-RUNID.jsonl)")
 	fs.StringVar(&opts.Mapping.BodyField, "body-field", "", "record `field` sent as the body (default value)")
 	fs.StringVar(&opts.Mapping.AttributesField, "attributes-field", "", "record `field` of message attributes (default msg_attributes)")

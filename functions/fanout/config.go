@@ -21,6 +21,7 @@ const (
 	envWorkQueueURL       = "WORK_QUEUE_URL"
 	envFailureQueueURL    = "FAILURE_QUEUE_URL"
 	envFailureS3URI       = "FAILURE_S3_URI"
+	envReportS3URI        = "REPORT_S3_URI"
 	envFormat             = "FORMAT"
 	envMode               = "MODE"
 	envChunkSize          = "CHUNK_SIZE"
@@ -111,6 +112,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if o.FailureS3URI != "" {
 		if _, _, err := dataset.ParseS3URI(o.FailureS3URI); err != nil {
 			bad(envFailureS3URI, "%v", err)
+		}
+	}
+	o.ReportS3URI = getenv(envReportS3URI)
+	if o.ReportS3URI != "" {
+		if _, _, err := dataset.ParseS3URI(o.ReportS3URI); err != nil {
+			bad(envReportS3URI, "%v", err)
 		}
 	}
 	var err error

@@ -517,3 +517,36 @@ func (b slowBody) Read(p []byte) (int, error) {
 	time.Sleep(10 * time.Millisecond)
 	return b.ReadCloser.Read(p[:min(len(p), 32)])
 }
+
+func TestRunReport(t *testing.T) {
+	st := newStack(t, "")
+	st.put(t, "r.jsonl", `{"value":"ok"}`+"\n"+`{"value":"bad\u0002"}`+"\n")
+	h, _ := st.handler(t, fanout.Options{ReportS3URI: "s3://lake/reports"}, nil)
+	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "r.jsonl", "runId": "rr"})
+	if rep.RecordsFailed != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	get := func(key string) []byte {
+		out, err := st.s3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String("lake"), Key: aws.String(key)})
+		if err != nil {
+			t.Fatalf("get %s: %v", key, err)
+		}
+		b, _ := io.ReadAll(out.Body)
+		return b
+	}
+	var m fanout.Manifest
+	if err := json.Unmarshal(get("reports/rr/manifest.json"), &m); err != nil || m.RunID != "rr" || m.Objects != 1 || m.PlannedAt.IsZero() {
+		t.Errorf("manifest %+v (%v)", m, err)
+	}
+	list, err := st.s3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String("lake"), Prefix: aws.String("reports/rr/failed/")})
+	if err != nil || len(list.Contents) != 1 {
+		t.Fatalf("failed tasks %v (%v), want one", list, err)
+	}
+	var ft fanout.FailedTask
+	if err := json.Unmarshal(get(aws.ToString(list.Contents[0].Key)), &ft); err != nil {
+		t.Fatal(err)
+	}
+	if ft.Task.Chunk.Key != "r.jsonl" || ft.Task.Chunk.End != ft.Task.Chunk.Size || len(ft.Failures) != 1 || ft.Failures[0].Offset != 15 || ft.Failures[0].Code != "InvalidCharacters" {
+		t.Errorf("failed task %+v", ft)
+	}
+}

@@ -52,6 +52,10 @@ type Options struct {
 	// error level.
 	FailureQueueURL string
 	FailureS3URI    string
+	// ReportS3URI (s3://bucket/prefix), when set, receives the run report:
+	// a manifest per run and the failed ranges of each task (see
+	// Manifest and FailedTask).
+	ReportS3URI string
 	// Plan configures chunking and formats.
 	Plan dataset.PlanOptions
 	// Mode is how records become messages; "" means ModeRecord.
@@ -154,6 +158,7 @@ type Runner struct {
 
 	work     *sqsbatch.Sender
 	failures failureSink
+	report   *reporter
 
 	mu      sync.Mutex
 	targets map[string]*sqsbatch.Sender
@@ -196,6 +201,12 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 	case opts.FailureS3URI != "":
 		if r.failures.bucket, r.failures.prefix, err = dataset.ParseS3URI(opts.FailureS3URI); err != nil {
 			return nil, fmt.Errorf("fanout: failure output: %w", err)
+		}
+	}
+	if opts.ReportS3URI != "" {
+		r.report = &reporter{s3: s3c}
+		if r.report.bucket, r.report.prefix, err = dataset.ParseS3URI(opts.ReportS3URI); err != nil {
+			return nil, fmt.Errorf("fanout: run report: %w", err)
 		}
 	}
 	if opts.Target.URL != "" || opts.Target.Name != "" {
@@ -255,6 +266,15 @@ func (r *Runner) Run(ctx context.Context, req Request) (Report, error) {
 // RunObjects plans and sends objects as one run. S3 event notifications
 // come in here, each object pinned to the notified version.
 func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov Overrides) (Report, error) {
+	at := time.Now().UTC()
+	rep, err := r.runObjects(ctx, runID, objs, ov)
+	if rerr := r.report.manifest(ctx, rep, at); err == nil {
+		err = rerr
+	}
+	return rep, err
+}
+
+func (r *Runner) runObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov Overrides) (Report, error) {
 	if runID == "" {
 		runID = NewRunID()
 	}
@@ -563,6 +583,9 @@ func (r *Runner) RunTask(ctx context.Context, t worktask.Task) (TaskResult, erro
 		return res, fmt.Errorf("fanout: read %s [%d,%d): %w", c.Object, c.Start, c.End, readErr)
 	}
 	if err := r.failures.write(ctx, t.RunID, t.ID(), fails.list); err != nil {
+		return res, err
+	}
+	if err := r.report.failed(ctx, t, fails.list); err != nil {
 		return res, err
 	}
 	if resumeAt >= 0 {

@@ -1,0 +1,88 @@
+package fanout
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3sqs/s3sqs/pkg/worktask"
+)
+
+// The run report follows Step Functions Distributed Map's ResultWriter: a
+// manifest per run and one object per task with failures, so that a run can
+// be re-driven by sending the listed tasks back to the work queue.
+//
+//	<prefix>/<runId>/manifest.json          what the run planned
+//	<prefix>/<runId>/failed/<taskId>.json   a task, its range and what failed
+
+// Manifest is the run report's manifest.json.
+type Manifest struct {
+	Report
+	PlannedAt time.Time `json:"plannedAt"`
+}
+
+// FailedTask is a run report's failed/<taskId>.json: the task, which names
+// its object and range, and the records of it that failed.
+type FailedTask struct {
+	Task     worktask.Task   `json:"task"`
+	Failures []FailedRecord `json:"failures"`
+}
+
+// FailedRecord is one failed record of a FailedTask.
+type FailedRecord struct {
+	Offset  int64  `json:"offset"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// reporter writes the run report, when one is configured.
+type reporter struct {
+	s3     S3API
+	bucket string
+	prefix string
+}
+
+func (rp *reporter) put(ctx context.Context, key string, v any) error {
+	if rp == nil {
+		return nil
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	full := strings.TrimSuffix(rp.prefix, "/")
+	if full != "" {
+		full += "/"
+	}
+	full += key
+	_, err = rp.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(rp.bucket), Key: aws.String(full),
+		Body: bytes.NewReader(b), ContentType: aws.String("application/json")})
+	if err != nil {
+		return fmt.Errorf("fanout: write the run report s3://%s/%s: %w", rp.bucket, full, err)
+	}
+	return nil
+}
+
+func (rp *reporter) manifest(ctx context.Context, rep Report, at time.Time) error {
+	if rp == nil {
+		return nil
+	}
+	return rp.put(ctx, rep.RunID+"/manifest.json", Manifest{Report: rep, PlannedAt: at})
+}
+
+func (rp *reporter) failed(ctx context.Context, t worktask.Task, fs []Failure) error {
+	if rp == nil || len(fs) == 0 {
+		return nil
+	}
+	ft := FailedTask{Task: t}
+	for _, f := range fs {
+		ft.Failures = append(ft.Failures, FailedRecord{Offset: f.Offset, Code: f.Code, Message: f.Message})
+	}
+	return rp.put(ctx, t.RunID+"/failed/"+t.ID()+".json", ft)
+}
