@@ -30,7 +30,7 @@ type Manifest struct {
 // FailedTask is a run report's failed/<taskId>.json: the task, which names
 // its object and range, and the records of it that failed.
 type FailedTask struct {
-	Task     worktask.Task   `json:"task"`
+	Task     worktask.Task  `json:"task"`
 	Failures []FailedRecord `json:"failures"`
 }
 
