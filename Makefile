@@ -4,7 +4,28 @@ GO ?= go
 FUNCTIONS := $(notdir $(wildcard functions/*))
 BENCH ?= .
 
-.PHONY: help demo test test-short vet build bench clean
+# infra/ (the CDK app, its own Go module) runs with these so that the CDK
+# CLI and the jsii runtime stay offline (no telemetry, notices or version
+# checks) and keep their caches under .local/, not in the real home. HOME
+# moves too, so Go's own settings are passed on explicitly.
+CDK_HOME_DIR := $(CURDIR)/.local/cdk-home
+INFRA_ENV := CDK_DISABLE_CLI_TELEMETRY=true CDK_DISABLE_VERSION_CHECK=1 \
+	AWS_EC2_METADATA_DISABLED=true NPM_CONFIG_UPDATE_NOTIFIER=false \
+	CDK_HOME=$(CDK_HOME_DIR) HOME=$(CDK_HOME_DIR) \
+	JSII_RUNTIME_PACKAGE_CACHE_ROOT=$(CDK_HOME_DIR)/jsii \
+	JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20 \
+	GOENV=$(shell $(GO) env GOENV) GOPATH=$(shell $(GO) env GOPATH) \
+	GOCACHE=$(shell $(GO) env GOCACHE) GOMODCACHE=$(shell $(GO) env GOMODCACHE)
+# npm ci of the pinned CDK CLI (infra/_cdk-cli/package-lock.json) leaves
+# this stamp. It lives in _cdk-cli so that `go test ./...` in infra/ skips it.
+CDK_CLI_DIR := infra/_cdk-cli
+CDK_CLI := $(CDK_CLI_DIR)/node_modules/.s3sqs-installed
+# test-infra synthesizes with placeholder bootstraps (the template does not
+# depend on the binaries); `make synth` uses the real ones from `make build`.
+SYNTH_CODE := .local/infra-synth-code
+SYNTH_OUT := .local/cdk.out
+
+.PHONY: help demo test test-short test-infra synth vet build bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -12,8 +33,29 @@ help: ## list targets
 demo: ## install and start the local AWS stand-ins and run the whole pipeline end to end
 	tools/with-local-aws $(GO) run ./tools/demo
 
-test: ## install and start the local AWS stand-ins, then vet and run every test with -race
+test: ## install and start the local AWS stand-ins, then vet and run every test with -race; then test-infra
 	tools/with-local-aws sh -c '$(GO) vet ./... && $(GO) test -race -count=1 ./...'
+	$(MAKE) --no-print-directory test-infra
+
+test-infra: $(CDK_CLI) ## vet and test the CDK app in infra/, cdk synth it offline (cdk-nag included) and cfn-lint the template
+	@command -v cfn-lint >/dev/null || { echo "cfn-lint is not on PATH (Python cfn-lint 1.51.0 comes with the machine image)" >&2; exit 1; }
+	mkdir -p $(CDK_HOME_DIR) $(SYNTH_CODE)/s3ingest $(SYNTH_CODE)/fanout
+	cd infra && $(INFRA_ENV) $(GO) vet ./... && $(INFRA_ENV) $(GO) test -count=1 ./...
+	printf 'placeholder\n' >$(SYNTH_CODE)/s3ingest/bootstrap
+	printf 'placeholder\n' >$(SYNTH_CODE)/fanout/bootstrap
+	rm -rf $(SYNTH_OUT)
+	cd infra && $(INFRA_ENV) _cdk-cli/node_modules/.bin/cdk synth -q --no-notices -o $(CURDIR)/$(SYNTH_OUT) \
+		-c s3ingestCodeDir=$(CURDIR)/$(SYNTH_CODE)/s3ingest -c fanoutCodeDir=$(CURDIR)/$(SYNTH_CODE)/fanout
+	cfn-lint --ignore-checks W3005 -- $(SYNTH_OUT)/*.template.json
+
+synth: build $(CDK_CLI) ## cdk synth infra/ offline with the built functions, into infra/cdk.out (CDK_ARGS='-c key=value ...')
+	mkdir -p $(CDK_HOME_DIR)
+	cd infra && $(INFRA_ENV) _cdk-cli/node_modules/.bin/cdk synth -q --no-notices $(CDK_ARGS)
+	cfn-lint --ignore-checks W3005 -- infra/cdk.out/*.template.json
+
+$(CDK_CLI): $(CDK_CLI_DIR)/package.json $(CDK_CLI_DIR)/package-lock.json
+	cd $(CDK_CLI_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 test-short: ## run the tests that need no stand-ins
 	$(GO) test -short -race ./...
@@ -31,4 +73,4 @@ bench: ## run the benchmarks against the stand-ins (BENCH=regexp selects)
 	tools/with-local-aws $(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=1x ./...
 
 clean: ## remove build output, installed stand-ins and logs
-	rm -rf dist .local tools/localaws/node_modules
+	rm -rf dist .local tools/localaws/node_modules $(CDK_CLI_DIR)/node_modules infra/cdk.out

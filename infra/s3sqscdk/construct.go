@@ -1,0 +1,325 @@
+package s3sqscdk
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// FeatureFlagRestrictSqsDecryption is the CDK feature flag (context key)
+// that makes an SNS subscription of a KMS-encrypted queue grant SNS the key
+// only for its topic (aws:SourceArn). Set it to true in cdk.json, as new CDK
+// apps do; with EncryptionKMS, [New] warns when it is off.
+const FeatureFlagRestrictSqsDecryption = "@aws-cdk/aws-sns-subscriptions:restrictSqsDescryption"
+
+// S3SQS is the construct [New] builds. The fields give access to its parts,
+// for outputs and for extending it; a field of a disabled path is nil.
+//
+// To extend the topic policy, call Topic.AddToResourcePolicy: the topic has
+// one policy, which already holds the S3 and TLS statements.
+type S3SQS struct {
+	constructs.Construct
+
+	// TopicKey encrypts the topic (nil without the ingest path); QueueKey
+	// encrypts the queues with EncryptionKMS (nil with SSE-SQS). Both are
+	// Props.EncryptionKey when it is set; otherwise two new keys, because
+	// SNS may use the queue key only for this topic (aws:SourceArn), and
+	// the topic itself depends on its key.
+	TopicKey awskms.IKey
+	QueueKey awskms.IKey
+
+	// Ingest path.
+	Bucket         awss3.IBucket
+	Topic          awssns.Topic
+	IngestQueue    awssqs.Queue
+	IngestDLQ      awssqs.Queue
+	OutputQueue    awssqs.Queue
+	OutputDLQ      awssqs.Queue
+	IngestFunction awslambda.Function
+
+	// Fanout path.
+	FanoutFunction awslambda.Function
+	WorkQueue      awssqs.Queue
+	WorkDLQ        awssqs.Queue
+	FailureQueue   awssqs.Queue
+	TargetQueue    awssqs.IQueue
+	// TargetDLQ is the new target queue's DLQ; nil for an existing target.
+	TargetDLQ awssqs.Queue
+
+	// Alarms on dead-letter queue depth, failure queue depth and the age of
+	// the oldest ingest message.
+	Alarms []awscloudwatch.Alarm
+
+	p     resolved
+	stack awscdk.Stack
+}
+
+// New builds the construct in scope. It returns an error naming every prop
+// that is out of range, and every code directory without a bootstrap.
+func New(scope constructs.Construct, id string, props *Props) (*S3SQS, error) {
+	p, err := resolve(props)
+	if err == nil {
+		err = checkRegion(awscdk.Stack_Of(scope), p)
+	}
+	if err == nil && p.EncryptionKey != nil && p.Encryption == EncryptionKMS && !p.Ingest.Disabled &&
+		*awscdk.Resource_IsOwnedResource(p.EncryptionKey) {
+		err = errors.New("EncryptionKey: a key created in this app cannot encrypt both the topic and the queues " +
+			"(the key policy would name the topic, which depends on the key); pass an imported key, or none")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("s3sqscdk: %w", err)
+	}
+	s := &S3SQS{Construct: constructs.NewConstruct(scope, jsii.String(id)), p: p}
+	s.stack = awscdk.Stack_Of(s.Construct)
+
+	if !p.Ingest.Disabled {
+		s.TopicKey = s.key("TopicKey", "s3sqs: encrypts the S3 notification topic")
+	}
+	if p.Encryption == EncryptionKMS {
+		s.QueueKey = s.key("QueueKey", "s3sqs: encrypts the queues")
+	}
+
+	if p.Encryption == EncryptionKMS && p.EncryptionKey == nil && !*awscdk.FeatureFlags_Of(s.Construct).IsEnabled(jsii.String(FeatureFlagRestrictSqsDecryption)) {
+		awscdk.Annotations_Of(s.Construct).AddWarningV2(jsii.String("s3sqs:restrictSqsDecryption"), jsii.String(
+			"set the context flag "+FeatureFlagRestrictSqsDecryption+" to true: without it, the key policy lets SNS use the queue key for any topic"), nil)
+	}
+	if !p.Ingest.Disabled {
+		s.buildSource()
+	}
+	if !p.Fanout.Disabled {
+		s.buildFanout()
+	}
+	if !p.Ingest.Disabled {
+		s.buildIngest()
+	}
+	return s, nil
+}
+
+// checkRegion rejects an existing target queue in another region than a
+// stack with a known region: fanout's SQS client sends in its own region.
+func checkRegion(stack awscdk.Stack, p resolved) error {
+	if p.Fanout.Disabled || p.Fanout.TargetQueueARN == "" || *awscdk.Token_IsUnresolved(stack.Region()) {
+		return nil
+	}
+	if r := strings.Split(p.Fanout.TargetQueueARN, ":")[3]; r != *stack.Region() {
+		return fmt.Errorf("Fanout.TargetQueueARN: the queue is in %s, the stack in %s; fanout sends in its own region", r, *stack.Region())
+	}
+	return nil
+}
+
+// key returns Props.EncryptionKey, or a new key with rotation.
+func (s *S3SQS) key(id, description string) awskms.IKey {
+	if s.p.EncryptionKey != nil {
+		return s.p.EncryptionKey
+	}
+	return awskms.NewKey(s.Construct, jsii.String(id), &awskms.KeyProps{
+		Description:       jsii.String(description),
+		EnableKeyRotation: jsii.Bool(true),
+	})
+}
+
+// queueOpts describes one queue.
+type queueOpts struct {
+	visibility time.Duration
+	dlq        awssqs.IQueue
+	fifo       bool
+	maxSize    int
+	retention  time.Duration
+}
+
+// queue creates a queue with TLS-only access and the configured encryption.
+func (s *S3SQS) queue(id string, o queueOpts) awssqs.Queue {
+	props := &awssqs.QueueProps{
+		EnforceSSL: jsii.Bool(true),
+		Encryption: awssqs.QueueEncryption_SQS_MANAGED,
+	}
+	if s.p.Encryption == EncryptionKMS {
+		props.Encryption = awssqs.QueueEncryption_KMS
+		props.EncryptionMasterKey = s.QueueKey
+	}
+	if o.visibility > 0 {
+		props.VisibilityTimeout = seconds(o.visibility)
+	}
+	if o.dlq != nil {
+		props.DeadLetterQueue = &awssqs.DeadLetterQueue{Queue: o.dlq, MaxReceiveCount: jsii.Number(s.p.MaxReceiveCount)}
+	}
+	if o.fifo {
+		props.Fifo = jsii.Bool(true)
+	}
+	if o.maxSize > 0 {
+		props.MaxMessageSizeBytes = jsii.Number(o.maxSize)
+	}
+	if o.retention > 0 {
+		props.RetentionPeriod = seconds(o.retention)
+	}
+	return awssqs.NewQueue(s.Construct, jsii.String(id), props)
+}
+
+// deadLetterQueue creates a DLQ: 14 days retention (longer than any source
+// queue keeps a message), 1 MiB messages, an alarm on its depth.
+func (s *S3SQS) deadLetterQueue(id, what string, fifo bool) awssqs.Queue {
+	q := s.queue(id, queueOpts{fifo: fifo, maxSize: 1 << 20, retention: 14 * 24 * time.Hour})
+	suppress(q, nagSQSRedrivePolicy, "This queue is a dead-letter queue, the end of its redrive chain; a DLQ of a DLQ would only move the messages again. Its depth has an alarm; redrive it to its source once the cause is fixed.")
+	s.depthAlarm(id+"Alarm", q, what)
+	return q
+}
+
+// depthAlarm raises an alarm as soon as q holds a message.
+func (s *S3SQS) depthAlarm(id string, q awssqs.IQueue, what string) {
+	s.alarm(id, q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum"),
+	}), 1, fmt.Sprintf("s3sqs: %s holds messages: %s", *q.Node().Path(), what))
+}
+
+func (s *S3SQS) alarm(id string, m awscloudwatch.IMetric, threshold float64, description string) {
+	a := awscloudwatch.NewAlarm(s.Construct, jsii.String(id), &awscloudwatch.AlarmProps{
+		Metric:             m,
+		Threshold:          jsii.Number(threshold),
+		EvaluationPeriods:  jsii.Number(1),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		AlarmDescription:   jsii.String(description),
+	})
+	for _, act := range s.p.AlarmActions {
+		a.AddAlarmAction(act)
+		a.AddOkAction(act)
+	}
+	s.Alarms = append(s.Alarms, a)
+}
+
+// functionOpts describes one function.
+type functionOpts struct {
+	description string
+	codeDir     string
+	timeout     time.Duration
+	memoryMiB   int
+	env         map[string]*string
+	dlq         awssqs.IQueue
+}
+
+// function creates a Lambda function (provided.al2023, arm64) with its own
+// role and log group. The role may write to the log group and nothing else
+// yet.
+func (s *S3SQS) function(id string, o functionOpts) (awslambda.Function, awsiam.Role) {
+	logs := awslogs.NewLogGroup(s.Construct, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+		Retention: s.p.LogRetention,
+	})
+	role := awsiam.NewRole(s.Construct, jsii.String(id+"Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("s3sqs " + id + " function"),
+	})
+	role.AddToPolicy(allow([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, logs.LogGroupArn()))
+	fn := awslambda.NewFunction(s.Construct, jsii.String(id), &awslambda.FunctionProps{
+		Description:           jsii.String(o.description),
+		Runtime:               awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:          awslambda.Architecture_ARM_64(),
+		Handler:               jsii.String("bootstrap"),
+		Code:                  awslambda.Code_FromAsset(jsii.String(o.codeDir), nil),
+		Timeout:               seconds(o.timeout),
+		MemorySize:            jsii.Number(o.memoryMiB),
+		Role:                  role,
+		LogGroup:              logs,
+		LoggingFormat:         awslambda.LoggingFormat_JSON,
+		ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
+		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
+		Environment:           &o.env,
+		DeadLetterQueue:       o.dlq,
+	})
+	suppress(fn, nagLambdaTracing, "Active tracing is off: the functions carry no X-Ray instrumentation (they report per-invocation metrics as CloudWatch EMF and log JSON), and tracing would need xray:PutTraceSegments and xray:PutTelemetryRecords on Resource \"*\", which this stack's IAM excludes.")
+	return fn, role
+}
+
+// eventSource subscribes fn to q with partial batch responses.
+func eventSource(fn awslambda.Function, q awssqs.IQueue, batch int, window time.Duration, concurrency int) {
+	props := &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(batch),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}
+	if window > 0 {
+		props.MaxBatchingWindow = seconds(window)
+	}
+	if concurrency > 0 {
+		props.MaxConcurrency = jsii.Number(concurrency)
+	}
+	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(q, props))
+	for _, child := range *fn.Node().Children() {
+		if _, ok := child.(awslambda.EventSourceMapping); ok {
+			suppress(child, nagLambdaESMDestination, "SQS event source mappings cannot have an on-failure destination (only stream and Kafka sources can). A message that keeps failing moves to the source queue's dead-letter queue by its redrive policy, which has an alarm.")
+		}
+	}
+}
+
+// visibilityFor is the visibility timeout of a queue that fn consumes: six
+// times the function timeout plus the batching window, as AWS recommends.
+func visibilityFor(timeout, window time.Duration) time.Duration {
+	return 6*timeout + window
+}
+
+// kmsSend is the KMS access needed to send to a queue encrypted with key.
+func kmsSend(key string) awsiam.PolicyStatement {
+	return allow([]string{"kms:GenerateDataKey", "kms:Decrypt"}, &key)
+}
+
+// allow is an Allow statement of actions on resources.
+func allow(actions []string, resources ...*string) awsiam.PolicyStatement {
+	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(actions...),
+		Resources: &resources,
+	})
+}
+
+func seconds(d time.Duration) awscdk.Duration {
+	return awscdk.Duration_Seconds(jsii.Number(d.Seconds()))
+}
+
+// env turns a variable map into what CDK takes, merging extra under the
+// construct's own variables (resolve has checked that they do not clash).
+func env(own map[string]string, extra map[string]string) map[string]*string {
+	out := make(map[string]*string, len(own)+len(extra))
+	for _, k := range slices.Sorted(maps.Keys(extra)) {
+		out[k] = jsii.String(extra[k])
+	}
+	for k, v := range own {
+		if v != "" {
+			out[k] = jsii.String(v)
+		}
+	}
+	return out
+}
+
+// objectARNs lists the object ARNs under prefixes of a bucket given by its
+// ARN; no prefix means every object.
+func objectARNs(bucketARN string, prefixes ...string) []*string {
+	if len(prefixes) == 0 {
+		prefixes = []string{""}
+	}
+	out := make([]*string, len(prefixes))
+	for i, p := range prefixes {
+		out[i] = jsii.String(bucketARN + "/" + p + "*")
+	}
+	return out
+}
+
+// bucketARN is the ARN of a bucket by name.
+func bucketARN(name string) string {
+	return "arn:" + *awscdk.Aws_PARTITION() + ":s3:::" + name
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,133 @@
+package s3sqscdk
+
+import (
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// buildFanout creates the work queue, the failure queue, the target queue
+// (or takes the existing one), fanout and its permissions.
+func (s *S3SQS) buildFanout() {
+	fo := s.p.Fanout
+	s.WorkDLQ = s.deadLetterQueue("WorkDLQ", "chunk tasks that fanout failed "+itoa(s.p.MaxReceiveCount)+" times, and failed asynchronous invocations of fanout", false)
+	s.WorkQueue = s.queue("WorkQueue", queueOpts{
+		visibility: visibilityFor(fo.Timeout, fo.MaxBatchingWindow),
+		dlq:        s.WorkDLQ,
+	})
+	// The failure queue is itself a dead-letter output: records that SQS
+	// refused or fanout could not read, with the reason.
+	s.FailureQueue = s.queue("FailureQueue", queueOpts{maxSize: 1 << 20, retention: 14 * 24 * time.Hour})
+	const failureReason = "The failure queue is fanout's dead-letter output for single records (refused by SQS, unreadable, unmappable), each with its reason. Nothing consumes it automatically, so there is nothing to redrive from it; its depth has an alarm."
+	suppress(s.FailureQueue, nagSQS3, failureReason)
+	suppress(s.FailureQueue, nagSQSRedrivePolicy, failureReason)
+	s.depthAlarm("FailureQueueAlarm", s.FailureQueue, "records fanout could not deliver")
+
+	own := map[string]string{
+		"TARGET_MAX_MESSAGE_SIZE": itoa(fo.TargetMaxMessageSize),
+		"WORK_QUEUE_URL":          *s.WorkQueue.QueueUrl(),
+		"FAILURE_QUEUE_URL":       *s.FailureQueue.QueueUrl(),
+		"FORMAT":                  fo.Format,
+		"MODE":                    fo.Mode,
+		"CHUNK_SIZE":              fo.ChunkSize,
+	}
+	if fo.MaxInFlight > 0 {
+		own["MAX_IN_FLIGHT"] = itoa(fo.MaxInFlight)
+	}
+	if fo.FailOnError {
+		own["FAIL_ON_ERROR"] = "true"
+	}
+	if fo.TargetQueueARN == "" {
+		s.TargetDLQ = s.deadLetterQueue("TargetDLQ", "records that the target queue's consumer failed to process", fo.TargetFIFO)
+		s.TargetQueue = s.queue("TargetQueue", queueOpts{dlq: s.TargetDLQ, fifo: fo.TargetFIFO, maxSize: fo.TargetMaxMessageSize})
+		own["TARGET_QUEUE_URL"] = *s.TargetQueue.QueueUrl()
+	} else {
+		s.TargetQueue = awssqs.Queue_FromQueueArn(s.Construct, jsii.String("TargetQueue"), jsii.String(fo.TargetQueueARN))
+		// By name and owner: GetQueueUrl finds the queue in another account.
+		parts := strings.Split(fo.TargetQueueARN, ":")
+		own["TARGET_QUEUE_NAME"] = parts[5]
+		own["TARGET_QUEUE_OWNER_ACCOUNT_ID"] = parts[4]
+	}
+
+	fn, role := s.function("Fanout", functionOpts{
+		description: "s3sqs fanout: sends the records of S3 datasets to the target queue, in chunk tasks through its work queue",
+		codeDir:     fo.CodeDir,
+		timeout:     fo.Timeout,
+		memoryMiB:   fo.MemoryMiB,
+		env:         env(own, fo.Environment),
+		// Direct invocations may be asynchronous (a schedule, an S3
+		// event): the ones that fail end up next to the failed tasks.
+		dlq: s.WorkDLQ,
+	})
+	s.FanoutFunction = fn
+	eventSource(fn, s.WorkQueue, fo.BatchSize, fo.MaxBatchingWindow, fo.MaxConcurrency)
+
+	// Continuation and chunk tasks to its own work queue, refused records
+	// to the failure queue: sqsbatch reads each queue's attributes once.
+	role.AddToPolicy(allow([]string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, s.WorkQueue.QueueArn(), s.FailureQueue.QueueArn()))
+	// The target: exactly GetQueueUrl (by name) and SendMessage
+	// (SendMessageBatch); its size comes from TARGET_MAX_MESSAGE_SIZE.
+	role.AddToPolicy(allow([]string{"sqs:GetQueueUrl", "sqs:SendMessage"}, s.TargetQueue.QueueArn()))
+	if s.p.Encryption == EncryptionKMS {
+		role.AddToPolicy(kmsSend(*s.QueueKey.KeyArn()))
+	}
+	if fo.TargetKeyARN != "" {
+		role.AddToPolicy(kmsSend(fo.TargetKeyARN))
+	}
+
+	// Read-only S3 on the datasets: objects (pinned reads ask for a
+	// version), and listing limited to the prefixes.
+	datasets := fo.Datasets
+	if s.p.Ingest.HandoffBytes != "" {
+		var pre []string
+		if s.p.Ingest.KeyPrefix != "" {
+			pre = []string{s.p.Ingest.KeyPrefix}
+		}
+		datasets = append([]Dataset{{Bucket: *s.Bucket.BucketName(), Prefixes: pre, KeyARN: s.p.Ingest.ExistingBucketKeyARN}}, datasets...)
+	}
+	if len(datasets) == 0 {
+		return
+	}
+	var objects []*string
+	var keys []*string
+	for _, d := range datasets {
+		arn := bucketARN(d.Bucket)
+		objects = append(objects, objectARNs(arn, d.Prefixes...)...)
+		list := allow([]string{"s3:ListBucket"}, &arn)
+		if len(d.Prefixes) > 0 {
+			like := make([]string, len(d.Prefixes))
+			for i, p := range d.Prefixes {
+				like[i] = p + "*"
+			}
+			list.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": like})
+		}
+		role.AddToPolicy(list)
+		if d.KeyARN != "" {
+			keys = append(keys, jsii.String(d.KeyARN))
+		}
+	}
+	read := awsiam.NewPolicy(s.Construct, jsii.String("FanoutReadObjects"), &awsiam.PolicyProps{
+		Roles:      &[]awsiam.IRole{role},
+		Statements: &[]awsiam.PolicyStatement{allow([]string{"s3:GetObject", "s3:GetObjectVersion"}, objects...)},
+	})
+	suppressObjectARNs(read, "fanout reads every object of the datasets (buckets and prefixes) it is given", datasetPrefixes(datasets)...)
+	fn.Node().AddDependency(read)
+	if len(keys) > 0 {
+		role.AddToPolicy(allow([]string{"kms:Decrypt"}, keys...))
+	}
+}
+
+// datasetPrefixes lists the prefixes of the datasets, "" for a whole bucket.
+func datasetPrefixes(ds []Dataset) []string {
+	var out []string
+	for _, d := range ds {
+		if len(d.Prefixes) == 0 {
+			out = append(out, "")
+		}
+		out = append(out, d.Prefixes...)
+	}
+	return out
+}

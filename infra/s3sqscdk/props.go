@@ -1,0 +1,403 @@
+package s3sqscdk
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+)
+
+// Defaults of [Props]. A zero field means its default.
+const (
+	DefaultMaxReceiveCount       = 5
+	DefaultLogRetention          = awslogs.RetentionDays_ONE_MONTH
+	DefaultIngestCodeDir         = "dist/s3ingest"
+	DefaultFanoutCodeDir         = "dist/fanout"
+	DefaultIngestTimeout         = 2 * time.Minute
+	DefaultFanoutTimeout         = 5 * time.Minute
+	DefaultIngestMemoryMiB       = 512
+	DefaultFanoutMemoryMiB       = 1024
+	DefaultIngestBatchSize       = 10
+	DefaultFanoutBatchSize       = 2
+	DefaultOldestMessageAlarm    = 30 * time.Minute
+	DefaultAccessLogsExpiration  = 90
+	DefaultNoncurrentVersionDays = 30
+	// DefaultNewTargetMaxMessageSize is the MaximumMessageSize of a target
+	// queue the construct creates: 1 MiB, the SQS maximum since 2025.
+	DefaultNewTargetMaxMessageSize = 1 << 20
+	// DefaultExistingTargetMaxMessageSize is what fanout assumes of an
+	// existing target queue: 256 KiB, the limit of queues created before
+	// 2025. Set FanoutProps.TargetMaxMessageSize to the queue's value.
+	DefaultExistingTargetMaxMessageSize = 256 << 10
+)
+
+// Encryption says how the queues are encrypted at rest.
+type Encryption string
+
+const (
+	// EncryptionSQSManaged (the default) encrypts the queues with SSE-SQS.
+	// The topic still uses a KMS key: SNS has no other encryption at rest.
+	EncryptionSQSManaged Encryption = ""
+	// EncryptionKMS encrypts the queues with a customer managed KMS key
+	// (Props.EncryptionKey, or a new one with rotation).
+	EncryptionKMS Encryption = "kms"
+)
+
+// Props configures [New]. Every field is optional; zero means the default
+// named in its comment.
+type Props struct {
+	// Encryption of the queues: SSE-SQS by default, or EncryptionKMS.
+	Encryption Encryption
+	// EncryptionKey, when set, encrypts the topic and, with EncryptionKMS,
+	// the queues. Default: new keys with yearly rotation, one for the topic
+	// (its policy lets S3 publish for the source bucket) and, with
+	// EncryptionKMS, one for the queues (its policy lets SNS deliver for this
+	// topic only; one key for both would be a dependency cycle). An imported
+	// key's policy is not changed here: it must already let
+	// s3.amazonaws.com and sns.amazonaws.com use kms:GenerateDataKey and
+	// kms:Decrypt.
+	EncryptionKey awskms.IKey
+	// MaxReceiveCount is how many times a message is received before it
+	// moves to its dead-letter queue. Default 5; at least 5.
+	MaxReceiveCount int
+	// LogRetention of the functions' log groups. Default one month.
+	LogRetention awslogs.RetentionDays
+	// AlarmActions run when an alarm fires or clears (for example an
+	// awscloudwatchactions.SnsAction). Default none: the alarms exist and
+	// show in the console.
+	AlarmActions []awscloudwatch.IAlarmAction
+
+	Ingest IngestProps
+	Fanout FanoutProps
+}
+
+// IngestProps configures the ingest path: source bucket → SNS topic →
+// ingest queue → s3ingest → output queue.
+type IngestProps struct {
+	// Disabled leaves the ingest path out.
+	Disabled bool
+	// ExistingBucketName is an existing bucket in the stack's account and
+	// region to take notifications from. Default: a new bucket (versioned,
+	// SSE-S3, TLS only, public access blocked, server access logs).
+	ExistingBucketName string
+	// ExistingBucketKeyARN is the KMS key of an existing SSE-KMS bucket;
+	// s3ingest gets kms:Decrypt on it. Default none.
+	ExistingBucketKeyARN string
+	// KeyPrefix and KeySuffix filter the notifications; KeyPrefix also
+	// scopes s3ingest's read access. Default: every object.
+	KeyPrefix, KeySuffix string
+	// CodeDir is the directory holding s3ingest's built `bootstrap`
+	// (`make build`). Default "dist/s3ingest", relative to the working
+	// directory.
+	CodeDir string
+	// Timeout of s3ingest. Default 2 minutes. The ingest queue's visibility
+	// timeout is 6x this plus MaxBatchingWindow.
+	Timeout time.Duration
+	// MemoryMiB of s3ingest. Default 512.
+	MemoryMiB int
+	// BatchSize of the SQS event source, 1 to 10000. Default 10.
+	BatchSize int
+	// MaxBatchingWindow of the SQS event source, up to 5 minutes; needed
+	// for BatchSize above 10. Default none.
+	MaxBatchingWindow time.Duration
+	// MaxConcurrency of the SQS event source, 2 to 1000. Default no limit
+	// beyond the account's.
+	MaxConcurrency int
+	// OutputFIFO makes the output queue (and its DLQ) FIFO. Default false.
+	OutputFIFO bool
+	// Format sets s3ingest's FORMAT. Default unset (by extension).
+	Format string
+	// HandoffBytes sets HANDOFF_BYTES: objects larger than this go to
+	// fanout's work queue as chunk tasks, and fanout gets read access to the
+	// source bucket. Needs the fanout path. Default unset (off).
+	HandoffBytes string
+	// Environment holds more s3ingest variables (see its README table),
+	// for example PARTITION_COLUMNS or MAX_IN_FLIGHT. The variables the
+	// construct sets cannot be overridden here.
+	Environment map[string]string
+	// OldestMessageAlarm is the age of the oldest ingest message that
+	// raises the alarm. Default 30 minutes.
+	OldestMessageAlarm time.Duration
+	// AccessLogsBucket receives a new source bucket's server access logs.
+	// Default: a new bucket, whose logs expire after
+	// AccessLogsExpirationDays.
+	AccessLogsBucket awss3.IBucket
+	// AccessLogsExpirationDays of a new access logs bucket. Default 90.
+	AccessLogsExpirationDays int
+	// NoncurrentVersionDays after which a new source bucket deletes
+	// noncurrent object versions. Default 30.
+	NoncurrentVersionDays int
+}
+
+// FanoutProps configures the fanout path: the fanout function, its work
+// queue (with DLQ), its failure queue and the target queue.
+type FanoutProps struct {
+	// Disabled leaves the fanout path out.
+	Disabled bool
+	// CodeDir is the directory holding fanout's built `bootstrap`. Default
+	// "dist/fanout", relative to the working directory.
+	CodeDir string
+	// Timeout of fanout. Default 5 minutes. The work queue's visibility
+	// timeout is 6x this plus MaxBatchingWindow.
+	Timeout time.Duration
+	// MemoryMiB of fanout. Default 1024.
+	MemoryMiB int
+	// BatchSize of the work queue's event source. Default 2 (fanout runs
+	// two tasks of a batch at once).
+	BatchSize int
+	// MaxBatchingWindow of the work queue's event source. Default none.
+	MaxBatchingWindow time.Duration
+	// MaxConcurrency of the work queue's event source, 2 to 1000. Default
+	// no limit beyond the account's.
+	MaxConcurrency int
+	// TargetQueueARN is an existing target queue, in any account of the
+	// stack's region (its queue policy must let fanout's role send).
+	// Default: a new queue with its own DLQ.
+	TargetQueueARN string
+	// TargetKeyARN is the KMS key of an existing target queue; fanout gets
+	// kms:GenerateDataKey and kms:Decrypt on it. Default none.
+	TargetKeyARN string
+	// TargetMaxMessageSize is the target queue's MaximumMessageSize, passed
+	// to fanout as TARGET_MAX_MESSAGE_SIZE (fanout may not read queue
+	// attributes of the target). Default 1 MiB for a new queue (which is
+	// created with it), 256 KiB for an existing one.
+	TargetMaxMessageSize int
+	// TargetFIFO makes a new target queue FIFO. Default false.
+	TargetFIFO bool
+	// Datasets fanout may read. With HandoffBytes, the source bucket is
+	// added. Default none.
+	Datasets []Dataset
+	// Format, Mode and ChunkSize set FORMAT, MODE and CHUNK_SIZE; zero
+	// values leave them unset (fanout's defaults: by extension, record,
+	// 8MiB).
+	Format, Mode, ChunkSize string
+	// MaxInFlight sets MAX_IN_FLIGHT. Default unset (16).
+	MaxInFlight int
+	// FailOnError sets FAIL_ON_ERROR=true. Default false.
+	FailOnError bool
+	// Environment holds more fanout variables (see its README table). The
+	// variables the construct sets cannot be overridden here.
+	Environment map[string]string
+}
+
+// Dataset is an S3 location fanout may read: s3:GetObject and
+// s3:GetObjectVersion on the prefixes' objects, s3:ListBucket limited to the
+// prefixes.
+type Dataset struct {
+	// Bucket name.
+	Bucket string
+	// Prefixes readable; none means the whole bucket.
+	Prefixes []string
+	// KeyARN is the bucket's KMS key, if it uses SSE-KMS (kms:Decrypt).
+	KeyARN string
+}
+
+// resolved is Props with every default applied.
+type resolved struct {
+	Props
+}
+
+// resolve applies the defaults and checks the props, returning every
+// problem at once.
+func resolve(p *Props) (resolved, error) {
+	r := resolved{}
+	if p != nil {
+		r.Props = *p
+	}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	switch r.Encryption {
+	case EncryptionSQSManaged, EncryptionKMS:
+	default:
+		bad("Encryption: %q is not \"\" (SSE-SQS) or %q", r.Encryption, EncryptionKMS)
+	}
+	if r.MaxReceiveCount == 0 {
+		r.MaxReceiveCount = DefaultMaxReceiveCount
+	}
+	if r.MaxReceiveCount < 5 || r.MaxReceiveCount > 1000 {
+		bad("MaxReceiveCount: %d is not from 5 to 1000", r.MaxReceiveCount)
+	}
+	if r.LogRetention == "" {
+		r.LogRetention = DefaultLogRetention
+	}
+	if r.Ingest.Disabled && r.Fanout.Disabled {
+		bad("Ingest.Disabled and Fanout.Disabled: nothing left to build")
+	}
+
+	in := &r.Ingest
+	if !in.Disabled {
+		if in.CodeDir == "" {
+			in.CodeDir = DefaultIngestCodeDir
+		}
+		checkCodeDir("Ingest.CodeDir", in.CodeDir, bad)
+		if in.Timeout == 0 {
+			in.Timeout = DefaultIngestTimeout
+		}
+		checkTimeout("Ingest", in.Timeout, in.MaxBatchingWindow, bad)
+		if in.MemoryMiB == 0 {
+			in.MemoryMiB = DefaultIngestMemoryMiB
+		}
+		checkMemory("Ingest.MemoryMiB", in.MemoryMiB, bad)
+		if in.BatchSize == 0 {
+			in.BatchSize = DefaultIngestBatchSize
+		}
+		checkEventSource("Ingest", in.BatchSize, in.MaxBatchingWindow, in.MaxConcurrency, bad)
+		if in.OldestMessageAlarm == 0 {
+			in.OldestMessageAlarm = DefaultOldestMessageAlarm
+		}
+		if in.OldestMessageAlarm < time.Minute {
+			bad("Ingest.OldestMessageAlarm: %v is under a minute", in.OldestMessageAlarm)
+		}
+		if in.AccessLogsExpirationDays == 0 {
+			in.AccessLogsExpirationDays = DefaultAccessLogsExpiration
+		}
+		if in.NoncurrentVersionDays == 0 {
+			in.NoncurrentVersionDays = DefaultNoncurrentVersionDays
+		}
+		if in.AccessLogsExpirationDays < 1 || in.NoncurrentVersionDays < 1 {
+			bad("Ingest.AccessLogsExpirationDays and NoncurrentVersionDays must be positive")
+		}
+		if in.ExistingBucketName == "" && (in.ExistingBucketKeyARN != "") {
+			bad("Ingest.ExistingBucketKeyARN: needs ExistingBucketName")
+		}
+		if in.ExistingBucketName != "" && in.AccessLogsBucket != nil {
+			bad("Ingest.AccessLogsBucket: only for a new bucket, not ExistingBucketName")
+		}
+		if in.ExistingBucketKeyARN != "" {
+			checkARN("Ingest.ExistingBucketKeyARN", in.ExistingBucketKeyARN, "kms", bad)
+		}
+		if strings.ContainsAny(in.KeyPrefix+in.KeySuffix, "*?") {
+			bad("Ingest.KeyPrefix, KeySuffix: wildcards are not allowed")
+		}
+		if in.HandoffBytes != "" && r.Fanout.Disabled {
+			bad("Ingest.HandoffBytes: needs the fanout path")
+		}
+		checkEnv("Ingest.Environment", in.Environment, ingestReservedEnv, bad)
+	}
+
+	fo := &r.Fanout
+	if !fo.Disabled {
+		if fo.CodeDir == "" {
+			fo.CodeDir = DefaultFanoutCodeDir
+		}
+		checkCodeDir("Fanout.CodeDir", fo.CodeDir, bad)
+		if fo.Timeout == 0 {
+			fo.Timeout = DefaultFanoutTimeout
+		}
+		checkTimeout("Fanout", fo.Timeout, fo.MaxBatchingWindow, bad)
+		if fo.MemoryMiB == 0 {
+			fo.MemoryMiB = DefaultFanoutMemoryMiB
+		}
+		checkMemory("Fanout.MemoryMiB", fo.MemoryMiB, bad)
+		if fo.BatchSize == 0 {
+			fo.BatchSize = DefaultFanoutBatchSize
+		}
+		checkEventSource("Fanout", fo.BatchSize, fo.MaxBatchingWindow, fo.MaxConcurrency, bad)
+		if fo.TargetMaxMessageSize == 0 {
+			fo.TargetMaxMessageSize = DefaultNewTargetMaxMessageSize
+			if fo.TargetQueueARN != "" {
+				fo.TargetMaxMessageSize = DefaultExistingTargetMaxMessageSize
+			}
+		}
+		if fo.TargetMaxMessageSize < 1024 || fo.TargetMaxMessageSize > 1<<20 {
+			bad("Fanout.TargetMaxMessageSize: %d is not from 1024 to 1048576", fo.TargetMaxMessageSize)
+		}
+		if fo.TargetQueueARN != "" {
+			checkARN("Fanout.TargetQueueARN", fo.TargetQueueARN, "sqs", bad)
+			if fo.TargetFIFO {
+				bad("Fanout.TargetFIFO: only for a new target queue (an existing queue's name says whether it is FIFO)")
+			}
+		} else if fo.TargetKeyARN != "" {
+			bad("Fanout.TargetKeyARN: needs TargetQueueARN")
+		}
+		if fo.TargetKeyARN != "" {
+			checkARN("Fanout.TargetKeyARN", fo.TargetKeyARN, "kms", bad)
+		}
+		for i, d := range fo.Datasets {
+			if d.Bucket == "" || strings.ContainsAny(d.Bucket, "/*?:") {
+				bad("Fanout.Datasets[%d].Bucket: %q is not a bucket name", i, d.Bucket)
+			}
+			for _, pre := range d.Prefixes {
+				if pre == "" || strings.ContainsAny(pre, "*?") {
+					bad("Fanout.Datasets[%d].Prefixes: %q is empty or has a wildcard", i, pre)
+				}
+			}
+			if d.KeyARN != "" {
+				checkARN(fmt.Sprintf("Fanout.Datasets[%d].KeyARN", i), d.KeyARN, "kms", bad)
+			}
+		}
+		if fo.MaxInFlight < 0 || fo.MaxInFlight > 1000 {
+			bad("Fanout.MaxInFlight: %d is not from 1 to 1000", fo.MaxInFlight)
+		}
+		switch fo.Mode {
+		case "", "record", "chunk":
+		default:
+			bad("Fanout.Mode: %q is not record or chunk", fo.Mode)
+		}
+		checkEnv("Fanout.Environment", fo.Environment, fanoutReservedEnv, bad)
+	}
+	return r, errors.Join(errs...)
+}
+
+// The variables the construct sets, which Environment may not override.
+var (
+	ingestReservedEnv = []string{"OUTPUT_QUEUE_URL", "FORMAT", "KEY_PREFIX", "KEY_SUFFIX", "HANDOFF_BYTES", "FANOUT_WORK_QUEUE_URL"}
+	fanoutReservedEnv = []string{"TARGET_QUEUE_URL", "TARGET_QUEUE_NAME", "TARGET_QUEUE_OWNER_ACCOUNT_ID", "TARGET_MAX_MESSAGE_SIZE",
+		"WORK_QUEUE_URL", "FAILURE_QUEUE_URL", "FAILURE_S3_URI", "FORMAT", "MODE", "CHUNK_SIZE", "MAX_IN_FLIGHT", "FAIL_ON_ERROR"}
+)
+
+func checkCodeDir(field, dir string, bad func(string, ...any)) {
+	if _, err := os.Stat(filepath.Join(dir, "bootstrap")); err != nil {
+		bad("%s: %s has no bootstrap (run `make build` at the repository root): %v", field, dir, err)
+	}
+}
+
+func checkTimeout(field string, timeout, window time.Duration, bad func(string, ...any)) {
+	if timeout < time.Second || timeout > 15*time.Minute || timeout%time.Second != 0 {
+		bad("%s.Timeout: %v is not whole seconds from 1s to 15m", field, timeout)
+	}
+	if window < 0 || window > 5*time.Minute || window%time.Second != 0 {
+		bad("%s.MaxBatchingWindow: %v is not whole seconds up to 5m", field, window)
+	}
+}
+
+func checkMemory(field string, mib int, bad func(string, ...any)) {
+	if mib < 128 || mib > 10240 {
+		bad("%s: %d is not from 128 to 10240", field, mib)
+	}
+}
+
+func checkEventSource(field string, batch int, window time.Duration, concurrency int, bad func(string, ...any)) {
+	if batch < 1 || batch > 10000 {
+		bad("%s.BatchSize: %d is not from 1 to 10000", field, batch)
+	}
+	if batch > 10 && window == 0 {
+		bad("%s.BatchSize: %d needs a MaxBatchingWindow (SQS allows more than 10 only with one)", field, batch)
+	}
+	if concurrency != 0 && (concurrency < 2 || concurrency > 1000) {
+		bad("%s.MaxConcurrency: %d is not from 2 to 1000", field, concurrency)
+	}
+}
+
+func checkARN(field, arn, service string, bad func(string, ...any)) {
+	parts := strings.SplitN(arn, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != service || parts[3] == "" || parts[4] == "" || parts[5] == "" {
+		bad("%s: %q is not an %s ARN (arn:PARTITION:%s:REGION:ACCOUNT:...)", field, arn, service, service)
+	}
+}
+
+func checkEnv(field string, env map[string]string, reserved []string, bad func(string, ...any)) {
+	for _, k := range reserved {
+		if _, ok := env[k]; ok {
+			bad("%s: %s is set by the construct; use the matching prop", field, k)
+		}
+	}
+}

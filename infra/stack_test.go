@@ -1,0 +1,217 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/s3sqs/s3sqs/infra/s3sqscdk"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	jsii.Close()
+	os.Exit(code)
+}
+
+// catch turns a panic out of jsii into a test error.
+func catch(t *testing.T, fn func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("panic: %v", r)
+		}
+	}()
+	fn()
+}
+
+// codeDirs makes placeholder bootstrap directories, as `make build` would.
+func codeDirs(t *testing.T) map[string]any {
+	t.Helper()
+	root := t.TempDir()
+	ctx := map[string]any{}
+	for key, d := range map[string]string{ctxIngestCodeDir: "s3ingest", ctxFanoutCodeDir: "fanout"} {
+		dir := filepath.Join(root, d)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "bootstrap"), []byte(d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ctx[key] = dir
+	}
+	return ctx
+}
+
+func newApp(t *testing.T, ctx map[string]any) awscdk.App {
+	t.Helper()
+	return awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
+}
+
+// TestContext checks how context values (strings from -c, JSON from
+// cdk.json) become props, and that bad ones are all reported.
+func TestContext(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ctx     map[string]any
+		want    appConfig
+		wantErr []string
+	}{
+		{
+			name: "defaults",
+			ctx:  map[string]any{},
+			want: appConfig{stackName: "S3Sqs", nag: true, props: s3sqscdk.Props{
+				Ingest: s3sqscdk.IngestProps{CodeDir: "../dist/s3ingest"},
+				Fanout: s3sqscdk.FanoutProps{CodeDir: "../dist/fanout"},
+			}},
+		},
+		{
+			name: "strings from the command line",
+			ctx: map[string]any{
+				"stackName": "Lake", "encryption": "kms", "maxReceiveCount": "8", "logRetentionDays": "90",
+				"bucketName": "landing", "keyPrefix": "in/", "ingestTimeout": "90", "ingestBatchingWindow": "20s",
+				"ingestBatchSize": "100", "ingestMaxConcurrency": "5", "ingestEnv": "PARTITION_COLUMNS=typed, MAX_IN_FLIGHT=8",
+				"handoffBytes": "64MiB", "fanout": "true", "targetQueueArn": "arn:aws:sqs:eu-west-1:444455556666:orders",
+				"targetMaxMessageSize": "262144", "datasets": "lake/exports/,s3://lake/backfill/,other",
+				"fanoutTimeout": "10m", "failOnError": "true", "nag": "false", "alarmTopicArn": "arn:aws:sns:eu-west-1:111122223333:ops",
+			},
+			want: appConfig{stackName: "Lake", alarmTopicARN: "arn:aws:sns:eu-west-1:111122223333:ops", props: s3sqscdk.Props{
+				Encryption: s3sqscdk.EncryptionKMS, MaxReceiveCount: 8, LogRetention: awslogs.RetentionDays_THREE_MONTHS,
+				Ingest: s3sqscdk.IngestProps{
+					CodeDir: "../dist/s3ingest", ExistingBucketName: "landing", KeyPrefix: "in/", Timeout: 90 * time.Second,
+					MaxBatchingWindow: 20 * time.Second, BatchSize: 100, MaxConcurrency: 5, HandoffBytes: "64MiB",
+					Environment: map[string]string{"PARTITION_COLUMNS": "typed", "MAX_IN_FLIGHT": "8"},
+				},
+				Fanout: s3sqscdk.FanoutProps{
+					CodeDir: "../dist/fanout", TargetQueueARN: "arn:aws:sqs:eu-west-1:444455556666:orders", TargetMaxMessageSize: 262144,
+					Datasets:    []s3sqscdk.Dataset{{Bucket: "lake", Prefixes: []string{"exports/", "backfill/"}}, {Bucket: "other"}},
+					Timeout:     10 * time.Minute,
+					FailOnError: true,
+				},
+			}},
+		},
+		{
+			name: "JSON from cdk.json",
+			ctx: map[string]any{
+				"ingest": false, "fanoutMemoryMiB": float64(2048), "fanoutEnv": map[string]any{"BODY_FIELD": "payload"}, "targetFifo": true,
+			},
+			want: appConfig{stackName: "S3Sqs", nag: true, props: s3sqscdk.Props{
+				Ingest: s3sqscdk.IngestProps{Disabled: true, CodeDir: "../dist/s3ingest"},
+				Fanout: s3sqscdk.FanoutProps{CodeDir: "../dist/fanout", MemoryMiB: 2048, TargetFIFO: true, Environment: map[string]string{"BODY_FIELD": "payload"}},
+			}},
+		},
+		{
+			name:    "bad values",
+			ctx:     map[string]any{"encryption": "aes", "maxReceiveCount": "many", "logRetentionDays": "42", "ingestTimeout": "soon", "fanout": "maybe", "fanoutEnv": "NOEQUALS"},
+			wantErr: []string{"encryption", "maxReceiveCount", "logRetentionDays", "ingestTimeout", "fanout:", "fanoutEnv"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			catch(t, func() {
+				got, err := configFromContext(newApp(t, tc.ctx).Node())
+				if tc.wantErr != nil {
+					if err == nil {
+						t.Fatalf("no error, want one naming %v", tc.wantErr)
+					}
+					for _, w := range tc.wantErr {
+						if !strings.Contains(err.Error(), w) {
+							t.Errorf("error %q does not name %s", err, w)
+						}
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := cmp.Diff(tc.want, got, cmp.AllowUnexported(appConfig{}), cmpopts.EquateEmpty()); d != "" {
+					t.Errorf("config (-want +got):\n%s", d)
+				}
+			})
+		})
+	}
+}
+
+// TestStack synthesizes the app's stack as `cdk synth` does (cdk-nag
+// included) and checks its outputs and that cdk-nag reports nothing.
+func TestStack(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		ctx         map[string]any
+		wantOutputs []string
+	}{
+		{"defaults", map[string]any{}, []string{
+			"SourceBucketName", "TopicArn", "IngestQueueUrl", "IngestDLQUrl", "OutputQueueUrl", "OutputQueueArn", "OutputDLQUrl",
+			"S3IngestFunctionName", "FanoutFunctionName", "FanoutRoleArn", "WorkQueueUrl", "WorkDLQUrl", "FailureQueueUrl",
+			"TargetQueueUrl", "TargetQueueArn", "TargetDLQUrl",
+		}},
+		{"fanout only, KMS, existing target, alarm topic", map[string]any{
+			"ingest": "false", "encryption": "kms", "targetQueueArn": "arn:aws:sqs:eu-west-1:444455556666:orders",
+			"alarmTopicArn": "arn:aws:sns:eu-west-1:111122223333:ops", "datasets": "lake/exports/",
+		}, []string{
+			"FanoutFunctionName", "FanoutRoleArn", "WorkQueueUrl", "WorkDLQUrl", "FailureQueueUrl", "TargetQueueUrl", "TargetQueueArn", "QueueKeyArn",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := codeDirs(t)
+			for k, v := range tc.ctx {
+				ctx[k] = v
+			}
+			ctx[s3sqscdk.FeatureFlagRestrictSqsDecryption] = true
+			catch(t, func() {
+				app := newApp(t, ctx)
+				cfg, err := configFromContext(app.Node())
+				if err != nil {
+					t.Fatal(err)
+				}
+				stack, _, err := newStack(app, cfg, &awscdk.Environment{Account: jsii.String("111122223333"), Region: jsii.String("eu-west-1")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				addNag(app)
+				ann := assertions.Annotations_FromStack(stack)
+				anyMsg := assertions.Match_StringLikeRegexp(jsii.String(".*"))
+				for _, m := range *ann.FindError(jsii.String("*"), anyMsg) {
+					t.Errorf("error on %s: %v", *m.Id, m.Entry.Data)
+				}
+				for _, m := range *ann.FindWarning(jsii.String("*"), anyMsg) {
+					t.Errorf("warning on %s: %v", *m.Id, m.Entry.Data)
+				}
+				raw, _ := json.Marshal(assertions.Template_FromStack(stack, nil).ToJSON())
+				var tmpl struct {
+					Outputs   map[string]any
+					Resources map[string]struct{ Type string }
+				}
+				if err := json.Unmarshal(raw, &tmpl); err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for k := range tmpl.Outputs {
+					got = append(got, k)
+				}
+				slices.Sort(got)
+				want := slices.Sorted(slices.Values(tc.wantOutputs))
+				if !slices.Equal(got, want) {
+					t.Errorf("outputs:\n got %v\nwant %v", got, want)
+				}
+				if tc.ctx["alarmTopicArn"] != nil {
+					for id, r := range tmpl.Resources {
+						if r.Type == "AWS::CloudWatch::Alarm" && !strings.Contains(string(raw), `"AlarmActions":["arn:aws:sns:eu-west-1:111122223333:ops"]`) {
+							t.Errorf("alarm %s does not notify the alarm topic", id)
+						}
+					}
+				}
+			})
+		})
+	}
+}
