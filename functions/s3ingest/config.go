@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
@@ -46,18 +47,18 @@ const (
 const DefaultReadConcurrency = 4
 
 // partitionMode says whether and how the Hive partition values of a key
-// become fields of its records.
-type partitionMode uint8
+// are added to its records (see recordjson.PartitionMode).
+type partitionMode = recordjson.PartitionMode
 
 const (
 	// partitionsOff adds no partition fields.
-	partitionsOff partitionMode = iota
+	partitionsOff = recordjson.PartitionsOff
 	// partitionsString adds each value as a JSON string (null for
 	// __HIVE_DEFAULT_PARTITION__).
-	partitionsString
+	partitionsString = recordjson.PartitionsString
 	// partitionsTyped adds numbers and booleans as JSON numbers and
 	// booleans (s3event.Partition.Typed), everything else as a string.
-	partitionsTyped
+	partitionsTyped = recordjson.PartitionsTyped
 )
 
 // config is s3ingest's configuration, read once at init.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,10 +34,7 @@ type Handler struct {
 	output  *sqsbatch.Sender
 	handoff *sqsbatch.Sender // nil when HANDOFF_BYTES is not set
 	planner *dataset.Planner
-	// overrides travel with handed-off chunk tasks, so that fanout sends
-	// their records to the output queue.
-	overrides json.RawMessage
-	log       *slog.Logger
+	log     *slog.Logger
 	// out receives the summary line and the EMF document of each
 	// invocation: stdout in Lambda.
 	out io.Writer
@@ -56,19 +52,15 @@ func newHandler(cfg config, s3c dataset.GetAPI, output, handoff *sqsbatch.Sender
 	if out == nil {
 		out = io.Discard
 	}
-	ov, _ := json.Marshal(struct {
-		TargetQueueURL string `json:"targetQueueUrl"`
-	}{output.QueueURL()})
 	return &Handler{
-		cfg:       cfg,
-		s3:        s3c,
-		output:    output,
-		handoff:   handoff,
-		planner:   dataset.NewPlanner(s3c, cfg.plan),
-		overrides: ov,
-		log:       log,
-		out:       out,
-		now:       time.Now,
+		cfg:     cfg,
+		s3:      s3c,
+		output:  output,
+		handoff: handoff,
+		planner: dataset.NewPlanner(s3c, cfg.plan),
+		log:     log,
+		out:     out,
+		now:     time.Now,
 	}
 }
 

@@ -15,10 +15,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/recordjson"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -385,8 +390,15 @@ func TestHandleHandoff(t *testing.T) {
 			t.Fatalf("task %s: %v", aws.ToString(m.Body), err)
 		}
 		c := task.Chunk
-		if c.Key != big.Key || c.ETag != big.ETag || c.Format != dataset.FormatJSONL || c.Count != 5 || string(task.Overrides) != `{"targetQueueUrl":"`+f.out+`"}` {
-			t.Errorf("task %+v", task)
+		var ov fanout.Overrides
+		if err := json.Unmarshal(task.Overrides, &ov); err != nil {
+			t.Fatalf("task overrides %s: %v", task.Overrides, err)
+		}
+		wantOv := fanout.Overrides{TargetQueueURL: f.out, Ingest: &fanout.IngestEncoding{
+			Partitions: recordjson.PartitionsString, FileMetadata: true, EventTime: big.EventTime,
+		}}
+		if c.Key != big.Key || c.ETag != big.ETag || c.Format != dataset.FormatJSONL || c.Count != 5 || !cmp.Equal(ov, wantOv) {
+			t.Errorf("task %+v, overrides %s", task, task.Overrides)
 		}
 		covered += c.End - c.Start
 	}
@@ -396,6 +408,165 @@ func TestHandleHandoff(t *testing.T) {
 	if s := summaryOf(t, f.summary); s.ObjectsHandedOff != 1 || s.Tasks != 5 {
 		t.Errorf("summary %+v", s)
 	}
+}
+
+// TestHandoffThroughFanout hands objects off to fanout's work queue, runs
+// the tasks with a fanout.Runner, and checks that every record reaches the
+// output queue exactly as s3ingest sends it inline: the same body bytes
+// (partition fields, _file), the same attributes and, on a FIFO queue, the
+// same group and deduplication id.
+func TestHandoffThroughFanout(t *testing.T) {
+	jsonl := strings.Repeat(`{"n":1234567890,"s":"x\u00e9"}`+"\n"+`[1,2]`+"\n"+`{"date":"mine","v":true}`+"\n", 300)
+	csv := "a,b\n" + strings.Repeat("1,hello\n22,world\n", 800)
+	text := strings.Repeat("a line with \"quotes\" and \t tabs\n", 400)
+	tests := []struct {
+		name    string
+		suffix  string
+		attrs   map[string]string
+		env     map[string]string
+		key     string
+		content string
+		// check also compares with wantRecords (string partitions, _file).
+		check bool
+	}{
+		{name: "jsonl", key: "h/date=2024-05-05/n=7/big.jsonl", content: jsonl, check: true},
+		{name: "csv typed", key: "h/date=2024-05-05/n=007/ok=true/big.csv", content: csv, env: map[string]string{envPartitionColumns: "typed", envCSVNoQuotedNewlines: "true"}},
+		{name: "text bare", key: "h/k=v/big.txt", content: text, env: map[string]string{envPartitionColumns: "false", envFileMetadata: "false"}},
+		{
+			name: "fifo", suffix: ".fifo", attrs: map[string]string{"ContentBasedDeduplication": "false"},
+			key: "h/date=2024-05-05/big.jsonl", content: jsonl, env: map[string]string{envPartitionColumns: "typed"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, tt.suffix, tt.attrs)
+			inlineOut := createQueue(t, f.sqs, "-inline"+tt.suffix, tt.attrs)
+			work := createQueue(t, f.sqs, "-work", nil)
+			obj := f.put(tt.key, tt.content)
+			if obj.Size <= 10<<10 {
+				t.Fatalf("object of %d bytes is too small to be handed off", obj.Size)
+			}
+			env := map[string]string{envChunkSize: "4KiB"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			ev := sqsEvent(msg{id: "m1", body: s3Body(obj)})
+
+			// Inline: the reference.
+			inlineEnv := maps.Clone(env)
+			inlineEnv[envOutputQueueURL] = inlineOut
+			inline := f.handler(f.config(inlineEnv), nil, nil)
+			if resp, err := inline.Handle(t.Context(), ev); err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("inline Handle: %v, %v", failures(resp), err)
+			}
+			summaryOf(t, f.summary)
+
+			// Handed off, then sent by fanout.
+			handoffEnv := maps.Clone(env)
+			handoffEnv[envHandoffBytes] = "10KiB"
+			handoffEnv[envFanoutWorkQueueURL] = work
+			h := f.handler(f.config(handoffEnv), nil, nil)
+			if resp, err := h.Handle(t.Context(), ev); err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("hand-off Handle: %v, %v", failures(resp), err)
+			}
+			if s := summaryOf(t, f.summary); s.ObjectsHandedOff != 1 || s.Tasks < 2 {
+				t.Fatalf("hand-off summary %+v", s)
+			}
+			runner, err := fanout.New(t.Context(), f.s3, f.sqs, fanout.Options{
+				// fanout's own settings, which an ingest task ignores.
+				Mode:    fanout.ModeChunk,
+				Mapping: fanout.Mapping{BodyField: "n"},
+				Send:    sqsbatch.Options{Backoff: func(int) time.Duration { return time.Millisecond }},
+			})
+			if err != nil {
+				t.Fatalf("fanout.New: %v", err)
+			}
+			tasks := drain(t, f.sqs, work, 1500*time.Millisecond)
+			var read int64
+			for _, m := range tasks {
+				task, err := worktask.Parse(aws.ToString(m.Body))
+				if err != nil {
+					t.Fatalf("task %s: %v", aws.ToString(m.Body), err)
+				}
+				res, err := runner.RunTask(t.Context(), task)
+				if err != nil || res.RecordsFailed != 0 || res.Continuation != nil {
+					t.Fatalf("RunTask %s: %+v, %v", task.ID(), res, err)
+				}
+				read += res.RecordsRead
+			}
+
+			want := drainAtLeast(t, f.sqs, inlineOut, int(read))
+			got := drainAtLeast(t, f.sqs, f.out, len(want))
+			if tt.check {
+				// _file.line is known in an object's first chunk only,
+				// inline as through fanout: it is left out here.
+				wantRecs, gotRecs := wantRecords(t, obj), map[string]map[string]any{}
+				for _, m := range got {
+					var body map[string]any
+					if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &body); err != nil {
+						t.Fatalf("body %s: %v", aws.ToString(m.Body), err)
+					}
+					gotRecs[aws.ToString(m.MessageAttributes[AttrRecordID].StringValue)] = body
+				}
+				for _, recs := range []map[string]map[string]any{wantRecs, gotRecs} {
+					for _, r := range recs {
+						if file, ok := r["_file"].(map[string]any); ok {
+							delete(file, "line")
+						}
+					}
+				}
+				if diff := cmp.Diff(wantRecs, gotRecs); diff != "" {
+					t.Errorf("records on the output queue (-want +got):\n%s", diff)
+				}
+			}
+			if len(want) == 0 || int64(len(want)) != read || len(got) != len(want) {
+				t.Fatalf("%d records inline; %d read by fanout, %d on its output", len(want), read, len(got))
+			}
+			byID := func(msgs []types.Message) map[string]sentMessage {
+				out := map[string]sentMessage{}
+				for _, m := range msgs {
+					s := sentMessage{Body: aws.ToString(m.Body), Attributes: map[string]string{}}
+					for k, v := range m.MessageAttributes {
+						s.Attributes[k] = aws.ToString(v.DataType) + ":" + aws.ToString(v.StringValue)
+					}
+					s.Group = m.Attributes["MessageGroupId"]
+					s.Dedup = m.Attributes["MessageDeduplicationId"]
+					out[s.Attributes[AttrRecordID]] = s
+				}
+				return out
+			}
+			if diff := cmp.Diff(byID(want), byID(got)); diff != "" {
+				t.Errorf("records sent through fanout differ from those sent inline (-inline +fanout):\n%s", diff)
+			}
+			if tt.suffix == ".fifo" {
+				for _, m := range got {
+					if m.Attributes["MessageGroupId"] != groupID(obj.Bucket, obj.Key) {
+						t.Fatalf("group %q", m.Attributes["MessageGroupId"])
+					}
+				}
+			}
+		})
+	}
+}
+
+// drainAtLeast drains a queue until n messages have come, or for at most
+// 45s: under load the stand-in may hide a received batch for its
+// visibility timeout (30s) before it comes again.
+func drainAtLeast(t *testing.T, c *sqs.Client, queueURL string, n int) []types.Message {
+	t.Helper()
+	got := drain(t, c, queueURL, 1500*time.Millisecond)
+	for deadline := time.Now().Add(45 * time.Second); len(got) < n && time.Now().Before(deadline); {
+		got = append(got, drain(t, c, queueURL, 1500*time.Millisecond)...)
+	}
+	return got
+}
+
+// sentMessage is what a test compares of a message on an output queue.
+type sentMessage struct {
+	Body         string
+	Attributes   map[string]string
+	Group, Dedup string
 }
 
 // TestInvokeJSON goes through aws-lambda-go's JSON path with a Lambda SQS

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,6 +14,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -268,7 +271,7 @@ func (inv *invocation) readObject(ctx, readCtx context.Context, o *objectRun, ch
 	}
 	if o.obj.Deletion {
 		id := deletionID(o.obj)
-		if send(h.entry(o, -1, deletionBody(o.obj, h.cfg.partitions), id)) {
+		if send(h.entry(o, -1, recordjson.DeletionBody(o.obj, h.cfg.partitions), id)) {
 			o.records, o.outcome = 1, outcomeRead
 		}
 		return
@@ -284,7 +287,7 @@ func (inv *invocation) readObject(ctx, readCtx context.Context, o *objectRun, ch
 		o.outcome = outcomeRead
 		return
 	}
-	enc := newRecordEncoder(chunks[0].Format, o.obj, h.cfg.partitions, h.cfg.fileMetadata, func(field string) {
+	enc := recordjson.NewEncoder(chunks[0].Format, o.obj, h.cfg.partitions, h.cfg.fileMetadata, func(field string) {
 		h.log.WarnContext(ctx, "records already have a field that s3ingest adds; the record's value is kept",
 			"bucket", o.obj.Bucket, "key", o.obj.Key, "field", field)
 	})
@@ -294,7 +297,7 @@ func (inv *invocation) readObject(ctx, readCtx context.Context, o *objectRun, ch
 		for rec, err := range records.Read(readCtx, h.s3, c, opts) {
 			var body string
 			if err == nil {
-				body, err = enc.encode(obj, rec)
+				body, err = enc.Encode(obj, rec)
 			}
 			var bad *records.RecordError
 			switch {
@@ -407,8 +410,13 @@ func (inv *invocation) handOff(ctx, workCtx, sendCtx context.Context, objs []*ob
 		// The run id is the object's pin: a retried message plans the
 		// same tasks with the same ids.
 		runID := "s3ingest-" + recordID(obj, -1)
+		ov, err := h.handoffOverrides(o.obj)
+		if err != nil {
+			o.fail(reasonReadError, err)
+			continue
+		}
 		for _, c := range chunks {
-			t := worktask.Task{RunID: runID, Chunk: c, Overrides: h.overrides}
+			t := worktask.Task{RunID: runID, Chunk: c, Overrides: ov}
 			body, err := t.Marshal()
 			if err != nil {
 				o.fail(reasonReadError, err)
@@ -436,4 +444,19 @@ func (inv *invocation) handOff(ctx, workCtx, sendCtx context.Context, objs []*ob
 	}
 	inv.absorbFailures(ctx, res.Failures)
 	h.log.InfoContext(ctx, "objects handed off to fanout", "objects", len(objs), "tasks", res.Sent, "failed", res.Failed)
+}
+
+// handoffOverrides are the overrides of obj's chunk tasks: fanout sends
+// their records to the output queue, encoded as s3ingest encodes them here
+// (partition fields, _file with obj's event time, FIFO group and
+// deduplication id).
+func (h *Handler) handoffOverrides(obj s3event.Object) (json.RawMessage, error) {
+	return json.Marshal(fanout.Overrides{
+		TargetQueueURL: h.output.QueueURL(),
+		Ingest: &fanout.IngestEncoding{
+			Partitions:   h.cfg.partitions,
+			FileMetadata: h.cfg.fileMetadata,
+			EventTime:    obj.EventTime,
+		},
+	})
 }

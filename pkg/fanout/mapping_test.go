@@ -1,12 +1,17 @@
 package fanout
 
 import (
+	"encoding/json"
+	"errors"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
@@ -84,5 +89,51 @@ func TestChunkPacker(t *testing.T) {
 	}
 	if got != total || len(out) < 5 {
 		t.Errorf("%d records in %d messages, want %d packed", got, len(out), total)
+	}
+}
+
+func TestIngestEntry(t *testing.T) {
+	ov := Overrides{TargetQueueURL: "q", Ingest: &IngestEncoding{
+		Partitions: recordjson.PartitionsTyped, FileMetadata: true, EventTime: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC),
+	}}
+	raw, err := json.Marshal(ov)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"targetQueueUrl":"q","ingest":{"partitions":"typed","fileMetadata":true,"eventTime":"2024-01-02T03:04:05Z"}}`
+	if string(raw) != want {
+		t.Errorf("overrides %s; want %s", raw, want)
+	}
+	var back Overrides
+	if err := json.Unmarshal(raw, &back); err != nil || *back.Ingest != *ov.Ingest {
+		t.Errorf("overrides round trip: %+v, %v", back.Ingest, err)
+	}
+	if raw, _ := json.Marshal(Overrides{TargetQueueURL: "q"}); string(raw) != `{"targetQueueUrl":"q"}` {
+		t.Errorf("overrides without ingest %s", raw)
+	}
+
+	r := &Runner{log: slog.New(slog.DiscardHandler)}
+	c := dataset.Chunk{Object: dataset.Object{Bucket: "b", Key: "d=1/k.jsonl", ETag: "e", VersionID: "v"}, Format: dataset.FormatJSONL}
+	ie := r.newIngestEncoder(t.Context(), c, *back.Ingest)
+	for _, fifo := range []bool{false, true} {
+		e, err := ie.entry(records.Record{Offset: 10, Line: 2, Value: []byte(`{"value":"x","group_id":"g"}`)}, fifo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := RecordID(c.Object, 10)
+		body := `{"value":"x","group_id":"g","d":1,"_file":{"bucket":"b","key":"d=1/k.jsonl","versionId":"v","eTag":"e","eventTime":"2024-01-02T03:04:05Z","offset":10,"line":2}}`
+		if e.ID != "10" || e.Body != body || len(e.Attributes) != 1 || aws.ToString(e.Attributes[AttrRecordID].StringValue) != id {
+			t.Errorf("entry %+v", e)
+		}
+		wantGroup, wantDedup := "", ""
+		if fifo {
+			wantGroup, wantDedup = recordjson.GroupID("b", "d=1/k.jsonl"), id
+		}
+		if e.GroupID != wantGroup || e.DeduplicationID != wantDedup {
+			t.Errorf("fifo %v: group %q, dedup %q", fifo, e.GroupID, e.DeduplicationID)
+		}
+	}
+	if _, err := ie.entry(records.Record{Offset: 20, Value: []byte(`{"a":`)}, false); !errors.Is(err, recordjson.ErrNotJSON) {
+		t.Errorf("entry of a bad record: %v", err)
 	}
 }

@@ -17,10 +17,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/records"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -101,6 +104,29 @@ type Overrides struct {
 	Mode           Mode           `json:"mode,omitempty"`
 	TargetQueueURL string         `json:"targetQueueUrl,omitempty"`
 	Mapping
+	// Ingest, when set, makes the run's records go out as s3ingest sends
+	// them (see IngestEncoding) instead of through the Mapping.
+	Ingest *IngestEncoding `json:"ingest,omitempty"`
+}
+
+// IngestEncoding is set by s3ingest on the chunk tasks of an object it
+// hands off, so that fanout sends each record exactly as s3ingest would
+// have: one record per message, its body the JSON object of
+// [recordjson.Encoder] (the record with the key's partition fields and, when
+// FileMetadata is set, a _file object), its only attribute s3sqs-record-id
+// (see [RecordID]), and on a FIFO queue the group [recordjson.GroupID] of the
+// object with the record id as deduplication id. Mode, Mapping and the
+// configured mode are ignored. The _file object's bucket, key, versionId and
+// eTag are the task chunk's; its eventTime is EventTime.
+type IngestEncoding struct {
+	// Partitions says whether and how the key's partition values are
+	// added; "" adds none.
+	Partitions recordjson.PartitionMode `json:"partitions,omitempty"`
+	// FileMetadata adds the _file object.
+	FileMetadata bool `json:"fileMetadata,omitempty"`
+	// EventTime is the time of the S3 event that named the object; zero
+	// writes null.
+	EventTime time.Time `json:"eventTime,omitzero"`
 }
 
 // Request names a dataset to send, with optional per-run overrides.
@@ -473,6 +499,9 @@ func (r *Runner) RunTask(ctx context.Context, t worktask.Task) (TaskResult, erro
 		}
 	}
 	mode := cmp.Or(ov.Mode, r.opts.Mode)
+	if ov.Ingest != nil {
+		mode = ModeRecord
+	}
 	sender, err := r.target(ctx, ov.TargetQueueURL, mode)
 	if err != nil {
 		return res, err
@@ -504,9 +533,16 @@ func (r *Runner) RunTask(ctx context.Context, t worktask.Task) (TaskResult, erro
 			e.GroupID = c.Key
 		}
 	}
+	var ingest *ingestEncoder
+	readOpts := records.Options{}
+	if ov.Ingest != nil {
+		ingest = r.newIngestEncoder(ctx, c, *ov.Ingest)
+		// s3ingest reads with this bound: a longer record is unreadable.
+		readOpts.MaxRecordSize = sender.MaxMessageSize()
+	}
 	entries := func(yield func(sqsbatch.Entry) bool) {
 		packer := &chunkPacker{obj: c.Object, max: sender.MaxMessageSize()}
-		for rec, err := range records.Read(ctx, r.s3, c, records.Options{}) {
+		for rec, err := range records.Read(ctx, r.s3, c, readOpts) {
 			if err != nil {
 				var re *records.RecordError
 				if errors.As(err, &re) {
@@ -530,6 +566,17 @@ func (r *Runner) RunTask(ctx context.Context, t worktask.Task) (TaskResult, erro
 				p.BytesRead.Add(int64(len(rec.Value)) + 1)
 			}
 			var e sqsbatch.Entry
+			if ingest != nil {
+				var eerr error
+				if e, eerr = ingest.entry(rec, fifo); eerr != nil {
+					fail(rec.Offset, "UnreadableRecord", eerr.Error(), string(rec.Value))
+					continue
+				}
+				if !yield(e) {
+					return
+				}
+				continue
+			}
 			if mode == ModeChunk {
 				var full bool
 				if e, full = packer.add(rec); !full {
@@ -603,4 +650,39 @@ func countOf(e sqsbatch.Entry) int64 {
 		fmt.Sscan(*a.StringValue, &n)
 	}
 	return n
+}
+
+// ingestEncoder builds the entries of a chunk's records as s3ingest does
+// (see IngestEncoding).
+type ingestEncoder struct {
+	obj   dataset.Object
+	enc   *recordjson.Encoder
+	group string
+}
+
+func (r *Runner) newIngestEncoder(ctx context.Context, c dataset.Chunk, ie IngestEncoding) *ingestEncoder {
+	src := s3event.Object{Bucket: c.Bucket, Key: c.Key, ETag: c.ETag, VersionID: c.VersionID, EventTime: ie.EventTime}
+	enc := recordjson.NewEncoder(c.Format, src, ie.Partitions, ie.FileMetadata, func(field string) {
+		r.log.WarnContext(ctx, "records already have a field that s3ingest adds; the record's value is kept",
+			"bucket", c.Bucket, "key", c.Key, "field", field)
+	})
+	return &ingestEncoder{obj: c.Object, enc: enc, group: recordjson.GroupID(c.Bucket, c.Key)}
+}
+
+// entry returns the entry of rec; the error says why rec cannot be encoded.
+func (ie *ingestEncoder) entry(rec records.Record, fifo bool) (sqsbatch.Entry, error) {
+	body, err := ie.enc.Encode(ie.obj, rec)
+	if err != nil {
+		return sqsbatch.Entry{}, err
+	}
+	id := RecordID(ie.obj, rec.Offset)
+	e := sqsbatch.Entry{
+		ID:         entryID(rec.Offset),
+		Body:       body,
+		Attributes: map[string]types.MessageAttributeValue{AttrRecordID: stringAttr(id)},
+	}
+	if fifo {
+		e.GroupID, e.DeduplicationID = ie.group, id
+	}
+	return e, nil
 }
