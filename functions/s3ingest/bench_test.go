@@ -102,7 +102,7 @@ func BenchmarkHandle(b *testing.B) {
 	batches, records := benchBatches(b, s3c, n)
 	for _, target := range []string{"fauxqs", "discard"} {
 		b.Run(target, func(b *testing.B) {
-			out := createQueue(b, sqsc, "", nil)
+			out := localaws.CreateQueue(b, sqsc, "", nil)
 			var client sqsbatch.API = sqsc
 			if target == "discard" {
 				client = discardSQS{}
@@ -167,7 +167,7 @@ func BenchmarkBootstrap(b *testing.B) {
 	s3c := s3.NewFromConfig(localaws.Config(srv.URL), func(o *s3.Options) { o.UsePathStyle = true })
 	sqsc := sqs.NewFromConfig(localaws.SQS(b))
 	batches, records := benchBatches(b, s3c, n)
-	out := createQueue(b, sqsc, "", nil)
+	out := localaws.CreateQueue(b, sqsc, "", nil)
 	bootstrap := rie.Build(b, "./functions/s3ingest")
 	fn := rie.Start(b, bootstrap,
 		"OUTPUT_QUEUE_URL="+out, "S3_FORCE_PATH_STYLE=true", "AWS_ENDPOINT_URL_S3="+srv.URL,

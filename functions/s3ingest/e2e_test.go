@@ -105,7 +105,7 @@ func TestIntegrationEndToEnd(t *testing.T) {
 		}
 	}
 
-	outURL := createQueue(t, out, "", nil)
+	outURL := localaws.CreateQueue(t, out, "", nil)
 	bootstrap := rie.Build(t, "./functions/s3ingest")
 	fn := rie.Start(t, bootstrap,
 		"OUTPUT_QUEUE_URL="+outURL,

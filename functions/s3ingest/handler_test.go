@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
@@ -372,7 +373,7 @@ func TestHandleDeadline(t *testing.T) {
 
 func TestHandleHandoff(t *testing.T) {
 	f := newFixture(t, "", nil)
-	work := createQueue(t, f.sqs, "-work", nil)
+	work := localaws.CreateQueue(t, f.sqs, "-work", nil)
 	big := f.put("h/date=2024-05-05/big.jsonl", strings.Repeat(`{"n":1234567890}`+"\n", 1000)) // 17,000 bytes
 	small := f.put("h/date=2024-05-05/small.jsonl", `{"n":1}`+"\n")
 	cfg := f.config(map[string]string{envHandoffBytes: "10KiB", envFanoutWorkQueueURL: work, envChunkSize: "4KiB"})
@@ -382,7 +383,7 @@ func TestHandleHandoff(t *testing.T) {
 		t.Fatalf("Handle: %v, %v", failures(resp), err)
 	}
 	checkOutput(t, f.sqs, f.out, wantRecords(t, small))
-	tasks := drain(t, f.sqs, work, 1500*time.Millisecond)
+	tasks := localaws.Drain(t, f.sqs, work, 1500*time.Millisecond)
 	var covered int64
 	for _, m := range tasks {
 		task, err := worktask.Parse(aws.ToString(m.Body))
@@ -441,8 +442,8 @@ func TestHandoffThroughFanout(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, tt.suffix, tt.attrs)
-			inlineOut := createQueue(t, f.sqs, "-inline"+tt.suffix, tt.attrs)
-			work := createQueue(t, f.sqs, "-work", nil)
+			inlineOut := localaws.CreateQueue(t, f.sqs, "-inline"+tt.suffix, tt.attrs)
+			work := localaws.CreateQueue(t, f.sqs, "-work", nil)
 			obj := f.put(tt.key, tt.content)
 			if obj.Size <= 10<<10 {
 				t.Fatalf("object of %d bytes is too small to be handed off", obj.Size)
@@ -482,7 +483,7 @@ func TestHandoffThroughFanout(t *testing.T) {
 			if err != nil {
 				t.Fatalf("fanout.New: %v", err)
 			}
-			tasks := drain(t, f.sqs, work, 1500*time.Millisecond)
+			tasks := localaws.Drain(t, f.sqs, work, 1500*time.Millisecond)
 			var read int64
 			for _, m := range tasks {
 				task, err := worktask.Parse(aws.ToString(m.Body))
@@ -555,9 +556,9 @@ func TestHandoffThroughFanout(t *testing.T) {
 // visibility timeout (30s) before it comes again.
 func drainAtLeast(t *testing.T, c *sqs.Client, queueURL string, n int) []types.Message {
 	t.Helper()
-	got := drain(t, c, queueURL, 1500*time.Millisecond)
+	got := localaws.Drain(t, c, queueURL, 1500*time.Millisecond)
 	for deadline := time.Now().Add(45 * time.Second); len(got) < n && time.Now().Before(deadline); {
-		got = append(got, drain(t, c, queueURL, 1500*time.Millisecond)...)
+		got = append(got, localaws.Drain(t, c, queueURL, 1500*time.Millisecond)...)
 	}
 	return got
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -49,31 +48,8 @@ func newFixture(t *testing.T, outSuffix string, outAttrs map[string]string) *fix
 	if _, err := f.s3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(testBucket)}); err != nil {
 		t.Fatalf("create bucket: %v", err)
 	}
-	f.out = createQueue(t, f.sqs, outSuffix, outAttrs)
+	f.out = localaws.CreateQueue(t, f.sqs, outSuffix, outAttrs)
 	return f
-}
-
-var notQueueName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
-
-// createQueue creates a queue named after the test, deleted when it ends.
-func createQueue(t testing.TB, c *sqs.Client, suffix string, attrs map[string]string) string {
-	t.Helper()
-	name := fmt.Sprintf("%.40s-%d", notQueueName.ReplaceAllString(t.Name(), "-"), time.Now().UnixNano()%1e12)
-	all := map[string]string{}
-	for k, v := range attrs {
-		all[k] = v
-	}
-	if strings.HasSuffix(suffix, ".fifo") {
-		all["FifoQueue"] = "true"
-	}
-	out, err := c.CreateQueue(t.Context(), &sqs.CreateQueueInput{QueueName: aws.String(name + suffix), Attributes: all})
-	if err != nil {
-		t.Fatalf("create queue %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: out.QueueUrl})
-	})
-	return aws.ToString(out.QueueUrl)
 }
 
 // config returns the configuration that env (on top of the output queue)
@@ -299,38 +275,6 @@ func wantRecords(t *testing.T, objs ...object) map[string]map[string]any {
 	return want
 }
 
-// drain receives and deletes the messages of a queue until none has come
-// for quiet (at most 60s).
-func drain(t *testing.T, c *sqs.Client, queueURL string, quiet time.Duration) []types.Message {
-	t.Helper()
-	var got []types.Message
-	deadline := time.Now().Add(60 * time.Second)
-	last := time.Now()
-	for time.Now().Before(deadline) && time.Since(last) < quiet {
-		out, err := c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 30,
-			MessageAttributeNames:       []string{"All"},
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-		})
-		if err != nil {
-			t.Fatalf("receive: %v", err)
-		}
-		if len(out.Messages) == 0 {
-			continue
-		}
-		last = time.Now()
-		got = append(got, out.Messages...)
-		del := make([]types.DeleteMessageBatchRequestEntry, len(out.Messages))
-		for i, m := range out.Messages {
-			del[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(fmt.Sprint(i)), ReceiptHandle: m.ReceiptHandle}
-		}
-		if _, err := c.DeleteMessageBatch(t.Context(), &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: del}); err != nil {
-			t.Fatalf("delete: %v", err)
-		}
-	}
-	return got
-}
-
 // checkOutput drains the output queue and compares the records on it, by
 // their record id attribute, with want. A record must arrive once.
 func checkOutput(t *testing.T, c *sqs.Client, queueURL string, want map[string]map[string]any) []types.Message {
@@ -339,7 +283,7 @@ func checkOutput(t *testing.T, c *sqs.Client, queueURL string, want map[string]m
 	if len(want) == 0 {
 		quiet = 2500 * time.Millisecond
 	}
-	msgs := drain(t, c, queueURL, quiet)
+	msgs := localaws.Drain(t, c, queueURL, quiet)
 	got := map[string]map[string]any{}
 	for _, m := range msgs {
 		a, ok := m.MessageAttributes[AttrRecordID]
