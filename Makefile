@@ -25,7 +25,10 @@ CDK_CLI := $(CDK_CLI_DIR)/node_modules/.s3sqs-installed
 SYNTH_CODE := .local/infra-synth-code
 SYNTH_OUT := .local/cdk.out
 
-.PHONY: help demo test test-short test-infra synth vet build bench clean
+# How a function is built for Lambda: provided.al2023 on arm64.
+LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
+
+.PHONY: help demo test test-short test-infra test-sam build-S3IngestFunction build-FanoutFunction synth vet build bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -47,6 +50,13 @@ test-infra: $(CDK_CLI) ## vet and test the CDK app in infra/, cdk synth it offli
 	cd infra && $(INFRA_ENV) _cdk-cli/node_modules/.bin/cdk synth -q --no-notices -o $(CURDIR)/$(SYNTH_OUT) \
 		-c s3ingestCodeDir=$(CURDIR)/$(SYNTH_CODE)/s3ingest -c fanoutCodeDir=$(CURDIR)/$(SYNTH_CODE)/fanout
 	cfn-lint --ignore-checks W3005 -- $(SYNTH_OUT)/*.template.json
+	$(MAKE) --no-print-directory test-sam
+
+test-sam: ## cfn-lint template.yaml (SAM transform offline) and check its parity with the synthesized CDK stack
+	@test -f $(SYNTH_OUT)/S3Sqs.template.json || { echo "no $(SYNTH_OUT)/S3Sqs.template.json: run make test-infra" >&2; exit 1; }
+	cfn-lint -- template.yaml
+	python3 tools/samparity/parity.py template.yaml $(SYNTH_OUT)/S3Sqs.template.json
+	python3 tools/samparity/parity.py --selftest template.yaml $(SYNTH_OUT)/S3Sqs.template.json 2>/dev/null
 
 synth: build $(CDK_CLI) ## cdk synth infra/ offline with the built functions, into infra/cdk.out (CDK_ARGS='-c key=value ...')
 	mkdir -p $(CDK_HOME_DIR)
@@ -66,8 +76,15 @@ vet: ## go vet
 build: ## build a bootstrap for each Lambda function into dist/NAME/
 	@for f in $(FUNCTIONS); do \
 		echo "build dist/$$f/bootstrap"; \
-		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' -o dist/$$f/bootstrap ./functions/$$f || exit 1; \
+		$(LAMBDA_BUILD) -o dist/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
+
+# sam build (BuildMethod: makefile) runs these with ARTIFACTS_DIR set.
+build-S3IngestFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/s3ingest
+
+build-FanoutFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/fanout
 
 bench: ## run the benchmarks against the stand-ins (BENCH=regexp selects)
 	tools/with-local-aws $(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=1x ./...
