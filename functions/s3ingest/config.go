@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -124,7 +125,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		if v == "" {
 			return 0
 		}
-		n, err := parseSize(v)
+		n, err := fanout.ParseSize(v)
 		if err != nil || n <= 0 {
 			bad(name, "%q is not a positive size (bytes, or a number with KiB, MiB or GiB)", v)
 			return 0
@@ -213,24 +214,6 @@ func loadConfig(getenv func(string) string) (config, error) {
 		c.deadlineMargin = d
 	}
 	return c, errors.Join(errs...)
-}
-
-// parseSize reads "8388608", "8MiB", "512KiB" or "1GiB".
-func parseSize(s string) (int64, error) {
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
-	for _, u := range units {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
-			if err != nil || v > (1<<62)/u.mult {
-				return 0, fmt.Errorf("bad size %q", s)
-			}
-			return v * u.mult, nil
-		}
-	}
-	return strconv.ParseInt(s, 10, 64)
 }
 
 // parseAge reads MAX_FILE_AGE: a number of days ("7d"), a Go duration

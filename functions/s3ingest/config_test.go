@@ -119,19 +119,6 @@ func TestLoadConfig(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"1": 1, "10B": 10, "4KiB": 4096, "8MiB": 8 << 20, "2GiB": 2 << 30} {
-		if got, err := parseSize(in); err != nil || got != want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "x", "1.5MiB", "99999999999GiB"} {
-		if got, err := parseSize(in); err == nil {
-			t.Errorf("parseSize(%q) = %d; want an error", in, got)
-		}
-	}
-}
-
 func TestMargin(t *testing.T) {
 	h := &Handler{}
 	for _, tt := range []struct{ left, want time.Duration }{

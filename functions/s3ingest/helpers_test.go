@@ -22,6 +22,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
@@ -269,7 +270,7 @@ func wantRecords(t *testing.T, objs ...object) map[string]map[string]any {
 				"eventTime": o.EventTime.Format(time.RFC3339Nano), "offset": float64(start), "line": float64(i + 1),
 			}
 			pin := dataset.Object{Bucket: o.Bucket, Key: o.Key, ETag: o.ETag, VersionID: o.VersionID}
-			want[recordID(pin, start)] = rec
+			want[fanout.RecordID(pin, start)] = rec
 		}
 	}
 	return want

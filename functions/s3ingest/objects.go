@@ -291,7 +291,7 @@ func (inv *invocation) readObject(ctx, readCtx context.Context, o *objectRun, ch
 		h.log.WarnContext(ctx, "records already have a field that s3ingest adds; the record's value is kept",
 			"bucket", o.obj.Bucket, "key", o.obj.Key, "field", field)
 	})
-	ids := newRecordIDs(obj)
+	ids := fanout.NewRecordIDs(obj)
 	opts := records.Options{MaxRecordSize: h.output.MaxMessageSize()}
 	for _, c := range chunks {
 		for rec, err := range records.Read(readCtx, h.s3, c, opts) {
@@ -319,7 +319,7 @@ func (inv *invocation) readObject(ctx, readCtx context.Context, o *objectRun, ch
 				inv.readFailed(ctx, readCtx, o, err)
 				return
 			}
-			if !send(h.entry(o, rec.Offset, body, ids.id(rec.Offset))) {
+			if !send(h.entry(o, rec.Offset, body, ids.ID(rec.Offset))) {
 				return
 			}
 			o.records++
@@ -409,7 +409,7 @@ func (inv *invocation) handOff(ctx, workCtx, sendCtx context.Context, objs []*ob
 		}
 		// The run id is the object's pin: a retried message plans the
 		// same tasks with the same ids.
-		runID := "s3ingest-" + recordID(obj, -1)
+		runID := "s3ingest-" + fanout.RecordID(obj, -1)
 		ov, err := h.handoffOverrides(o.obj)
 		if err != nil {
 			o.fail(reasonReadError, err)

@@ -74,15 +74,35 @@ func (m Mapping) withDefaults() Mapping {
 }
 
 // RecordID returns the deterministic id of the record at offset in obj: 32
-// hex characters.
+// hex characters of SHA-256 over bucket, key, version (or ETag) and offset.
+// s3ingest builds its record ids the same way, so a record has one id
+// whichever function sent it.
 func RecordID(obj dataset.Object, offset int64) string {
-	pin := obj.VersionID
-	if pin == "" {
-		pin = obj.ETag
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d", obj.Bucket, obj.Key, pin, offset)
-	return hex.EncodeToString(h.Sum(nil)[:16])
+	return NewRecordIDs(obj).ID(offset)
+}
+
+// RecordIDs makes the record ids of one object, as RecordID does, without
+// formatting the object's pin again for each record. It is not safe for
+// concurrent use.
+type RecordIDs struct {
+	buf    []byte
+	prefix int
+}
+
+// NewRecordIDs returns the record id maker of obj.
+func NewRecordIDs(obj dataset.Object) *RecordIDs {
+	pin := pinOf(obj)
+	b := make([]byte, 0, len(obj.Bucket)+len(obj.Key)+len(pin)+24)
+	b = append(append(append(append(append(b, obj.Bucket...), 0), obj.Key...), 0), pin...)
+	b = append(b, 0)
+	return &RecordIDs{buf: b, prefix: len(b)}
+}
+
+// ID returns the id of the record at offset.
+func (r *RecordIDs) ID(offset int64) string {
+	r.buf = strconv.AppendInt(r.buf[:r.prefix], offset, 10)
+	sum := sha256.Sum256(r.buf)
+	return hex.EncodeToString(sum[:16])
 }
 
 func stringAttr(v string) types.MessageAttributeValue {
@@ -100,8 +120,8 @@ func entryID(offset int64) string { return strconv.FormatInt(offset, 10) }
 // recordEntry maps one record to an entry in record mode. json says
 // whether the record is JSON (not a text line). The error, if any, says
 // why the record cannot be mapped; the entry then holds the raw record.
-func (m Mapping) recordEntry(obj dataset.Object, rec records.Record, isJSON bool) (sqsbatch.Entry, error) {
-	id := RecordID(obj, rec.Offset)
+func (m Mapping) recordEntry(ids *RecordIDs, obj dataset.Object, rec records.Record, isJSON bool) (sqsbatch.Entry, error) {
+	id := ids.ID(rec.Offset)
 	e := sqsbatch.Entry{
 		ID:   entryID(rec.Offset),
 		Body: string(rec.Value),
@@ -247,7 +267,10 @@ func ParseSize(s string) (int64, error) {
 	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
 		if n, ok := strings.CutSuffix(s, u.suffix); ok {
 			v, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
-			return v * u.mult, err
+			if err != nil || v > (1<<62)/u.mult {
+				return 0, fmt.Errorf("bad size %q", s)
+			}
+			return v * u.mult, nil
 		}
 	}
 	return strconv.ParseInt(s, 10, 64)

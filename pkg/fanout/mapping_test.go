@@ -1,6 +1,8 @@
 package fanout
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -38,7 +40,7 @@ func TestRecordEntry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := m.recordEntry(obj, records.Record{Offset: 10, Value: []byte(tt.rec)}, tt.isJSON)
+			e, err := m.recordEntry(NewRecordIDs(obj), obj, records.Record{Offset: 10, Value: []byte(tt.rec)}, tt.isJSON)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -135,5 +137,38 @@ func TestIngestEntry(t *testing.T) {
 	}
 	if _, err := ie.entry(records.Record{Offset: 20, Value: []byte(`{"a":`)}, false); !errors.Is(err, recordjson.ErrNotJSON) {
 		t.Errorf("entry of a bad record: %v", err)
+	}
+}
+
+// TestRecordID pins the record id scheme that fanout and s3ingest share:
+// SHA-256 of "bucket\x00key\x00pin\x00offset", 16 bytes in hex, the pin
+// being the version id or else the ETag.
+func TestRecordID(t *testing.T) {
+	sum := sha256.Sum256([]byte("b\x00k\x00v\x00123"))
+	if got, want := RecordID(dataset.Object{Bucket: "b", Key: "k", VersionID: "v", ETag: "e"}, 123), hex.EncodeToString(sum[:16]); got != want {
+		t.Errorf("RecordID = %s; want %s", got, want)
+	}
+	sum = sha256.Sum256([]byte("b\x00k\x00e\x00-1"))
+	if got, want := RecordID(dataset.Object{Bucket: "b", Key: "k", ETag: "e"}, -1), hex.EncodeToString(sum[:16]); got != want {
+		t.Errorf("RecordID without version = %s; want %s", got, want)
+	}
+	ids := NewRecordIDs(dataset.Object{Bucket: "b", Key: "k", VersionID: "v"})
+	for _, off := range []int64{0, 123, 7, 123} {
+		if got, want := ids.ID(off), RecordID(dataset.Object{Bucket: "b", Key: "k", VersionID: "v"}, off); got != want {
+			t.Errorf("RecordIDs.ID(%d) = %s; want %s", off, got, want)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1": 1, "10B": 10, "4KiB": 4096, "8MiB": 8 << 20, "2GiB": 2 << 30} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "x", "1.5MiB", "99999999999GiB"} {
+		if got, err := ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) = %d; want an error", in, got)
+		}
 	}
 }

@@ -533,6 +533,7 @@ func (r *Runner) RunTask(ctx context.Context, t worktask.Task) (TaskResult, erro
 			e.GroupID = c.Key
 		}
 	}
+	ids := NewRecordIDs(c.Object)
 	var ingest *ingestEncoder
 	readOpts := records.Options{}
 	if ov.Ingest != nil {
@@ -584,7 +585,7 @@ func (r *Runner) RunTask(ctx context.Context, t worktask.Task) (TaskResult, erro
 				}
 			} else {
 				var merr error
-				if e, merr = mapping.recordEntry(c.Object, rec, isJSON); merr != nil {
+				if e, merr = mapping.recordEntry(ids, c.Object, rec, isJSON); merr != nil {
 					fail(rec.Offset, "UnmappableRecord", merr.Error(), string(rec.Value))
 					continue
 				}
@@ -656,6 +657,7 @@ func countOf(e sqsbatch.Entry) int64 {
 // (see IngestEncoding).
 type ingestEncoder struct {
 	obj   dataset.Object
+	ids   *RecordIDs
 	enc   *recordjson.Encoder
 	group string
 }
@@ -666,7 +668,7 @@ func (r *Runner) newIngestEncoder(ctx context.Context, c dataset.Chunk, ie Inges
 		r.log.WarnContext(ctx, "records already have a field that s3ingest adds; the record's value is kept",
 			"bucket", c.Bucket, "key", c.Key, "field", field)
 	})
-	return &ingestEncoder{obj: c.Object, enc: enc, group: recordjson.GroupID(c.Bucket, c.Key)}
+	return &ingestEncoder{obj: c.Object, ids: NewRecordIDs(c.Object), enc: enc, group: recordjson.GroupID(c.Bucket, c.Key)}
 }
 
 // entry returns the entry of rec; the error says why rec cannot be encoded.
@@ -675,7 +677,7 @@ func (ie *ingestEncoder) entry(rec records.Record, fifo bool) (sqsbatch.Entry, e
 	if err != nil {
 		return sqsbatch.Entry{}, err
 	}
-	id := RecordID(ie.obj, rec.Offset)
+	id := ie.ids.ID(rec.Offset)
 	e := sqsbatch.Entry{
 		ID:         entryID(rec.Offset),
 		Body:       body,
