@@ -42,6 +42,7 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	fs.StringVar(&req.Prefix, "prefix", "", "every object under `prefix`")
 	fs.StringVar(&keys, "keys", "", "comma-separated object `keys`")
 	fs.StringVar(&req.Manifest, "manifest", "", "`s3://bucket/key` of a Batch Operations CSV or Inventory manifest.json")
+	fs.BoolVar(&req.All, "all", false, "every object in the bucket (must be said explicitly)")
 	fs.StringVar(&req.Suffix, "suffix", "", "keep keys ending with `suffix`")
 	fs.StringVar(&req.Glob, "glob", "", "keep keys matching `pattern` (path.Match)")
 	fs.BoolVar(&req.IncludeHidden, "include-hidden", false, "keep _SUCCESS, _* and .* objects")
@@ -92,37 +93,43 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	if keys != "" {
 		req.Keys = strings.Split(keys, ",")
 	}
-	if err := req.Source.Validate(); err != nil {
-		return bad("%v (set -bucket with -key, -prefix or -keys, or -manifest)", err)
-	}
-	if req.Key == "" && req.Prefix == "" && len(req.Keys) == 0 && req.Manifest == "" {
-		return bad("name a dataset: -key, -prefix, -keys or -manifest")
-	}
 	if opts.Target.URL == "" && opts.Target.Name == "" {
 		return bad("name the target queue: -target-queue-url or -target-queue-name")
 	}
-	var err error
-	if opts.Plan.Format, err = dataset.ParseFormat(format); err != nil {
-		return bad("-format: %v", err)
+	// Each flag goes through the check of the request field and the
+	// environment variable of the same setting.
+	type check struct {
+		flag string
+		err  error
 	}
-	switch m := fanout.Mode(mode); m {
-	case fanout.ModeRecord, fanout.ModeChunk:
-		opts.Mode = m
-	default:
-		return bad("-mode: %q is not record or chunk", mode)
-	}
-	if opts.Plan.ChunkSize, err = fanout.ParseSize(chunkSize); err != nil || opts.Plan.ChunkSize <= 0 {
-		return bad("-chunk-size: %q is not a size such as 8MiB", chunkSize)
+	checks := []check{
+		{"-format", func() (err error) { opts.Plan.Format, err = dataset.ParseFormat(format); return }()},
+		{"-mode", func() (err error) { opts.Mode, err = fanout.ParseMode(mode); return }()},
+		{"-chunk-size", func() (err error) { opts.Plan.ChunkSize, err = fanout.ParseChunkSize(chunkSize); return }()},
+		{"-max-in-flight", fanout.CheckMaxInFlight(int64(opts.Send.MaxInFlight))},
+		{"-max-attempts", fanout.CheckMaxAttempts(int64(opts.Send.MaxAttempts))},
+		{"-concurrency", fanout.CheckChunkConcurrency(int64(opts.ChunkConcurrency))},
+		{"-run-id", fanout.CheckRunID(req.RunID)},
 	}
 	if maxMsgSize != "" {
-		n, err := fanout.ParseSize(maxMsgSize)
-		if err != nil || n <= 0 {
-			return bad("-target-max-message-size: %q is not a size such as 256KiB", maxMsgSize)
-		}
+		n, err := fanout.ParseMessageSize(maxMsgSize)
 		opts.Target.MaxMessageSize = int(n)
+		checks = append(checks, check{"-target-max-message-size", err})
 	}
-	if opts.Send.MaxInFlight < 1 || opts.ChunkConcurrency < 1 || opts.Send.MaxAttempts < 1 {
-		return bad("-max-in-flight, -concurrency and -max-attempts must be at least 1")
+	for _, q := range []struct{ flag, url string }{
+		{"-target-queue-url", opts.Target.URL}, {"-work-queue-url", opts.WorkQueueURL}, {"-failure-queue-url", opts.FailureQueueURL},
+	} {
+		if q.url != "" {
+			checks = append(checks, check{q.flag, fanout.CheckQueueURL(q.url)})
+		}
+	}
+	for _, c := range checks {
+		if c.err != nil {
+			return bad("%s: %v", c.flag, c.err)
+		}
+	}
+	if err := req.Source.Validate(); err != nil {
+		return bad("%s (name the dataset with -bucket and one of -key, -prefix, -keys or -all, or with -manifest)", strings.TrimPrefix(err.Error(), "dataset: "))
 	}
 	if req.RunID == "" {
 		req.RunID = fanout.NewRunID()

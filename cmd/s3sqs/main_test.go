@@ -73,17 +73,27 @@ func TestParseOutput(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	const q = "https://sqs.us-east-1.amazonaws.com/111122223333/target"
 	tests := []struct {
 		args []string
 		want string
 	}{
 		{[]string{}, "usage: s3sqs COMMAND"},
 		{[]string{"nope"}, `unknown command "nope"`},
-		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", "u", "-mode", "fast"}, "-mode"},
-		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", "u", "-format", "xml"}, "-format"},
-		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", "u", "-chunk-size", "huge"}, "-chunk-size"},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-mode", "fast"}, `-mode: "fast" is not record or chunk`},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-format", "xml"}, "-format"},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-chunk-size", "huge"}, "-chunk-size"},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-chunk-size", "-1"}, "-chunk-size: -1 bytes is not a chunk size from 1KiB to 1GiB"},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-max-in-flight", "1000000000000"}, "-max-in-flight: 1000000000000 is not a whole number from 1 to 1000"},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-target-max-message-size", "256"}, "-target-max-message-size: 256 bytes is outside SQS's range"},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", "orders"}, `-target-queue-url: "orders" is not a queue URL`},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-run-id", "a/b"}, "-run-id: runId: \"a/b\" may hold only"},
 		{[]string{"fanout", "-bucket", "b", "-prefix", "p/"}, "-target-queue-url"},
-		{[]string{"fanout", "-bucket", "b", "-target-queue-url", "u"}, "-prefix"},
+		// No dataset named: never the whole bucket unless -all says so.
+		{[]string{"fanout", "-bucket", "b", "-target-queue-url", q}, "the source names no dataset"},
+		{[]string{"fanout", "-bucket", "b", "-keys", "", "-target-queue-url", q}, "the source names no dataset"},
+		{[]string{"fanout", "-bucket", "b", "-all", "-prefix", "p/", "-target-queue-url", q}, "the source names prefix and all"},
+		{[]string{"fanout", "-bucket", "s3://b/p/", "-prefix", "p/", "-target-queue-url", q}, "is not a bucket name"},
 		{[]string{"fanout", "-no-such-flag"}, "no-such-flag"},
 		{[]string{"parse", "a", "b"}, "at most one FILE"},
 	}

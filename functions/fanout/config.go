@@ -1,12 +1,7 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
-	"time"
-
+	"github.com/s3sqs/s3sqs/internal/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -49,107 +44,54 @@ type config struct {
 // loadConfig reads the configuration with getenv and reports every
 // problem at once, each naming its variable.
 func loadConfig(getenv func(string) string) (config, error) {
-	var (
-		c    config
-		errs []error
-	)
-	bad := func(name, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
-	}
-	size := func(name string) int64 {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return 0
-		}
-		n, err := fanout.ParseSize(v)
-		if err != nil || n <= 0 {
-			bad(name, "%q is not a positive size (bytes, or with KiB, MiB, GiB)", v)
-		}
-		return n
-	}
-	count := func(name string, lo, hi int) int {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return 0
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			bad(name, "%q is not a whole number from %d to %d", v, lo, hi)
-		}
-		return n
-	}
-	flag := func(name string) bool {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return false
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			bad(name, "%q is not true or false", v)
-		}
-		return b
-	}
-
+	var c config
+	env := lambdaenv.New(getenv)
 	o := &c.runner
 	o.Target = sqsbatch.Queue{
-		URL:            getenv(envTargetQueueURL),
-		Name:           getenv(envTargetQueueName),
-		OwnerAccountID: getenv(envTargetQueueOwner),
-		MaxMessageSize: int(size(envTargetMaxMsgSize)),
+		URL:            env.QueueURL(envTargetQueueURL),
+		Name:           env.String(envTargetQueueName),
+		OwnerAccountID: env.String(envTargetQueueOwner),
+		MaxMessageSize: int(lambdaenv.Parse(env, envTargetMaxMsgSize, fanout.ParseMessageSize)),
 	}
-	if o.Target.URL != "" && o.Target.Name != "" {
-		bad(envTargetQueueName, "set %s or %s, not both", envTargetQueueURL, envTargetQueueName)
-	}
+	env.OneOf(envTargetQueueURL, envTargetQueueName)
 	if o.Target.OwnerAccountID != "" && o.Target.Name == "" {
-		bad(envTargetQueueOwner, "needs %s", envTargetQueueName)
+		env.Bad(envTargetQueueOwner, "needs %s", envTargetQueueName)
 	}
-	o.WorkQueueURL = getenv(envWorkQueueURL)
-	o.FailureQueueURL = getenv(envFailureQueueURL)
-	o.FailureS3URI = getenv(envFailureS3URI)
-	if o.FailureQueueURL != "" && o.FailureS3URI != "" {
-		bad(envFailureS3URI, "set %s or %s, not both", envFailureQueueURL, envFailureS3URI)
-	}
-	if o.FailureS3URI != "" {
-		if _, _, err := dataset.ParseS3URI(o.FailureS3URI); err != nil {
-			bad(envFailureS3URI, "%v", err)
-		}
-	}
-	o.ReportS3URI = getenv(envReportS3URI)
-	if o.ReportS3URI != "" {
-		if _, _, err := dataset.ParseS3URI(o.ReportS3URI); err != nil {
-			bad(envReportS3URI, "%v", err)
-		}
-	}
-	var err error
-	if o.Plan.Format, err = dataset.ParseFormat(getenv(envFormat)); err != nil {
-		bad(envFormat, "%v", err)
-	}
-	switch m := fanout.Mode(strings.ToLower(strings.TrimSpace(getenv(envMode)))); m {
-	case "", fanout.ModeRecord, fanout.ModeChunk:
-		o.Mode = m
-	default:
-		bad(envMode, "%q is not record or chunk", m)
-	}
-	o.Plan.ChunkSize = size(envChunkSize)
-	o.Plan.CSV.NoQuotedNewlines = flag(envCSVNoQuotedNewline)
-	o.Send.MaxInFlight = count(envMaxInFlight, 1, 1000)
-	o.Send.MaxAttempts = count(envMaxAttempts, 1, 100)
+	o.WorkQueueURL = env.QueueURL(envWorkQueueURL)
+	o.FailureQueueURL = env.QueueURL(envFailureQueueURL)
+	o.FailureS3URI = env.S3URI(envFailureS3URI)
+	env.OneOf(envFailureQueueURL, envFailureS3URI)
+	o.ReportS3URI = env.S3URI(envReportS3URI)
+	o.Plan.Format = lambdaenv.Parse(env, envFormat, dataset.ParseFormat)
+	o.Mode = lambdaenv.Parse(env, envMode, fanout.ParseMode)
+	o.Plan.ChunkSize = lambdaenv.Parse(env, envChunkSize, fanout.ParseChunkSize)
+	o.Plan.CSV.NoQuotedNewlines = env.Bool(envCSVNoQuotedNewline, false)
+	o.Send.MaxInFlight = env.Int(envMaxInFlight, fanout.ParseMaxInFlight)
+	o.Send.MaxAttempts = env.Int(envMaxAttempts, fanout.ParseMaxAttempts)
 	o.Mapping = fanout.Mapping{
-		BodyField:       getenv(envBodyField),
-		AttributesField: getenv(envAttributesField),
-		GroupIDField:    getenv(envGroupIDField),
-		DedupIDField:    getenv(envDedupIDField),
+		BodyField:       env.String(envBodyField),
+		AttributesField: env.String(envAttributesField),
+		GroupIDField:    env.String(envGroupIDField),
+		DedupIDField:    env.String(envDedupIDField),
 	}
-	o.InlineMaxBytes = size(envInlineMaxBytes)
-	o.ChunkConcurrency = count(envChunkConcurrency, 1, 64)
-	if v := strings.TrimSpace(getenv(envDeadlineMargin)); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			bad(envDeadlineMargin, "%q is not a positive duration such as 10s", v)
-		}
-		o.DeadlineMargin = d
+	o.InlineMaxBytes = env.Size(envInlineMaxBytes)
+	o.ChunkConcurrency = env.Int(envChunkConcurrency, fanout.ParseChunkConcurrency)
+	o.DeadlineMargin = env.Duration(envDeadlineMargin)
+	c.failOnError = env.Bool(envFailOnError, false)
+	c.s3PathStyle = env.Bool(envS3PathStyle, false)
+	return c, env.Err()
+}
+
+// queueVariable returns the variable that names the runner's queue of role.
+func queueVariable(role string, c config) string {
+	switch role {
+	case fanout.RoleWork:
+		return envWorkQueueURL
+	case fanout.RoleFailure:
+		return envFailureQueueURL
 	}
-	c.failOnError = flag(envFailOnError)
-	c.s3PathStyle = flag(envS3PathStyle)
-	return c, errors.Join(errs...)
+	if c.runner.Target.Name != "" {
+		return envTargetQueueName
+	}
+	return envTargetQueueURL
 }

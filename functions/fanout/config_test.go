@@ -18,18 +18,18 @@ func TestLoadConfig(t *testing.T) {
 		return func(k string) string { return m[k] }
 	}
 	t.Run("defaults", func(t *testing.T) {
-		c, err := loadConfig(env(envTargetQueueURL, "http://q"))
+		c, err := loadConfig(env(envTargetQueueURL, "https://sqs.eu-west-1.amazonaws.com/111122223333/q"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.runner.Target.URL != "http://q" || c.runner.Mode != "" || c.runner.Plan.Format != dataset.FormatAuto || c.failOnError {
+		if c.runner.Target.URL != "https://sqs.eu-west-1.amazonaws.com/111122223333/q" || c.runner.Mode != "" || c.runner.Plan.Format != dataset.FormatAuto || c.failOnError {
 			t.Errorf("defaults: %+v", c)
 		}
 	})
 	t.Run("everything", func(t *testing.T) {
 		c, err := loadConfig(env(
 			envTargetQueueName, "orders.fifo", envTargetQueueOwner, "111122223333", envTargetMaxMsgSize, "256KiB",
-			envWorkQueueURL, "http://work", envFailureS3URI, "s3://f/failed/", envFormat, "csv", envMode, "chunk",
+			envWorkQueueURL, "http://127.0.0.1:4566/000000000000/work", envFailureS3URI, "s3://f/failed/", envFormat, "csv", envMode, "chunk",
 			envChunkSize, "16MiB", envMaxInFlight, "8", envMaxAttempts, "7", envBodyField, "payload",
 			envAttributesField, "attrs", envGroupIDField, "tenant", envDedupIDField, "id", envFailOnError, "true",
 			envInlineMaxBytes, "1GiB", envDeadlineMargin, "20s", envChunkConcurrency, "2", envCSVNoQuotedNewline, "true",
@@ -39,7 +39,7 @@ func TestLoadConfig(t *testing.T) {
 		}
 		o := c.runner
 		if o.Target.Name != "orders.fifo" || o.Target.OwnerAccountID != "111122223333" || o.Target.MaxMessageSize != 256<<10 ||
-			o.WorkQueueURL != "http://work" || o.FailureS3URI != "s3://f/failed/" || o.Plan.Format != dataset.FormatCSV ||
+			o.WorkQueueURL != "http://127.0.0.1:4566/000000000000/work" || o.FailureS3URI != "s3://f/failed/" || o.Plan.Format != dataset.FormatCSV ||
 			o.Mode != fanout.ModeChunk || o.Plan.ChunkSize != 16<<20 || o.Send.MaxInFlight != 8 || o.Send.MaxAttempts != 7 ||
 			o.Mapping != (fanout.Mapping{BodyField: "payload", AttributesField: "attrs", GroupIDField: "tenant", DedupIDField: "id"}) ||
 			!c.failOnError || o.InlineMaxBytes != 1<<30 || o.DeadlineMargin != 20*time.Second || o.ChunkConcurrency != 2 ||
@@ -47,6 +47,32 @@ func TestLoadConfig(t *testing.T) {
 			t.Errorf("config: %+v", c)
 		}
 	})
+	// Values a user may well write by mistake: each is refused with the
+	// variable's name and words that say what is allowed.
+	for _, tc := range []struct{ name, value, want string }{
+		{envTargetMaxMsgSize, "256", "outside SQS's range of 1,024 to 1,048,576 bytes"},
+		{envTargetMaxMsgSize, "2MiB", "outside SQS's range"},
+		{envTargetQueueURL, "my-queue", "looks like a queue name"},
+		{envTargetQueueURL, "arn:aws:sqs:us-east-1:111122223333:q", "that is an ARN"},
+		{envWorkQueueURL, "sqs.us-east-1.amazonaws.com/1/q", "is not a queue URL"},
+		{envChunkSize, "-1", "is not a chunk size from 1KiB to 1GiB"},
+		{envChunkSize, "100", "100 bytes is not a chunk size from 1KiB to 1GiB"},
+		{envMaxInFlight, "1e12", `"1e12" is not a whole number from 1 to 1000`},
+		{envMaxAttempts, "101", "101 is not a whole number from 1 to 100"},
+		{envMode, "bogus", `"bogus" is not record or chunk`},
+		{envReportS3URI, "bucket/prefix", "is not an s3://bucket/prefix URI"},
+	} {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			kv := []string{tc.name, tc.value}
+			if tc.name != envTargetQueueURL {
+				kv = append(kv, envTargetQueueURL, "https://sqs.eu-west-1.amazonaws.com/111122223333/q")
+			}
+			_, err := loadConfig(env(kv...))
+			if err == nil || !strings.Contains(err.Error(), tc.name+": ") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("loadConfig: %v; want an error naming %s that says %q", err, tc.name, tc.want)
+			}
+		})
+	}
 	t.Run("errors name the variable", func(t *testing.T) {
 		_, err := loadConfig(env(envTargetQueueURL, "u", envTargetQueueName, "n", envFormat, "xml", envMode, "fast",
 			envChunkSize, "big", envMaxInFlight, "0", envFailOnError, "maybe", envDeadlineMargin, "-1s",

@@ -61,7 +61,7 @@ func (h *handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 	case len(probe.Records) > 0 && probe.Records[0].EventSource == "aws:sqs":
 		var ev events.SQSEvent
 		if err = json.Unmarshal(payload, &ev); err == nil {
-			out, sum = h.handleSQS(ctx, ev)
+			out, sum, err = h.handleSQS(ctx, ev)
 		}
 	case isNotification(payload):
 		var rep fanout.Report
@@ -69,8 +69,8 @@ func (h *handler) Handle(ctx context.Context, payload json.RawMessage) (any, err
 		out, sum = rep, summary{Kind: "s3-event", RunID: rep.RunID, Queued: rep.Queued, Stats: rep.Stats}
 	default:
 		var req fanout.Request
-		if err = json.Unmarshal(payload, &req); err != nil {
-			err = fmt.Errorf("fanout: the request is not JSON of a dataset: %w", err)
+		if req, err = fanout.DecodeRequest(payload); err != nil {
+			sum = summary{Kind: "request"}
 			break
 		}
 		var rep fanout.Report
@@ -126,10 +126,14 @@ func (h *handler) handleNotification(ctx context.Context, runID string, body []b
 
 // handleSQS runs the messages of an SQS event and reports the ones that
 // must come back.
-func (h *handler) handleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, summary) {
+//
+// A failed message without a message id cannot be named in the response:
+// handleSQS then returns an error, and Lambda fails the whole batch, the
+// only safe answer left.
+func (h *handler) handleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, summary, error) {
 	var (
 		mu   sync.Mutex
-		resp events.SQSEventResponse
+		resp = events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 		sum  = summary{Kind: "sqs"}
 	)
 	failed := func(id string, err error) {
@@ -161,12 +165,27 @@ func (h *handler) handleSQS(ctx context.Context, ev events.SQSEvent) (events.SQS
 		})
 	}
 	g.Wait()
-	return resp, sum
+	missing := 0
+	for _, f := range resp.BatchItemFailures {
+		if f.ItemIdentifier == "" {
+			missing++
+		}
+	}
+	if missing > 0 {
+		return events.SQSEventResponse{}, sum, fmt.Errorf("fanout: %d failed messages have no message id, so they cannot be reported one by one", missing)
+	}
+	return resp, sum, nil
 }
 
 // handleMessage runs one SQS message: a chunk task, or an S3 notification.
 func (h *handler) handleMessage(ctx context.Context, m events.SQSMessage) (fanout.Stats, bool, error) {
-	if t, err := worktask.Parse(m.Body); err == nil {
+	t, err := worktask.Parse(m.Body)
+	if err != nil && !errors.Is(err, worktask.ErrNotTask) {
+		// It will never run: it goes back until the work queue moves it to
+		// its dead-letter queue, and this line says why.
+		return fanout.Stats{}, false, err
+	}
+	if err == nil {
 		res, err := h.runner.RunTask(ctx, t)
 		if err != nil {
 			return res.Stats, false, err

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/s3sqs/s3sqs/internal/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
@@ -40,7 +42,11 @@ func main() {
 	cfg.runner.Logger = log
 	runner, err := fanout.New(ctx, s3c, sqs.NewFromConfig(awsCfg), cfg.runner)
 	if err != nil {
-		log.Error("init", "err", err)
+		var qe *fanout.QueueError
+		if errors.As(err, &qe) {
+			err = lambdaenv.QueueError(queueVariable(qe.Role, cfg), qe.Queue, qe.Err)
+		}
+		log.Error("bad config", "err", err)
 		os.Exit(1)
 	}
 	h := &handler{runner: runner, failOnError: cfg.failOnError, log: log, metrics: os.Stdout, now: time.Now}

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"errors"
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/s3sqs/s3sqs/internal/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
@@ -91,129 +92,78 @@ type config struct {
 // loadConfig reads the configuration with getenv and reports every problem
 // at once, each naming its variable.
 func loadConfig(getenv func(string) string) (config, error) {
-	var errs []error
-	bad := func(name, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
-	}
-	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
-	flag := func(name string, def bool) bool {
-		v := get(name)
-		if v == "" {
-			return def
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			bad(name, "%q is not true or false", v)
-			return def
-		}
-		return b
-	}
-	count := func(name string, lo, hi int) int {
-		v := get(name)
-		if v == "" {
-			return 0
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			bad(name, "%q is not a whole number from %d to %d", v, lo, hi)
-			return 0
-		}
-		return n
-	}
-	size := func(name string) int64 {
-		v := get(name)
-		if v == "" {
-			return 0
-		}
-		n, err := fanout.ParseSize(v)
-		if err != nil || n <= 0 {
-			bad(name, "%q is not a positive size (bytes, or a number with KiB, MiB or GiB)", v)
-			return 0
-		}
-		return n
-	}
-
+	env := lambdaenv.New(getenv)
 	c := config{
-		outputQueueURL:     get(envOutputQueueURL),
-		fileMetadata:       flag(envFileMetadata, true),
-		skipGroupOnError:   flag(envSkipGroupOnError, false),
-		fanoutWorkQueueURL: get(envFanoutWorkQueueURL),
-		s3PathStyle:        flag(envS3PathStyle, false),
+		outputQueueURL:     env.QueueURL(envOutputQueueURL),
+		fileMetadata:       env.Bool(envFileMetadata, true),
+		skipGroupOnError:   env.Bool(envSkipGroupOnError, false),
+		fanoutWorkQueueURL: env.QueueURL(envFanoutWorkQueueURL),
+		s3PathStyle:        env.Bool(envS3PathStyle, false),
 	}
-	if c.outputQueueURL == "" {
-		bad(envOutputQueueURL, "is required: the URL of the queue the records are sent to")
+	if env.String(envOutputQueueURL) == "" {
+		env.Bad(envOutputQueueURL, "is required: the URL of the queue the records are sent to")
 	}
 
 	f := &c.filter
-	if v := get(envEventTypes); v != "" {
-		for t := range strings.SplitSeq(v, ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				f.EventTypes = append(f.EventTypes, t)
-			}
+	for t := range strings.SplitSeq(env.String(envEventTypes), ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
 		}
+		if err := s3event.CheckEventType(t); err != nil {
+			env.Bad(envEventTypes, "%v", strings.TrimPrefix(err.Error(), "s3event: "))
+			continue
+		}
+		f.EventTypes = append(f.EventTypes, t)
 	}
-	f.KeepDeletions = !flag(envIgnoreDeletions, true)
+	f.KeepDeletions = !env.Bool(envIgnoreDeletions, true)
 	// Prefix and suffix are taken as written: a key may begin or end with
 	// spaces.
-	f.Prefix = getenv(envKeyPrefix)
-	f.Suffix = getenv(envKeySuffix)
-	if v := get(envMaxFileAge); v != "" {
-		age, err := parseAge(v)
-		if err != nil {
-			bad(envMaxFileAge, "%v", err)
+	f.Prefix = env.Raw(envKeyPrefix)
+	f.Suffix = env.Raw(envKeySuffix)
+	f.MaxFileAge = lambdaenv.Parse(env, envMaxFileAge, parseAge)
+	f.FileNameOnly = env.Bool(envDedupByFileName, false)
+	f.SortByTime = env.Bool(envSortByTime, false)
+	f.Options.EventBridgeKeysRaw = env.Bool(envEventBridgeKeysRaw, false)
+
+	c.plan.Format = lambdaenv.Parse(env, envFormat, dataset.ParseFormat)
+	c.plan.ChunkSize = lambdaenv.Parse(env, envChunkSize, fanout.ParseChunkSize)
+	c.plan.CSV.NoQuotedNewlines = env.Bool(envCSVNoQuotedNewlines, false)
+
+	c.partitions = partitionsString
+	if env.String(envPartitionColumns) != "" {
+		c.partitions = lambdaenv.Parse(env, envPartitionColumns, func(v string) (partitionMode, error) {
+			switch strings.ToLower(v) {
+			case "true":
+				return partitionsString, nil
+			case "false":
+				return partitionsOff, nil
+			case "typed":
+				return partitionsTyped, nil
+			}
+			return partitionsString, fmt.Errorf("%q is not true, false or typed", v)
+		})
+	}
+	c.skipBadRecords = lambdaenv.Parse(env, envOnBadRecord, func(v string) (bool, error) {
+		switch strings.ToLower(v) {
+		case "fail":
+			return false, nil
+		case "skip":
+			return true, nil
 		}
-		f.MaxFileAge = age
-	}
-	f.FileNameOnly = flag(envDedupByFileName, false)
-	f.SortByTime = flag(envSortByTime, false)
-	f.Options.EventBridgeKeysRaw = flag(envEventBridgeKeysRaw, false)
+		return false, fmt.Errorf("%q is not fail or skip", v)
+	})
 
-	var err error
-	if c.plan.Format, err = dataset.ParseFormat(get(envFormat)); err != nil {
-		bad(envFormat, "%v", err)
-	}
-	c.plan.ChunkSize = size(envChunkSize)
-	c.plan.CSV.NoQuotedNewlines = flag(envCSVNoQuotedNewlines, false)
+	c.send.MaxInFlight = env.Int(envMaxInFlight, fanout.ParseMaxInFlight)
+	c.send.MaxAttempts = env.Int(envMaxAttempts, fanout.ParseMaxAttempts)
+	c.send.ReplaceInvalidCharacters = env.Bool(envReplaceInvalidChars, false)
+	c.readConcurrency = cmp.Or(env.Int(envReadConcurrency, fanout.ParseChunkConcurrency), DefaultReadConcurrency)
 
-	switch v := strings.ToLower(get(envPartitionColumns)); v {
-	case "", "true":
-		c.partitions = partitionsString
-	case "false":
-		c.partitions = partitionsOff
-	case "typed":
-		c.partitions = partitionsTyped
-	default:
-		bad(envPartitionColumns, "%q is not true, false or typed", v)
+	c.handoffBytes = env.Size(envHandoffBytes)
+	if c.handoffBytes > 0 && env.String(envFanoutWorkQueueURL) == "" {
+		env.Bad(envHandoffBytes, "needs %s, the queue the chunk tasks go to", envFanoutWorkQueueURL)
 	}
-	switch v := strings.ToLower(get(envOnBadRecord)); v {
-	case "", "fail":
-	case "skip":
-		c.skipBadRecords = true
-	default:
-		bad(envOnBadRecord, "%q is not fail or skip", v)
-	}
-
-	c.send.MaxInFlight = count(envMaxInFlight, 1, 1000)
-	c.send.MaxAttempts = count(envMaxAttempts, 1, 100)
-	c.send.ReplaceInvalidCharacters = flag(envReplaceInvalidChars, false)
-	c.readConcurrency = count(envReadConcurrency, 1, 64)
-	if c.readConcurrency == 0 {
-		c.readConcurrency = DefaultReadConcurrency
-	}
-
-	c.handoffBytes = size(envHandoffBytes)
-	if c.handoffBytes > 0 && c.fanoutWorkQueueURL == "" {
-		bad(envHandoffBytes, "needs %s, the queue the chunk tasks go to", envFanoutWorkQueueURL)
-	}
-
-	if v := get(envDeadlineMargin); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			bad(envDeadlineMargin, "%q is not a positive duration such as 5s", v)
-		}
-		c.deadlineMargin = d
-	}
-	return c, errors.Join(errs...)
+	c.deadlineMargin = env.Duration(envDeadlineMargin)
+	return c, env.Err()
 }
 
 // parseAge reads MAX_FILE_AGE: a number of days ("7d"), a Go duration

@@ -61,11 +61,14 @@ func TestLoadConfig(t *testing.T) {
 		{name: "age in hours", env: map[string]string{envMaxFileAge: "36h"}, want: func(c *config) { c.filter.MaxFileAge = 36 * time.Hour }},
 		{name: "age off", env: map[string]string{envMaxFileAge: "off"}, want: func(c *config) { c.filter.MaxFileAge = -1 }},
 		{name: "age zero is off", env: map[string]string{envMaxFileAge: "0"}, want: func(c *config) { c.filter.MaxFileAge = -1 }},
+		{name: "event types", env: map[string]string{envEventTypes: "s3:ObjectCreated:Put, ObjectRestore:*,*"}, want: func(c *config) {
+			c.filter.EventTypes = []string{"s3:ObjectCreated:Put", "ObjectRestore:*", "*"}
+		}},
 		{name: "partitions off", env: map[string]string{envPartitionColumns: "false"}, want: func(c *config) { c.partitions = partitionsOff }},
 		{name: "prefix keeps spaces", env: map[string]string{envKeyPrefix: " a b/"}, want: func(c *config) { c.filter.Prefix = " a b/" }},
-		{name: "size in bytes", env: map[string]string{envHandoffBytes: "1048576", envFanoutWorkQueueURL: "u"}, want: func(c *config) {
+		{name: "size in bytes", env: map[string]string{envHandoffBytes: "1048576", envFanoutWorkQueueURL: "http://q/1/work"}, want: func(c *config) {
 			c.handoffBytes = 1 << 20
-			c.fanoutWorkQueueURL = "u"
+			c.fanoutWorkQueueURL = "http://q/1/work"
 		}},
 		{name: "missing output queue", env: map[string]string{envOutputQueueURL: ""}, wantErr: []string{envOutputQueueURL}},
 		{
@@ -83,8 +86,13 @@ func TestLoadConfig(t *testing.T) {
 			},
 		},
 		{name: "handoff without queue", env: map[string]string{envHandoffBytes: "1GiB"}, wantErr: []string{envHandoffBytes + ": needs " + envFanoutWorkQueueURL}},
-		{name: "zero handoff", env: map[string]string{envHandoffBytes: "0", envFanoutWorkQueueURL: "u"}, wantErr: []string{envHandoffBytes}},
+		{name: "zero handoff", env: map[string]string{envHandoffBytes: "0", envFanoutWorkQueueURL: "http://q/1/work"}, wantErr: []string{envHandoffBytes}},
 		{name: "days not whole", env: map[string]string{envMaxFileAge: "1.5d"}, wantErr: []string{envMaxFileAge}},
+		{name: "event type typo", env: map[string]string{envEventTypes: "ObjectCreate:*"}, wantErr: []string{
+			envEventTypes + `: "ObjectCreate:*" is not an S3 event type; want a type such as ObjectCreated:Put, or one of ObjectCreated:*, ObjectRemoved:*`}},
+		{name: "event type unknown", env: map[string]string{envEventTypes: "s3:ObjectCreated:Put, PutObject"}, wantErr: []string{envEventTypes + `: "PutObject" is not an S3 event type`}},
+		{name: "output queue name", env: map[string]string{envOutputQueueURL: "records"}, wantErr: []string{envOutputQueueURL + `: "records" is not a queue URL`}},
+		{name: "chunk size too small", env: map[string]string{envChunkSize: "512"}, wantErr: []string{envChunkSize + ": 512 bytes is not a chunk size from 1KiB to 1GiB"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

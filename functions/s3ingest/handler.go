@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
@@ -62,6 +64,19 @@ func newHandler(cfg config, s3c dataset.GetAPI, output, handoff *sqsbatch.Sender
 		out:     out,
 		now:     time.Now,
 	}
+}
+
+// Invoke is the Lambda entry point: it reads the payload as an SQS event
+// and processes it with Handle. Any other payload (null, {}, an S3 or SNS
+// event sent to the function directly) is an error that says what it is,
+// so that a miswired trigger does not look healthy.
+func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (events.SQSEventResponse, error) {
+	ev, err := partialbatch.Decode(payload)
+	if err != nil {
+		h.log.ErrorContext(ctx, "s3ingest was not invoked with an SQS event", "err", err)
+		return events.SQSEventResponse{}, fmt.Errorf("s3ingest: %w", err)
+	}
+	return h.Handle(ctx, ev)
 }
 
 // Handle processes one batch. Every message that is not fully processed

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/s3sqs/s3sqs/internal/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
@@ -49,15 +50,15 @@ func main() {
 	// missing permission fails here with the variable's name.
 	output, err := sqsbatch.New(ctx, sqsc, sqsbatch.Queue{URL: cfg.outputQueueURL}, cfg.send)
 	if err != nil {
-		log.Error("bad config", "err", err, "variable", envOutputQueueURL)
+		log.Error("bad config", "err", lambdaenv.QueueError(envOutputQueueURL, cfg.outputQueueURL, err))
 		os.Exit(1)
 	}
 	var handoff *sqsbatch.Sender
 	if cfg.handoffBytes > 0 {
 		if handoff, err = sqsbatch.New(ctx, sqsc, sqsbatch.Queue{URL: cfg.fanoutWorkQueueURL}, cfg.send); err != nil {
-			log.Error("bad config", "err", err, "variable", envFanoutWorkQueueURL)
+			log.Error("bad config", "err", lambdaenv.QueueError(envFanoutWorkQueueURL, cfg.fanoutWorkQueueURL, err))
 			os.Exit(1)
 		}
 	}
-	lambda.Start(newHandler(cfg, s3c, output, handoff, log, os.Stdout).Handle)
+	lambda.Start(newHandler(cfg, s3c, output, handoff, log, os.Stdout).Invoke)
 }

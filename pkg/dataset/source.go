@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -33,8 +34,10 @@ func (o Object) String() string {
 	return s
 }
 
-// Source names a dataset. Set Bucket and exactly one of Key, Prefix (which
-// may be empty to mean the whole bucket, with ListAll), Keys or Manifest.
+// Source names a dataset. Set Bucket and exactly one of Key, Prefix, Keys
+// or Manifest, or All for every object in the bucket. A source that names
+// none is refused, so that a typo in a field name never sends a whole
+// bucket.
 type Source struct {
 	// Bucket holds the dataset. A manifest names its own buckets.
 	Bucket string `json:"bucket,omitempty"`
@@ -47,6 +50,8 @@ type Source struct {
 	// Manifest is the s3:// URI of an S3 Batch Operations CSV manifest or
 	// an S3 Inventory manifest.json.
 	Manifest string `json:"manifest,omitempty"`
+	// All names every object in Bucket. It must be said explicitly.
+	All bool `json:"all,omitempty"`
 
 	// Suffix keeps only keys that end with it (prefix and manifest sources).
 	Suffix string `json:"suffix,omitempty"`
@@ -58,23 +63,55 @@ type Source struct {
 	IncludeHidden bool `json:"includeHidden,omitempty"`
 }
 
-// Validate reports a source that does not name exactly one dataset.
+// Validate reports a source that does not name exactly one dataset, or
+// names it with an empty key or a malformed bucket, manifest or glob. Its
+// errors name the fields as a request writes them.
 func (s Source) Validate() error {
-	n := 0
-	for _, set := range []bool{s.Key != "", s.Prefix != "", len(s.Keys) > 0, s.Manifest != ""} {
-		if set {
-			n++
+	var named []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"key", s.Key != ""}, {"prefix", s.Prefix != ""}, {"keys", len(s.Keys) > 0}, {"manifest", s.Manifest != ""}, {"all", s.All}} {
+		if f.set {
+			named = append(named, f.name)
 		}
 	}
 	switch {
-	case n > 1:
-		return errors.New("dataset: source names more than one of key, prefix, keys and manifest")
+	case len(named) > 1:
+		return fmt.Errorf("dataset: the source names %s: give exactly one of key, prefix, keys, manifest or all", strings.Join(named, " and "))
+	case len(named) == 0:
+		return errors.New("dataset: the source names no dataset: give one of key, prefix, keys (not empty) or manifest, or all: true for every object in the bucket")
 	case s.Manifest == "" && s.Bucket == "":
-		return errors.New("dataset: source has no bucket")
-	case s.Glob != "":
-		if _, err := path.Match(s.Glob, ""); err != nil {
-			return fmt.Errorf("dataset: bad glob %q: %w", s.Glob, err)
+		return errors.New("dataset: bucket is missing")
+	case s.Manifest != "" && s.Bucket != "":
+		return errors.New("dataset: bucket is not used with manifest: the manifest names its objects' buckets")
+	}
+	if s.Bucket != "" {
+		if err := CheckBucket(s.Bucket); err != nil {
+			return err
 		}
+	}
+	if i := slices.Index(s.Keys, ""); i >= 0 {
+		return fmt.Errorf("dataset: keys[%d] is empty", i)
+	}
+	if s.Manifest != "" {
+		if _, _, err := ParseS3URI(s.Manifest); err != nil {
+			return fmt.Errorf("dataset: manifest: %w", err)
+		}
+	}
+	if s.Glob != "" {
+		if _, err := path.Match(s.Glob, ""); err != nil {
+			return fmt.Errorf("dataset: glob %q: %w", s.Glob, err)
+		}
+	}
+	return nil
+}
+
+// CheckBucket reports a bucket name that S3 would refuse, such as an
+// s3:// URI or a name with a slash, given where the bare name is wanted.
+func CheckBucket(b string) error {
+	if strings.HasPrefix(b, "s3://") || strings.HasPrefix(b, "arn:") || strings.Contains(b, "/") {
+		return fmt.Errorf("dataset: bucket %q is not a bucket name: give the name alone (my-bucket), and the key or prefix in their own fields", b)
 	}
 	return nil
 }

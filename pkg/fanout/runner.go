@@ -97,46 +97,6 @@ type Progress struct {
 	Messages      atomic.Int64
 }
 
-// Overrides are the per-run settings a request may give. They travel with
-// the run's tasks.
-type Overrides struct {
-	Format         dataset.Format `json:"format,omitempty"`
-	Mode           Mode           `json:"mode,omitempty"`
-	TargetQueueURL string         `json:"targetQueueUrl,omitempty"`
-	Mapping
-	// Ingest, when set, makes the run's records go out as s3ingest sends
-	// them (see IngestEncoding) instead of through the Mapping.
-	Ingest *IngestEncoding `json:"ingest,omitempty"`
-}
-
-// IngestEncoding is set by s3ingest on the chunk tasks of an object it
-// hands off, so that fanout sends each record exactly as s3ingest would
-// have: one record per message, its body the JSON object of
-// [recordjson.Encoder] (the record with the key's partition fields and, when
-// FileMetadata is set, a _file object), its only attribute s3sqs-record-id
-// (see [RecordID]), and on a FIFO queue the group [recordjson.GroupID] of the
-// object with the record id as deduplication id. Mode, Mapping and the
-// configured mode are ignored. The _file object's bucket, key, versionId and
-// eTag are the task chunk's; its eventTime is EventTime.
-type IngestEncoding struct {
-	// Partitions says whether and how the key's partition values are
-	// added; "" adds none.
-	Partitions recordjson.PartitionMode `json:"partitions,omitempty"`
-	// FileMetadata adds the _file object.
-	FileMetadata bool `json:"fileMetadata,omitempty"`
-	// EventTime is the time of the S3 event that named the object; zero
-	// writes null.
-	EventTime time.Time `json:"eventTime,omitzero"`
-}
-
-// Request names a dataset to send, with optional per-run overrides.
-type Request struct {
-	dataset.Source
-	Overrides
-	// RunID names the run; empty means a new random id.
-	RunID string `json:"runId,omitempty"`
-}
-
 // Stats counts what a run or task did.
 type Stats struct {
 	Objects       int   `json:"objects"`
@@ -216,13 +176,13 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 	var err error
 	if opts.WorkQueueURL != "" {
 		if r.work, err = sqsbatch.New(ctx, sqsc, sqsbatch.Queue{URL: opts.WorkQueueURL}, opts.Send); err != nil {
-			return nil, fmt.Errorf("fanout: work queue: %w", err)
+			return nil, &QueueError{Role: RoleWork, Queue: opts.WorkQueueURL, Err: err}
 		}
 	}
 	switch {
 	case opts.FailureQueueURL != "":
 		if r.failures.queue, err = sqsbatch.New(ctx, sqsc, sqsbatch.Queue{URL: opts.FailureQueueURL}, opts.Send); err != nil {
-			return nil, fmt.Errorf("fanout: failure queue: %w", err)
+			return nil, &QueueError{Role: RoleFailure, Queue: opts.FailureQueueURL, Err: err}
 		}
 	case opts.FailureS3URI != "":
 		if r.failures.bucket, r.failures.prefix, err = dataset.ParseS3URI(opts.FailureS3URI); err != nil {
@@ -236,28 +196,55 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 		}
 	}
 	if opts.Target.URL != "" || opts.Target.Name != "" {
-		if _, err := r.target(ctx, "", opts.Mode); err != nil {
+		if _, err := r.target(ctx, &Overrides{}, opts.Mode); err != nil {
 			return nil, err
 		}
 	}
 	return r, nil
 }
 
+// Roles of the queues a Runner sends to, in a QueueError.
+const (
+	RoleTarget  = "target"
+	RoleWork    = "work"
+	RoleFailure = "failure"
+)
+
+// QueueError is a queue that cannot be used: it does not exist, or its
+// attributes cannot be read. Role says which of the runner's queues it is.
+type QueueError struct {
+	Role  string
+	Queue string
+	Err   error
+}
+
+func (e *QueueError) Error() string {
+	return fmt.Sprintf("fanout: %s queue %s: %v", e.Role, e.Queue, e.Err)
+}
+
+// Unwrap returns the reason.
+func (e *QueueError) Unwrap() error { return e.Err }
+
 // chunkModeInFlight bounds the requests in flight per chunk in chunk mode,
 // where each request may carry a whole MiB: memory stays bounded with
 // several chunks read at once.
 const chunkModeInFlight = 4
 
-// target returns the sender for a run's target queue in mode: url, or the
-// configured target when url is empty.
-func (r *Runner) target(ctx context.Context, url string, mode Mode) (*sqsbatch.Sender, error) {
+// target returns the sender for a run's target queue in mode: the
+// overrides' queue, or the configured target, sending with the overrides'
+// settings.
+func (r *Runner) target(ctx context.Context, ov *Overrides, mode Mode) (*sqsbatch.Sender, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	key := url + "\x00" + string(mode)
+	url := ov.TargetQueueURL
+	_, inFlight, attempts := ov.settings()
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d", url, mode, inFlight, attempts)
 	if s, ok := r.targets[key]; ok {
 		return s, nil
 	}
 	send := r.opts.Send
+	send.MaxInFlight = cmp.Or(inFlight, send.MaxInFlight)
+	send.MaxAttempts = cmp.Or(attempts, send.MaxAttempts)
 	if mode == ModeChunk {
 		send.MaxInFlight = min(cmp.Or(send.MaxInFlight, sqsbatch.DefaultMaxInFlight), chunkModeInFlight)
 	}
@@ -270,7 +257,7 @@ func (r *Runner) target(ctx context.Context, url string, mode Mode) (*sqsbatch.S
 	}
 	s, err := sqsbatch.New(ctx, r.sqs, q, send)
 	if err != nil {
-		return nil, fmt.Errorf("fanout: target queue: %w", err)
+		return nil, &QueueError{Role: RoleTarget, Queue: cmp.Or(q.URL, q.Name), Err: err}
 	}
 	r.targets[key] = s
 	return s, nil
@@ -285,7 +272,11 @@ func NewRunID() string {
 
 // Run lists and plans the dataset req names and sends it: inline when it
 // is small enough, else as tasks on the work queue.
+// A request that Validate refuses fails before anything is listed.
 func (r *Runner) Run(ctx context.Context, req Request) (Report, error) {
+	if err := req.Validate(); err != nil {
+		return Report{RunID: req.RunID}, fmt.Errorf("fanout: bad request: %w", err)
+	}
 	return r.RunObjects(ctx, req.RunID, dataset.Objects(ctx, r.s3, req.Source), req.Overrides)
 }
 
@@ -305,6 +296,9 @@ func (r *Runner) runObjects(ctx context.Context, runID string, objs iter.Seq2[da
 		runID = NewRunID()
 	}
 	rep := Report{RunID: runID}
+	if err := ov.Validate(); err != nil {
+		return rep, fmt.Errorf("fanout: bad request: %w", err)
+	}
 	raw, err := json.Marshal(ov)
 	if err != nil {
 		return rep, err
@@ -312,6 +306,9 @@ func (r *Runner) runObjects(ctx context.Context, runID string, objs iter.Seq2[da
 	plan := r.opts.Plan
 	if ov.Format != "" {
 		plan.Format = ov.Format
+	}
+	if n, _, _ := ov.settings(); n > 0 {
+		plan.ChunkSize = n
 	}
 	planner := dataset.NewPlanner(r.s3, plan)
 	// Chunks are gathered while the dataset stays small enough to send
@@ -492,17 +489,15 @@ type TaskResult struct {
 // failure output.
 func (r *Runner) RunTask(ctx context.Context, t worktask.Task) (TaskResult, error) {
 	var res TaskResult
-	var ov Overrides
-	if len(t.Overrides) > 0 {
-		if err := json.Unmarshal(t.Overrides, &ov); err != nil {
-			return res, fmt.Errorf("fanout: task overrides: %w", err)
-		}
+	ov, err := taskOverrides(t)
+	if err != nil {
+		return res, err
 	}
 	mode := cmp.Or(ov.Mode, r.opts.Mode)
 	if ov.Ingest != nil {
 		mode = ModeRecord
 	}
-	sender, err := r.target(ctx, ov.TargetQueueURL, mode)
+	sender, err := r.target(ctx, &ov, mode)
 	if err != nil {
 		return res, err
 	}

@@ -11,7 +11,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"strconv"
 	"time"
 
@@ -53,8 +52,9 @@ const (
 )
 
 // ErrNotJSON is wrapped by the *records.RecordError of a JSON Lines record
-// that is not valid JSON.
-var ErrNotJSON = errors.New("record is not valid JSON")
+// that is not valid JSON. It is records.ErrNotJSON: package records refuses
+// such lines as it reads them.
+var ErrNotJSON = records.ErrNotJSON
 
 // addedField is a field added to every record of an object, encoded once.
 type addedField struct {

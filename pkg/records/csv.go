@@ -64,7 +64,7 @@ func readCSV(src io.Reader, c dataset.Chunk, start, end int64, max int, yield fu
 
 	// Split at line boundaries, as the caller promised that no quoted field
 	// holds a newline.
-	readLines(newSplitter(src, c, start, end, max), func(r Record, err error) bool {
+	readLines(newSplitter(src, c, start, end, max), false, func(r Record, err error) bool {
 		if err != nil {
 			return yield(Record{}, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -57,6 +58,12 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // ErrTooLong is wrapped by the RecordError of a record over the size limit.
 var ErrTooLong = errors.New("record is longer than the limit")
 
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// ErrNotJSON is wrapped by the RecordError of a JSON Lines record that is
+// not valid JSON.
+var ErrNotJSON = errors.New("record is not valid JSON")
+
 // Options configures reading. The zero value is ready to use.
 type Options struct {
 	// MaxRecordSize bounds a record's size in bytes; zero means
@@ -85,8 +92,10 @@ func Read(ctx context.Context, client dataset.GetAPI, c dataset.Chunk, opts Opti
 		switch c.Format {
 		case dataset.FormatCSV:
 			readCSV(src, c, start, end, opts.MaxRecordSize, yield)
-		case dataset.FormatJSONL, dataset.FormatText:
-			readLines(newSplitter(src, c, start, end, opts.MaxRecordSize), yield)
+		case dataset.FormatJSONL:
+			readLines(newSplitter(src, c, start, end, opts.MaxRecordSize), true, yield)
+		case dataset.FormatText:
+			readLines(newSplitter(src, c, start, end, opts.MaxRecordSize), false, yield)
 		default:
 			yield(Record{}, fmt.Errorf("records: %s: unknown format %q", c.Object, c.Format))
 		}
@@ -254,7 +263,7 @@ func (s *splitter) setErr(err error) {
 }
 
 // readLines yields each line of a JSON Lines or text chunk.
-func readLines(s *splitter, yield func(Record, error) bool) {
+func readLines(s *splitter, jsonOnly bool, yield func(Record, error) bool) {
 	for {
 		line, off, n, ok := s.next()
 		if !ok {
@@ -267,6 +276,19 @@ func readLines(s *splitter, yield func(Record, error) bool) {
 			err := s.err
 			s.err = nil
 			if !yield(Record{}, err) {
+				return
+			}
+			continue
+		}
+		// A JSON Lines line that is not JSON is refused here, once, so that
+		// every consumer sees the same bad record at the same offset.
+		if jsonOnly && off == 0 {
+			// A UTF-8 byte order mark, which some writers put first in a
+			// file, is not part of the record.
+			line = bytes.TrimPrefix(line, utf8BOM)
+		}
+		if jsonOnly && !json.Valid(line) {
+			if !yield(Record{}, &RecordError{Object: s.obj, Offset: off, Line: n, Err: ErrNotJSON}) {
 				return
 			}
 			continue

@@ -279,6 +279,29 @@ func TestMalformed(t *testing.T) {
 			t.Errorf("plan: %v, want an error naming the object", err)
 		}
 	})
+	t.Run("jsonl line that is not JSON", func(t *testing.T) {
+		// A byte order mark first, a line that is not JSON, a JSON value
+		// that is not an object, and a blank line.
+		body := "\xef\xbb\xbf{\"a\":1}\nvalue: 2, not json\n[3]\n\n{\"a\":\n{\"a\":5}\n"
+		for _, opts := range []dataset.PlanOptions{{}, {ChunkSize: 7}} {
+			put(t, c, bucket, "mixed.jsonl", []byte(body), "")
+			got, errs, _ := readAll(t, c, head(t, c, bucket, "mixed.jsonl"), opts)
+			if diff := cmp.Diff([]string{`{"a":1}`, `[3]`, `{"a":5}`}, got); diff != "" {
+				t.Errorf("chunk size %d: records (-want +got):\n%s", opts.ChunkSize, diff)
+			}
+			var offsets []int64
+			for _, err := range errs {
+				var re *records.RecordError
+				if !errors.As(err, &re) || !errors.Is(err, records.ErrNotJSON) {
+					t.Fatalf("error %v is not a RecordError wrapping ErrNotJSON", err)
+				}
+				offsets = append(offsets, re.Offset)
+			}
+			if !cmp.Equal(offsets, []int64{11, 35}) {
+				t.Errorf("chunk size %d: bad records at %v, want offsets [11 35]: %v", opts.ChunkSize, offsets, errs)
+			}
+		}
+	})
 	t.Run("csv wrong column count", func(t *testing.T) {
 		for _, opts := range []dataset.PlanOptions{{}, {ChunkSize: 5, CSV: dataset.CSVOptions{NoQuotedNewlines: true}}} {
 			put(t, c, bucket, "cols.csv", []byte("a,b\n1,2\n3\n4,5,6\n7,8\n"), "")

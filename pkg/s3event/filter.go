@@ -272,3 +272,49 @@ func matchesAny(name string, patterns []string) bool {
 	}
 	return false
 }
+
+// eventTypes are the S3 event notification types, as in
+// https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-how-to-event-types-and-destinations.html,
+// without the "s3:" prefix.
+var eventTypes = []string{
+	"ObjectCreated:Put", "ObjectCreated:Post", "ObjectCreated:Copy", "ObjectCreated:CompleteMultipartUpload",
+	"ObjectRemoved:Delete", "ObjectRemoved:DeleteMarkerCreated",
+	"ObjectRestore:Post", "ObjectRestore:Completed", "ObjectRestore:Delete",
+	"ReducedRedundancyLostObject",
+	"Replication:OperationFailedReplication", "Replication:OperationMissedThreshold",
+	"Replication:OperationReplicatedAfterThreshold", "Replication:OperationNotTracked",
+	"LifecycleExpiration:Delete", "LifecycleExpiration:DeleteMarkerCreated",
+	"LifecycleTransition", "IntelligentTiering",
+	"ObjectTagging:Put", "ObjectTagging:Delete",
+	"ObjectAcl:Put",
+}
+
+// CheckEventType reports a name for Filter.EventTypes that matches no S3
+// event type, such as "ObjectCreate:*", which would make a filter skip
+// every object. A name matches as in Filter.EventTypes: with or without
+// "s3:", and ending in "*" to match every type that starts with the text
+// before it.
+func CheckEventType(name string) error {
+	p := strings.TrimPrefix(name, "s3:")
+	if before, ok := strings.CutSuffix(p, "*"); ok {
+		for _, t := range eventTypes {
+			if strings.HasPrefix(t, before) {
+				return nil
+			}
+		}
+	} else if slices.Contains(eventTypes, p) {
+		return nil
+	}
+	families := []string{}
+	for _, t := range eventTypes {
+		f, _, ok := strings.Cut(t, ":")
+		if ok {
+			f += ":*"
+		}
+		if !slices.Contains(families, f) {
+			families = append(families, f)
+		}
+	}
+	return fmt.Errorf("s3event: %q is not an S3 event type; want a type such as ObjectCreated:Put, or one of %s (with or without s3:), or *",
+		name, strings.Join(families, ", "))
+}

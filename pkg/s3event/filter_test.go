@@ -314,3 +314,18 @@ func TestSkipReasonString(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckEventType(t *testing.T) {
+	for _, ok := range []string{"*", "ObjectCreated:*", "s3:ObjectCreated:Put", "ObjectRemoved:DeleteMarkerCreated", "ObjectRestore:*",
+		"LifecycleTransition", "s3:Replication:*", "ObjectTagging:Put", "Object*"} {
+		if err := s3event.CheckEventType(ok); err != nil {
+			t.Errorf("CheckEventType(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"ObjectCreate:*", "ObjectCreated", "ObjectCreated:PutObject", "PutObject", "s3:*:Put", "objectcreated:*", ""} {
+		err := s3event.CheckEventType(bad)
+		if err == nil || !strings.Contains(err.Error(), "is not an S3 event type") || !strings.Contains(err.Error(), "ObjectCreated:*, ObjectRemoved:*") {
+			t.Errorf("CheckEventType(%q): %v; want an error listing the families", bad, err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 )
 
@@ -42,14 +43,65 @@ func (t Task) Marshal() (string, error) {
 	return string(b), err
 }
 
-// Parse reads a task from an SQS message body.
+// ErrNotTask is returned by Parse for a body that is not a chunk task at
+// all (not a JSON object with a "chunk" field), so that the caller may read
+// it as another kind of message.
+var ErrNotTask = errors.New("worktask: not a chunk task")
+
+// MalformedError is a body that is a chunk task, but one that can never
+// run: unknown fields, wrong types, or a chunk that names no object or a
+// range that cannot be read. Retrying it cannot help.
+type MalformedError struct {
+	Err error
+}
+
+func (e *MalformedError) Error() string { return "worktask: malformed chunk task: " + e.Err.Error() }
+
+// Unwrap returns the reason.
+func (e *MalformedError) Unwrap() error { return e.Err }
+
+// Parse reads a task from an SQS message body, strictly. A body without a
+// "chunk" field is ErrNotTask; a task that cannot run is a *MalformedError.
+// The overrides are left to the consumer, which knows their fields.
 func Parse(body string) (Task, error) {
-	var t Task
-	if err := json.Unmarshal([]byte(body), &t); err != nil {
-		return Task{}, fmt.Errorf("worktask: %w", err)
+	var probe map[string]json.RawMessage
+	if json.Unmarshal([]byte(body), &probe) != nil || probe["chunk"] == nil {
+		return Task{}, ErrNotTask
 	}
-	if t.Chunk.Bucket == "" || t.Chunk.Key == "" || t.Chunk.Format == "" {
-		return Task{}, errors.New("worktask: body is not a chunk task (no chunk bucket, key or format)")
+	var t Task
+	if err := strictjson.Decode([]byte(body), &t); err != nil {
+		return Task{}, &MalformedError{Err: err}
+	}
+	if err := t.Validate(); err != nil {
+		return Task{}, &MalformedError{Err: err}
 	}
 	return t, nil
+}
+
+// Validate reports a task that cannot run.
+func (t Task) Validate() error {
+	c := t.Chunk
+	switch {
+	case c.Bucket == "" || c.Key == "":
+		return errors.New("chunk.bucket and chunk.key are required")
+	case c.Format == "" || c.Format == dataset.FormatAuto:
+		return errors.New("chunk.format is required (jsonl, csv, text or parquet)")
+	case c.Start < 0 || c.End < c.Start:
+		return fmt.Errorf("chunk range [%d,%d) is not a range: want 0 <= start <= end", c.Start, c.End)
+	case c.Count < 1 || c.Index < 0 || c.Index >= c.Count:
+		return fmt.Errorf("chunk index %d of %d: want 0 <= index < count", c.Index, c.Count)
+	case c.Size < 0:
+		return fmt.Errorf("chunk size %d is negative", c.Size)
+	case t.ResumeAt < 0:
+		return fmt.Errorf("resumeAt %d is negative", t.ResumeAt)
+	}
+	if f, err := dataset.ParseFormat(string(c.Format)); err != nil || f != c.Format {
+		return fmt.Errorf("chunk.format %q is not jsonl, csv, text or parquet", c.Format)
+	}
+	switch c.Compression {
+	case dataset.CompressionNone, dataset.CompressionGzip, dataset.CompressionZstd:
+	default:
+		return fmt.Errorf("chunk.compression %q is not gzip or zstd", c.Compression)
+	}
+	return nil
 }

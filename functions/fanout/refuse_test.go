@@ -1,0 +1,171 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/rie"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+)
+
+// TestRefusals sends, through the Lambda runtime API, the inputs that a
+// user gets wrong and that once were taken silently. Each is refused with
+// an error that names its cause, and nothing reaches the target queue.
+func TestRefusals(t *testing.T) {
+	sqsEndpoint, s3URL, s3c, sqsc := e2eStack(t)
+	target := localaws.CreateQueue(t, sqsc, "-target", nil)
+	work := localaws.CreateQueue(t, sqsc, "-work", nil)
+	failure := localaws.CreateQueue(t, sqsc, "-failure", nil)
+	for key, body := range map[string]string{
+		"good/a.jsonl":  `{"value":"a1"}` + "\n" + `{"value":"a2"}` + "\n",
+		"other/b.jsonl": `{"value":"b1"}` + "\n",
+		// The second line is not JSON: a bad record, not a message.
+		"mixed/c.jsonl": `{"value":"c1"}` + "\n" + `value: c2, not json` + "\n" + `[3]` + "\n",
+	} {
+		if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String(key), Body: strings.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bootstrap := rie.Build(t, "./functions/fanout")
+	env := []string{"AWS_ENDPOINT_URL_SQS=" + sqsEndpoint, "AWS_ENDPOINT_URL_S3=" + s3URL, envS3PathStyle + "=true", "AWS_LAMBDA_FUNCTION_TIMEOUT=30"}
+	fn := rie.Start(t, bootstrap, append(env, envTargetQueueURL+"="+target, envWorkQueueURL+"="+work, envFailureQueueURL+"="+failure)...)
+
+	refused := []struct {
+		name    string
+		payload string
+		want    string
+	}{
+		{"typo in a field", `{"bucket":"lake","prefx":"good/"}`, `unknown field "prefx" (did you mean "prefix"?)`},
+		{"empty key list", `{"bucket":"lake","keys":[]}`, "the source names no dataset"},
+		{"bucket alone", `{"bucket":"lake"}`, "or all: true for every object in the bucket"},
+		{"negative chunk size", `{"bucket":"lake","prefix":"good/","chunkSize":-1}`, "chunkSize: -1 bytes is not a chunk size from 1KiB to 1GiB"},
+		{"huge in-flight", `{"bucket":"lake","prefix":"good/","maxInFlight":1e12}`, `maxInFlight: "1e12" is not a whole number from 1 to 1000`},
+		{"unknown mode", `{"bucket":"lake","prefix":"good/","mode":"bogus"}`, `mode: "bogus" is not record or chunk`},
+		{"wrong type", `{"bucket":"lake","prefix":["good/"]}`, "prefix: an array is not allowed here; want a string"},
+		{"target queue name as URL", `{"bucket":"lake","prefix":"good/","targetQueueUrl":"orders"}`, `targetQueueUrl: "orders" is not a queue URL`},
+		{"two datasets", `{"bucket":"lake","prefix":"good/","all":true}`, "the source names prefix and all"},
+		{"not an object", `[1,2]`, "an array is not an object"},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := fn.Invoke(t.Context(), json.RawMessage(tc.payload))
+			if !rie.IsFunctionError(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("invoke %s: %v (answer %s); want a function error that says %q", tc.payload, err, out, tc.want)
+			}
+		})
+	}
+	if msgs := localaws.Drain(t, sqsc, target, 2*time.Second); len(msgs) != 0 {
+		t.Fatalf("%d messages reached the target from refused requests", len(msgs))
+	}
+
+	t.Run("explicit all", func(t *testing.T) {
+		out, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "all": true, "suffix": ".jsonl", "runId": "all-1"})
+		if err != nil {
+			t.Fatalf("invoke: %v", err)
+		}
+		var rep fanout.Report
+		if err := json.Unmarshal(out, &rep); err != nil || rep.Objects != 3 || rep.RecordsSent != 5 || rep.RecordsFailed != 1 {
+			t.Fatalf("report %s (%v): want 3 objects, 5 records sent and the line that is not JSON failed", out, err)
+		}
+		if n := len(localaws.Drain(t, sqsc, target, 2*time.Second)); n != 5 {
+			t.Errorf("%d messages on the target, want 5", n)
+		}
+		fails := localaws.Drain(t, sqsc, failure, 2*time.Second)
+		if len(fails) != 1 {
+			t.Fatalf("%d failures, want 1", len(fails))
+		}
+		var f fanout.Failure
+		if err := json.Unmarshal([]byte(aws.ToString(fails[0].Body)), &f); err != nil {
+			t.Fatal(err)
+		}
+		if f.Source != "s3://lake/mixed/c.jsonl" || f.Offset != 15 || f.Code != "UnreadableRecord" || !strings.Contains(f.Message, "record is not valid JSON") {
+			t.Errorf("failure %+v: want mixed/c.jsonl at offset 15, UnreadableRecord, not valid JSON", f)
+		}
+	})
+
+	t.Run("message without id", func(t *testing.T) {
+		ev := events.SQSEvent{Records: []events.SQSMessage{{EventSource: "aws:sqs", Body: "neither a task nor a notification"}}}
+		out, err := fn.Invoke(t.Context(), ev)
+		if !rie.IsFunctionError(err) || !strings.Contains(err.Error(), "1 failed messages have no message id") {
+			t.Errorf("invoke: %v (answer %s); want the error that no message id can be reported", err, out)
+		}
+	})
+
+	t.Run("malformed chunk task", func(t *testing.T) {
+		task := func(start, end int64, extra string) string {
+			return `{"runId":"r1","chunk":{"bucket":"lake","key":"good/a.jsonl","size":30,"index":0,"count":1,` +
+				`"start":` + jsonInt(start) + `,"end":` + jsonInt(end) + `,"format":"jsonl"}` + extra + `}`
+		}
+		ev := events.SQSEvent{Records: []events.SQSMessage{
+			{MessageId: "reversed", EventSource: "aws:sqs", Body: task(20, 5, "")},
+			{MessageId: "negative", EventSource: "aws:sqs", Body: task(-5, 10, "")},
+			{MessageId: "unknown", EventSource: "aws:sqs", Body: task(0, 30, `,"resume":3`)},
+			{MessageId: "overrides", EventSource: "aws:sqs", Body: task(0, 30, `,"overrides":{"mode":"fast"}`)},
+		}}
+		out, err := fn.Invoke(t.Context(), ev)
+		if err != nil {
+			t.Fatalf("invoke: %v", err)
+		}
+		var resp events.SQSEventResponse
+		if err := json.Unmarshal(out, &resp); err != nil {
+			t.Fatal(err)
+		}
+		var failed []string
+		for _, f := range resp.BatchItemFailures {
+			failed = append(failed, f.ItemIdentifier)
+		}
+		slices.Sort(failed)
+		if strings.Join(failed, ",") != "negative,overrides,reversed,unknown" {
+			t.Errorf("batchItemFailures %v; want every malformed task", failed)
+		}
+		for _, want := range []string{"chunk range [20,5) is not a range", "chunk range [-5,10) is not a range", `unknown field \"resume\"`, `overrides: mode: \"fast\" is not record or chunk`} {
+			if !strings.Contains(fn.Logs(), want) {
+				t.Errorf("the function's log does not say %q", want)
+			}
+		}
+		if msgs := localaws.Drain(t, sqsc, target, 2*time.Second); len(msgs) != 0 {
+			t.Errorf("%d messages reached the target from malformed tasks", len(msgs))
+		}
+	})
+
+	// A configuration that cannot work stops the function at init, with
+	// the variable's name and the cause in the log.
+	inits := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"message size in KiB", []string{envTargetQueueURL + "=" + target, envTargetMaxMsgSize + "=256"},
+			"TARGET_MAX_MESSAGE_SIZE: 256 bytes is outside SQS's range of 1,024 to 1,048,576 bytes"},
+		{"queue name as URL", []string{envTargetQueueURL + "=orders"}, `TARGET_QUEUE_URL: \"orders\" is not a queue URL`},
+		{"missing target queue", []string{envTargetQueueURL + "=" + target + "-gone"},
+			"TARGET_QUEUE_URL: queue " + target + "-gone cannot be used: AWS.SimpleQueueService.NonExistentQueue"},
+		{"missing work queue", []string{envTargetQueueURL + "=" + target, envWorkQueueURL + "=" + work + "-gone"},
+			"WORK_QUEUE_URL: queue " + work + "-gone cannot be used: AWS.SimpleQueueService.NonExistentQueue"},
+		{"missing failure queue", []string{envTargetQueueURL + "=" + target, envFailureQueueURL + "=" + failure + "-gone"},
+			"FAILURE_QUEUE_URL: queue " + failure + "-gone cannot be used"},
+	}
+	for _, tc := range inits {
+		t.Run(tc.name, func(t *testing.T) {
+			fn := rie.Start(t, bootstrap, append(env, tc.env...)...)
+			_, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "prefix": "good/"})
+			if err == nil {
+				t.Fatal("the function answered; want it to stop at init")
+			}
+			logs := fn.Logs()
+			if !strings.Contains(logs, tc.want) || strings.Contains(logs, "send stopped") || strings.Contains(logs, "Queue.MaxMessageSize") {
+				t.Errorf("init log does not say %q in a user's words:\n%s", tc.want, logs)
+			}
+		})
+	}
+}
+
+func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }

@@ -1,0 +1,170 @@
+// Package strictjson decodes JSON inputs strictly (unknown fields, wrong
+// types and trailing data are refused) and says what is wrong in the
+// input's own words: JSON field paths and kinds, never Go type names.
+package strictjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+)
+
+// Decode decodes one JSON value into v, refusing unknown fields and
+// trailing data, and rewrites the decoder's errors to name fields as the
+// JSON writes them.
+func Decode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return describeJSONError(err, v)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("more than one JSON value")
+	}
+	return nil
+}
+
+// describeJSONError turns encoding/json's errors into words about the
+// input, not about Go types.
+func describeJSONError(err error, v any) error {
+	var (
+		te *json.UnmarshalTypeError
+		se *json.SyntaxError
+	)
+	switch {
+	case errors.As(err, &te):
+		field := jsonPath(te.Field)
+		if field == "" {
+			return fmt.Errorf("%s is not an object", withArticle(te.Value))
+		}
+		return fmt.Errorf("%s: %s is not allowed here; want %s", field, withArticle(te.Value), kindOf(te.Type))
+	case errors.As(err, &se):
+		return fmt.Errorf("not JSON: %v (at byte %d)", se, se.Offset)
+	case errors.Is(err, io.EOF):
+		return errors.New("empty: want a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("not JSON: it ends too soon")
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		msg := "unknown field " + name
+		if near := nearestField(strings.Trim(name, `"`), reflect.TypeOf(v)); near != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", near)
+		}
+		return errors.New(msg)
+	}
+	return err
+}
+
+// jsonPath drops the Go names of embedded structs from a decoder's field
+// path ("Overrides.Mapping.groupIdField" → "groupIdField").
+func jsonPath(field string) string {
+	var parts []string
+	for p := range strings.SplitSeq(field, ".") {
+		if p != "" && !(p[0] >= 'A' && p[0] <= 'Z') {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
+// kindOf names what a Go type accepts, in JSON's words.
+func kindOf(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		return "an array"
+	case reflect.Struct, reflect.Map, reflect.Pointer:
+		return "an object"
+	}
+	return t.Kind().String()
+}
+
+// Kind names the JSON kind of a value, for an UnmarshalTypeError.
+func Kind(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return "nothing"
+	case b[0] == '{':
+		return "object"
+	case b[0] == '[':
+		return "array"
+	case b[0] == 't' || b[0] == 'f':
+		return "bool"
+	case b[0] == 'n':
+		return "null"
+	}
+	return "value"
+}
+
+// nearestField returns the JSON field of t (a struct, or a pointer to one,
+// embedded structs included) closest to name, when one is close enough to
+// be a typo.
+func nearestField(name string, t reflect.Type) string {
+	best, bestDist := "", 3
+	for _, f := range jsonFields(t) {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(f)); d < bestDist {
+			best, bestDist = f, d
+		}
+	}
+	return best
+}
+
+func jsonFields(t reflect.Type) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case f.Anonymous && tag == "":
+			out = append(out, jsonFields(f.Type)...)
+		case tag != "" && tag != "-":
+			out = append(out, tag)
+		}
+	}
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// withArticle puts "a" or "an" before the decoder's name of a JSON value
+// ("array", "number 1e12").
+func withArticle(v string) string {
+	if v != "" && strings.ContainsRune("aeiou", rune(v[0])) {
+		return "an " + v
+	}
+	return "a " + v
+}

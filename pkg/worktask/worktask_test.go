@@ -1,0 +1,79 @@
+package worktask
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+)
+
+func TestParse(t *testing.T) {
+	good := Task{RunID: "r1", ResumeAt: 40, Chunk: dataset.Chunk{
+		Object: dataset.Object{Bucket: "lake", Key: "a b/c.jsonl", Size: 100, ETag: "e"},
+		Index:  1, Count: 2, Start: 30, End: 100, Format: dataset.FormatJSONL,
+	}}
+	body, err := good.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse(body)
+	if err != nil || got.ID() != good.ID() || got.ResumeAt != 40 || got.Chunk.Key != "a b/c.jsonl" {
+		t.Fatalf("Parse(%s) = %+v, %v; want the task back", body, got, err)
+	}
+
+	chunk := func(fields string) string {
+		return `{"runId":"r1","chunk":{"bucket":"lake","key":"k.jsonl","size":100,"index":0,"count":1,"format":"jsonl",` + fields + `}}`
+	}
+	for _, tc := range []struct{ name, body, want string }{
+		{"reversed range", chunk(`"start":50,"end":10`), "chunk range [50,10) is not a range"},
+		{"negative start", chunk(`"start":-1,"end":10`), "chunk range [-1,10) is not a range"},
+		{"index past count", `{"runId":"r","chunk":{"bucket":"b","key":"k","index":2,"count":2,"start":0,"end":1,"format":"text"}}`, "chunk index 2 of 2"},
+		{"no count", `{"runId":"r","chunk":{"bucket":"b","key":"k","start":0,"end":1,"format":"text"}}`, "chunk index 0 of 0"},
+		{"no key", `{"runId":"r","chunk":{"bucket":"b","count":1,"start":0,"end":1,"format":"text"}}`, "chunk.bucket and chunk.key are required"},
+		{"auto format", `{"runId":"r","chunk":{"bucket":"b","key":"k","count":1,"start":0,"end":1,"format":"auto"}}`, `chunk.format "auto" is not jsonl`},
+		{"unknown format", `{"runId":"r","chunk":{"bucket":"b","key":"k","count":1,"start":0,"end":1,"format":"xml"}}`, `chunk.format "xml" is not`},
+		{"unknown compression", `{"runId":"r","chunk":{"bucket":"b","key":"k","count":1,"start":0,"end":1,"format":"text","compression":"lz4"}}`, `chunk.compression "lz4"`},
+		{"negative resume", `{"runId":"r","resumeAt":-3,"chunk":{"bucket":"b","key":"k","count":1,"start":0,"end":1,"format":"text"}}`, "resumeAt -3 is negative"},
+		{"unknown field", `{"runId":"r","resume":3,"chunk":{"bucket":"b","key":"k","count":1,"start":0,"end":1,"format":"text"}}`, `unknown field "resume" (did you mean "resumeAt"?)`},
+		{"wrong type", `{"runId":"r","chunk":{"bucket":"b","key":"k","count":"1","start":0,"end":1,"format":"text"}}`, "chunk.count: a string is not allowed here; want a number"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(tc.body)
+			var me *MalformedError
+			if !errors.As(err, &me) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Parse(%s): %v; want a *MalformedError that says %q", tc.body, err, tc.want)
+			}
+		})
+	}
+	for _, body := range []string{"", "not json", `{"Records":[]}`, `{"Type":"Notification"}`, `[1]`, `null`} {
+		if _, err := Parse(body); !errors.Is(err, ErrNotTask) {
+			t.Errorf("Parse(%q): %v; want ErrNotTask", body, err)
+		}
+	}
+}
+
+// FuzzParse checks that Parse never panics and that every task it accepts
+// passes Validate and has a range that can be read.
+func FuzzParse(f *testing.F) {
+	f.Add(`{"runId":"r1","chunk":{"bucket":"lake","key":"k","size":9,"index":0,"count":1,"start":0,"end":9,"format":"jsonl"}}`)
+	f.Add(`{"runId":"r1","resumeAt":4,"chunk":{"bucket":"lake","key":"k","index":1,"count":3,"start":4,"end":9,"format":"csv","csv":{"header":["a"]}},"overrides":{"mode":"chunk"}}`)
+	f.Add(`{"chunk":{"start":9,"end":1}}`)
+	f.Add(`{"chunk":null}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		task, err := Parse(body)
+		if err != nil {
+			var me *MalformedError
+			if !errors.Is(err, ErrNotTask) && !errors.As(err, &me) {
+				t.Fatalf("Parse(%q): %T %v; want ErrNotTask or *MalformedError", body, err, err)
+			}
+			return
+		}
+		if err := task.Validate(); err != nil {
+			t.Fatalf("Parse accepted %q, which Validate refuses: %v", body, err)
+		}
+		if c := task.Chunk; c.Start < 0 || c.End < c.Start || c.Index >= c.Count || task.ResumeAt < 0 {
+			t.Fatalf("Parse accepted %q with chunk %+v", body, c)
+		}
+	})
+}
