@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,8 +22,11 @@ import (
 
 // runFanout sends a dataset with the fanout logic, in this process.
 func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
-	fs := flag.NewFlagSet("fanout", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("fanout", "usage: s3sqs fanout [flags]\n\n"+
+		"Sends the records of an S3 dataset to an SQS queue with the fanout function's\n"+
+		"logic, in this process: name the dataset with -bucket and one of -key, -prefix\n"+
+		"or -keys, or with -manifest, and the queue with -target-queue-url or\n"+
+		"-target-queue-name. Prints the run's report as JSON when done.", stderr)
 	var (
 		req          fanout.Request
 		keys         string
@@ -69,24 +70,10 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	fs.IntVar(&opts.ChunkConcurrency, "concurrency", fanout.DefaultChunkConcurrency, "`chunks` read at once")
 	fs.BoolVar(&pathStyle, "s3-path-style", false, "path-style S3 addressing, for S3 stand-ins")
 	fs.DurationVar(&interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: s3sqs fanout [flags]\n\n"+
-			"Sends the records of an S3 dataset to an SQS queue with the fanout function's\n"+
-			"logic, in this process: name the dataset with -bucket and one of -key, -prefix\n"+
-			"or -keys, or with -manifest, and the queue with -target-queue-url or\n"+
-			"-target-queue-name. Prints the run's report as JSON when done.\n\nFlags:\n")
-		fs.PrintDefaults()
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "s3sqs fanout: "+format+"\n", a...)
-		return 2
-	}
+	bad := usageError("fanout", stderr)
 	if fs.NArg() > 0 {
 		return bad("unexpected argument %q", fs.Arg(0))
 	}
@@ -98,10 +85,6 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	}
 	// Each flag goes through the check of the request field and the
 	// environment variable of the same setting.
-	type check struct {
-		flag string
-		err  error
-	}
 	checks := []check{
 		{"-format", func() (err error) { opts.Plan.Format, err = dataset.ParseFormat(format); return }()},
 		{"-mode", func() (err error) { opts.Mode, err = fanout.ParseMode(mode); return }()},
@@ -123,10 +106,8 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 			checks = append(checks, check{q.flag, fanout.CheckQueueURL(q.url)})
 		}
 	}
-	for _, c := range checks {
-		if c.err != nil {
-			return bad("%s: %v", c.flag, c.err)
-		}
+	if msg, ok := firstBad(checks); ok {
+		return bad("%s", msg)
 	}
 	if err := req.Source.Validate(); err != nil {
 		return bad("%s (name the dataset with -bucket and one of -key, -prefix, -keys or -all, or with -manifest)", strings.TrimPrefix(err.Error(), "dataset: "))

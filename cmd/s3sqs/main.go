@@ -1,7 +1,8 @@
 // Command s3sqs runs s3sqs's logic from a workstation.
 //
-//	s3sqs fanout [flags]   send an S3 dataset's records to SQS, in-process
-//	s3sqs parse [file]     show the S3 objects an SQS message body names
+//	s3sqs fanout [flags]        send an S3 dataset's records to SQS, in-process
+//	s3sqs ingest [flags] [file] run s3ingest's logic on a notification or an object
+//	s3sqs parse [file]          show the S3 objects an SQS message body names
 //
 // It uses the AWS SDK's standard configuration: credentials, region, and
 // AWS_ENDPOINT_URL... for stand-ins. Run `s3sqs COMMAND -h` for the flags.
@@ -9,6 +10,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +23,8 @@ const usage = `usage: s3sqs COMMAND [flags]
 
 Commands:
   fanout   send the records of an S3 dataset to an SQS queue, in-process
+  ingest   run the s3ingest function's logic on a notification (a file, stdin)
+           or on one object (-bucket, -key), in-process
   parse    show the S3 objects, decoded keys and partition values that an SQS
            message body or a Lambda event names, or why it names none
 
@@ -45,6 +50,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "fanout":
 		return runFanout(ctx, args[1:], stdout, stderr, tty)
+	case "ingest":
+		return runIngest(ctx, args[1:], stdin, stdout, stderr)
 	case "parse":
 		return runParse(args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
@@ -58,4 +65,53 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// newFlags returns the flag set of a command whose usage is usage (its
+// first line and what it does), followed by its flags.
+func newFlags(name, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage+"\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// usageError returns the function that reports a wrong command line of
+// command and returns exit code 2.
+func usageError(command string, stderr io.Writer) func(format string, a ...any) int {
+	return func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "s3sqs "+command+": "+format+"\n", a...)
+		return 2
+	}
+}
+
+// parseFlags parses args; when it cannot go on it returns the exit code:
+// 0 for -h, 2 for a bad flag (the flag package has said why).
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	return 0, true
+}
+
+// check is a flag and what its value's check said.
+type check struct {
+	flag string
+	err  error
+}
+
+// firstBad returns the first check that failed, as "flag: reason".
+func firstBad(checks []check) (string, bool) {
+	for _, c := range checks {
+		if c.err != nil {
+			return c.flag + ": " + c.err.Error(), true
+		}
+	}
+	return "", false
 }

@@ -111,7 +111,10 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-func TestFanout(t *testing.T) {
+// standIns points the CLI's SDK configuration at an in-process S3 with a
+// bucket "lake" and at the SQS stand-in, and returns their clients.
+func standIns(t *testing.T) (*s3.Client, *sqs.Client) {
+	t.Helper()
 	sqsc := sqs.NewFromConfig(localaws.SQS(t))
 	s3URL := localaws.FakeS3URL(t)
 	s3c := localaws.S3Client(s3URL)
@@ -122,6 +125,11 @@ func TestFanout(t *testing.T) {
 	if _, err := s3c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("lake")}); err != nil {
 		t.Fatal(err)
 	}
+	return s3c, sqsc
+}
+
+func TestFanout(t *testing.T) {
+	s3c, sqsc := standIns(t)
 	var b strings.Builder
 	for i := range 2000 {
 		b.WriteString(`{"value":"v` + strings.Repeat("x", i%7) + `"}` + "\n")
@@ -173,4 +181,65 @@ func TestProgressLine(t *testing.T) {
 	if want := "records=5000 mb=1.0 planned_mb=4.0 messages=400 msgs_per_s=40 failed=2 eta=30s"; line != want {
 		t.Errorf("line %q, want %q", line, want)
 	}
+}
+
+// TestIngest runs `s3sqs ingest` on an object named by -bucket and -key,
+// and on a notification read from stdin that names two objects, one of
+// which holds a line that is not JSON.
+func TestIngest(t *testing.T) {
+	s3c, sqsc := standIns(t)
+	put := func(key, body string) {
+		t.Helper()
+		if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String(key), Body: strings.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Both of 18 bytes, as the notification below says.
+	put("events/date=2024-01-01/a b.jsonl", `{"id":1}`+"\n"+`{"id":2}`+"\n")
+	put("events/date=2024-01-02/bad.jsonl", `{"id":3}`+"\n"+`not json`+"\n")
+	out := localaws.CreateQueue(t, sqsc, "-out", nil)
+
+	code, stdout, stderr := runCLI(t, "", "ingest", "-bucket", "lake", "-key", "events/date=2024-01-01/a b.jsonl", "-output-queue-url", out, "-s3-path-style")
+	if code != 0 || !strings.Contains(stdout, `"batchItemFailures": []`) {
+		t.Fatalf("ingest -bucket -key: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, m := range localaws.Drain(t, sqsc, out, 2*time.Second) {
+		var rec struct {
+			ID   int    `json:"id"`
+			Date string `json:"date"`
+			File struct {
+				Key string `json:"key"`
+			} `json:"_file"`
+		}
+		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &rec); err != nil || rec.Date != "2024-01-01" || rec.File.Key != "events/date=2024-01-01/a b.jsonl" {
+			t.Errorf("record %s (%v): want the partition and _file added", aws.ToString(m.Body), err)
+		}
+	}
+
+	failFile := filepath.Join(t.TempDir(), "failed.jsonl")
+	note := `{"Records":[` + record("events/date%3D2024-01-01/a+b.jsonl") + `,` + record("events/date%3D2024-01-02/bad.jsonl") + `]}`
+	code, stdout, stderr = runCLI(t, note, "ingest", "-output-queue-url", out, "-s3-path-style", "-failure-file", failFile)
+	if code != 1 || !strings.Contains(stdout, `"batchItemFailures": []`) || !strings.Contains(stderr, "failed records are in "+failFile) ||
+		!strings.Contains(stderr, "1 messages (0 failed), 2 objects, 4 records read, 3 sent, 1 failed") {
+		t.Errorf("ingest of a notification: exit %d (want 1: a record failed, the notification did not)\n%s\n%s", code, stdout, stderr)
+	}
+	if n := len(localaws.Drain(t, sqsc, out, 2*time.Second)); n != 3 {
+		t.Errorf("%d records on the output queue, want 3", n)
+	}
+	data, err := os.ReadFile(failFile)
+	var f fanout.Failure
+	if err != nil || json.Unmarshal(data, &f) != nil || f.Source != "s3://lake/events/date=2024-01-02/bad.jsonl" || f.Offset != 9 || f.Code != "UnreadableRecord" {
+		t.Errorf("failure file %s (%v): want the line that is not JSON at offset 9", data, err)
+	}
+
+	if code, _, stderr := runCLI(t, "", "ingest", "-bucket", "lake"); code != 2 || !strings.Contains(stderr, "-output-queue-url") {
+		t.Errorf("ingest without a queue: exit %d, %s", code, stderr)
+	}
+}
+
+// record is an S3 notification record of a created object of 18 bytes in
+// bucket lake.
+func record(key string) string {
+	return `{"eventVersion":"2.1","eventSource":"aws:s3","eventName":"ObjectCreated:Put","eventTime":"2024-01-01T00:00:00.000Z",` +
+		`"s3":{"bucket":{"name":"lake"},"object":{"key":"` + key + `","size":18}}}`
 }

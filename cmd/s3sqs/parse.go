@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,26 +14,17 @@ import (
 // runParse reads an SQS message body, or a Lambda SQS event, from a file or
 // stdin and prints what pkg/s3event finds in each body.
 func runParse(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("parse", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("parse", "usage: s3sqs parse [flags] [FILE]\n\n"+
+		"Reads FILE (or stdin): an SQS message body (S3 event, SNS envelope, EventBridge\n"+
+		"event, s3:TestEvent) or a Lambda SQS event whose bodies are such. Prints the S3\n"+
+		"objects, decoded keys and partition values found, or why there are none.\n"+
+		"Exits 1 when a body cannot be read.", stderr)
 	raw := fs.Bool("eventbridge-keys-raw", false, "take EventBridge object keys as written, without URL-decoding (moto writes them so)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: s3sqs parse [flags] [FILE]\n\n"+
-			"Reads FILE (or stdin): an SQS message body (S3 event, SNS envelope, EventBridge\n"+
-			"event, s3:TestEvent) or a Lambda SQS event whose bodies are such. Prints the S3\n"+
-			"objects, decoded keys and partition values found, or why there are none.\n"+
-			"Exits 1 when a body cannot be read.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 1 {
-		fmt.Fprintf(stderr, "s3sqs parse: want at most one FILE, got %d\n", fs.NArg())
-		return 2
+		return usageError("parse", stderr)("want at most one FILE, got %d", fs.NArg())
 	}
 	in := stdin
 	name := "stdin"

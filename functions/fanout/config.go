@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+
 	"github.com/s3sqs/s3sqs/internal/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
@@ -31,13 +33,14 @@ const (
 	envDeadlineMargin     = "DEADLINE_MARGIN"
 	envChunkConcurrency   = "CHUNK_CONCURRENCY"
 	envCSVNoQuotedNewline = "CSV_NO_QUOTED_NEWLINES"
-	envS3PathStyle        = "S3_FORCE_PATH_STYLE"
+	envSkipGroupOnError   = "SKIP_GROUP_ON_ERROR"
+	envS3PathStyle        = lambdaenv.S3PathStyle
 )
 
 // config is fanout's configuration, read once at init.
 type config struct {
 	runner      fanout.Options
-	failOnError bool
+	handler     fanout.HandlerOptions
 	s3PathStyle bool
 }
 
@@ -76,14 +79,18 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	o.InlineMaxBytes = env.Size(envInlineMaxBytes)
 	o.ChunkConcurrency = env.Int(envChunkConcurrency, fanout.ParseChunkConcurrency)
-	o.DeadlineMargin = env.Duration(envDeadlineMargin)
-	c.failOnError = env.Bool(envFailOnError, false)
+	h := &c.handler
+	h.Filter = env.Filter(false)
+	h.DeadlineMargin = env.Duration(envDeadlineMargin)
+	h.FailOnError = env.Bool(envFailOnError, false)
+	h.SkipGroupOnError = env.Bool(envSkipGroupOnError, false)
+	h.Concurrency = cmp.Or(o.ChunkConcurrency, fanout.DefaultChunkConcurrency)
 	c.s3PathStyle = env.Bool(envS3PathStyle, false)
 	return c, env.Err()
 }
 
 // queueVariable returns the variable that names the runner's queue of role.
-func queueVariable(role string, c config) string {
+func (c config) queueVariable(role string) string {
 	switch role {
 	case fanout.RoleWork:
 		return envWorkQueueURL

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/s3sqs/s3sqs/internal/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
@@ -22,7 +23,7 @@ func TestLoadConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.runner.Target.URL != "https://sqs.eu-west-1.amazonaws.com/111122223333/q" || c.runner.Mode != "" || c.runner.Plan.Format != dataset.FormatAuto || c.failOnError {
+		if c.runner.Target.URL != "https://sqs.eu-west-1.amazonaws.com/111122223333/q" || c.runner.Mode != "" || c.runner.Plan.Format != dataset.FormatAuto || c.handler.FailOnError || c.handler.Filter.EventTypes != nil {
 			t.Errorf("defaults: %+v", c)
 		}
 	})
@@ -33,6 +34,7 @@ func TestLoadConfig(t *testing.T) {
 			envChunkSize, "16MiB", envMaxInFlight, "8", envMaxAttempts, "7", envBodyField, "payload",
 			envAttributesField, "attrs", envGroupIDField, "tenant", envDedupIDField, "id", envFailOnError, "true",
 			envInlineMaxBytes, "1GiB", envDeadlineMargin, "20s", envChunkConcurrency, "2", envCSVNoQuotedNewline, "true",
+			lambdaenv.EventTypes, "ObjectCreated:Put", lambdaenv.KeyPrefix, "in/", lambdaenv.IgnoreDeletions, "false",
 		))
 		if err != nil {
 			t.Fatal(err)
@@ -42,8 +44,9 @@ func TestLoadConfig(t *testing.T) {
 			o.WorkQueueURL != "http://127.0.0.1:4566/000000000000/work" || o.FailureS3URI != "s3://f/failed/" || o.Plan.Format != dataset.FormatCSV ||
 			o.Mode != fanout.ModeChunk || o.Plan.ChunkSize != 16<<20 || o.Send.MaxInFlight != 8 || o.Send.MaxAttempts != 7 ||
 			o.Mapping != (fanout.Mapping{BodyField: "payload", AttributesField: "attrs", GroupIDField: "tenant", DedupIDField: "id"}) ||
-			!c.failOnError || o.InlineMaxBytes != 1<<30 || o.DeadlineMargin != 20*time.Second || o.ChunkConcurrency != 2 ||
-			!o.Plan.CSV.NoQuotedNewlines {
+			!c.handler.FailOnError || o.InlineMaxBytes != 1<<30 || c.handler.DeadlineMargin != 20*time.Second || o.ChunkConcurrency != 2 ||
+			!o.Plan.CSV.NoQuotedNewlines || len(c.handler.Filter.EventTypes) != 1 || c.handler.Filter.Prefix != "in/" ||
+			c.handler.Filter.KeepDeletions || c.handler.Concurrency != 2 {
 			t.Errorf("config: %+v", c)
 		}
 	})
@@ -60,6 +63,7 @@ func TestLoadConfig(t *testing.T) {
 		{envMaxInFlight, "1e12", `"1e12" is not a whole number from 1 to 1000`},
 		{envMaxAttempts, "101", "101 is not a whole number from 1 to 100"},
 		{envMode, "bogus", `"bogus" is not record or chunk`},
+		{lambdaenv.EventTypes, "ObjectCreate:*", `"ObjectCreate:*" is not an S3 event type`},
 		{envReportS3URI, "bucket/prefix", "is not an s3://bucket/prefix URI"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {

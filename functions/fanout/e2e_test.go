@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/internal/rie"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
@@ -71,7 +73,7 @@ func TestEndToEnd(t *testing.T) {
 			break
 		}
 		for i := 0; i < len(msgs); i += 10 {
-			out, err := fn.Invoke(t.Context(), sqsEvent(msgs[i:min(i+10, len(msgs))]))
+			out, err := fn.Invoke(t.Context(), localaws.SQSEvent(msgs[i:min(i+10, len(msgs))], workARN))
 			if err != nil {
 				t.Fatalf("tasks: %v", err)
 			}
@@ -136,7 +138,7 @@ func TestEndToEndDeadline(t *testing.T) {
 			break
 		}
 		for _, m := range msgs {
-			out, err := fn.Invoke(t.Context(), sqsEvent([]types.Message{m}))
+			out, err := fn.Invoke(t.Context(), localaws.SQSEvent([]types.Message{m}, workARN))
 			if err != nil {
 				t.Fatalf("task: %v", err)
 			}
@@ -163,6 +165,66 @@ func TestEndToEndDeadline(t *testing.T) {
 	t.Logf("%d task invocations, %d distinct records", invocations, len(got))
 }
 
+// TestEndToEndFIFO sends, through the Lambda runtime API, objects whose
+// keys are not valid FIFO group ids (a space, unicode, 300 characters) to a
+// FIFO queue, in record and in chunk mode: every record arrives, each
+// object's in order in its own group.
+func TestEndToEndFIFO(t *testing.T) {
+	sqsEndpoint, s3URL, s3c, sqsc := e2eStack(t)
+	keys := []string{"fifo/dir/part 0001.jsonl", "fifo/région=Zürich/ünïcödé 日本語.jsonl", "fifo/" + strings.Repeat("k", 300) + ".jsonl"}
+	for _, key := range keys {
+		var b strings.Builder
+		for i := range 25 {
+			fmt.Fprintf(&b, `{"value":"%s|%02d"}`+"\n", key, i)
+		}
+		if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String(key), Body: strings.NewReader(b.String())}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bootstrap := rie.Build(t, "./functions/fanout")
+	for _, mode := range []string{"record", "chunk"} {
+		t.Run(mode, func(t *testing.T) {
+			// A queue per mode: a chunk-mode message's deduplication id is
+			// the record id of its first record.
+			target := localaws.CreateQueue(t, sqsc, "-target.fifo", map[string]string{"ContentBasedDeduplication": "false"})
+			fn := rie.Start(t, bootstrap, "AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, envS3PathStyle+"=true",
+				envTargetQueueURL+"="+target, "AWS_LAMBDA_FUNCTION_TIMEOUT=60")
+			out, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "prefix": "fifo/", "mode": mode, "runId": "fifo-" + mode})
+			if err != nil {
+				t.Fatalf("invoke: %v", err)
+			}
+			var rep fanout.Report
+			if err := json.Unmarshal(out, &rep); err != nil || rep.RecordsSent != 75 || rep.RecordsFailed != 0 {
+				t.Fatalf("report %s (%v): want 75 records sent", out, err)
+			}
+			byGroup := map[string][]string{}
+			for _, m := range localaws.Drain(t, sqsc, target, 3*time.Second) {
+				g := m.Attributes["MessageGroupId"]
+				for line := range strings.SplitSeq(aws.ToString(m.Body), "\n") {
+					if mode == "chunk" {
+						var rec struct{ Value string }
+						if err := json.Unmarshal([]byte(line), &rec); err != nil {
+							t.Fatalf("chunk line %q: %v", line, err)
+						}
+						line = rec.Value
+					}
+					byGroup[g] = append(byGroup[g], line)
+				}
+			}
+			for _, key := range keys {
+				g := fanout.GroupID(dataset.Object{Bucket: "lake", Key: key})
+				got := byGroup[g]
+				if len(got) != 25 || !slices.IsSorted(got) || !strings.HasPrefix(got[0], key+"|") {
+					t.Errorf("group %s of %q holds %d records (sorted %v); want its 25, in order", g, key, len(got), slices.IsSorted(got))
+				}
+			}
+		})
+	}
+}
+
+// workARN is the ARN of the work queue that tasks arrive from.
+const workARN = "arn:aws:sqs:us-east-1:000000000000:work"
+
 // e2eStack starts an S3 stand-in with a bucket "lake" and returns the
 // endpoints and clients for fauxqs and it.
 func e2eStack(t *testing.T) (sqsEndpoint, s3URL string, s3c *s3.Client, sqsc *sqs.Client) {
@@ -176,3 +238,157 @@ func e2eStack(t *testing.T) (sqsEndpoint, s3URL string, s3c *s3.Client, sqsc *sq
 	}
 	return sqsEndpoint, s3URL, s3c, sqsc
 }
+
+// TestRefusals sends, through the Lambda runtime API, the inputs that a
+// user gets wrong and that once were taken silently. Each is refused with
+// an error that names its cause, and nothing reaches the target queue.
+func TestRefusals(t *testing.T) {
+	sqsEndpoint, s3URL, s3c, sqsc := e2eStack(t)
+	target := localaws.CreateQueue(t, sqsc, "-target", nil)
+	work := localaws.CreateQueue(t, sqsc, "-work", nil)
+	failure := localaws.CreateQueue(t, sqsc, "-failure", nil)
+	for key, body := range map[string]string{
+		"good/a.jsonl":  `{"value":"a1"}` + "\n" + `{"value":"a2"}` + "\n",
+		"other/b.jsonl": `{"value":"b1"}` + "\n",
+		// The second line is not JSON: a bad record, not a message.
+		"mixed/c.jsonl": `{"value":"c1"}` + "\n" + `value: c2, not json` + "\n" + `[3]` + "\n",
+	} {
+		if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String(key), Body: strings.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bootstrap := rie.Build(t, "./functions/fanout")
+	env := []string{"AWS_ENDPOINT_URL_SQS=" + sqsEndpoint, "AWS_ENDPOINT_URL_S3=" + s3URL, envS3PathStyle + "=true", "AWS_LAMBDA_FUNCTION_TIMEOUT=30"}
+	fn := rie.Start(t, bootstrap, append(env, envTargetQueueURL+"="+target, envWorkQueueURL+"="+work, envFailureQueueURL+"="+failure)...)
+
+	refused := []struct {
+		name    string
+		payload string
+		want    string
+	}{
+		{"typo in a field", `{"bucket":"lake","prefx":"good/"}`, `unknown field "prefx" (did you mean "prefix"?)`},
+		{"empty key list", `{"bucket":"lake","keys":[]}`, "the source names no dataset"},
+		{"bucket alone", `{"bucket":"lake"}`, "or all: true for every object in the bucket"},
+		{"negative chunk size", `{"bucket":"lake","prefix":"good/","chunkSize":-1}`, "chunkSize: -1 bytes is not a chunk size from 1KiB to 1GiB"},
+		{"huge in-flight", `{"bucket":"lake","prefix":"good/","maxInFlight":1e12}`, `maxInFlight: "1e12" is not a whole number from 1 to 1000`},
+		{"unknown mode", `{"bucket":"lake","prefix":"good/","mode":"bogus"}`, `mode: "bogus" is not record or chunk`},
+		{"wrong type", `{"bucket":"lake","prefix":["good/"]}`, "prefix: an array is not allowed here; want a string"},
+		{"target queue name as URL", `{"bucket":"lake","prefix":"good/","targetQueueUrl":"orders"}`, `targetQueueUrl: "orders" is not a queue URL`},
+		{"two datasets", `{"bucket":"lake","prefix":"good/","all":true}`, "the source names prefix and all"},
+		{"not an object", `[1,2]`, "an array is not an object"},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := fn.Invoke(t.Context(), json.RawMessage(tc.payload))
+			if !rie.IsFunctionError(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("invoke %s: %v (answer %s); want a function error that says %q", tc.payload, err, out, tc.want)
+			}
+		})
+	}
+	if msgs := localaws.Drain(t, sqsc, target, 2*time.Second); len(msgs) != 0 {
+		t.Fatalf("%d messages reached the target from refused requests", len(msgs))
+	}
+
+	t.Run("explicit all", func(t *testing.T) {
+		out, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "all": true, "suffix": ".jsonl", "runId": "all-1"})
+		if err != nil {
+			t.Fatalf("invoke: %v", err)
+		}
+		var rep fanout.Report
+		if err := json.Unmarshal(out, &rep); err != nil || rep.Objects != 3 || rep.RecordsSent != 5 || rep.RecordsFailed != 1 {
+			t.Fatalf("report %s (%v): want 3 objects, 5 records sent and the line that is not JSON failed", out, err)
+		}
+		if n := len(localaws.Drain(t, sqsc, target, 2*time.Second)); n != 5 {
+			t.Errorf("%d messages on the target, want 5", n)
+		}
+		fails := localaws.Drain(t, sqsc, failure, 2*time.Second)
+		if len(fails) != 1 {
+			t.Fatalf("%d failures, want 1", len(fails))
+		}
+		var f fanout.Failure
+		if err := json.Unmarshal([]byte(aws.ToString(fails[0].Body)), &f); err != nil {
+			t.Fatal(err)
+		}
+		if f.Source != "s3://lake/mixed/c.jsonl" || f.Offset != 15 || f.Code != "UnreadableRecord" || !strings.Contains(f.Message, "record is not valid JSON") {
+			t.Errorf("failure %+v: want mixed/c.jsonl at offset 15, UnreadableRecord, not valid JSON", f)
+		}
+	})
+
+	t.Run("message without id", func(t *testing.T) {
+		ev := events.SQSEvent{Records: []events.SQSMessage{{EventSource: "aws:sqs", Body: "neither a task nor a notification"}}}
+		out, err := fn.Invoke(t.Context(), ev)
+		if !rie.IsFunctionError(err) || !strings.Contains(err.Error(), "1 of 1 failed messages have no messageId, so they cannot be reported in batchItemFailures") {
+			t.Errorf("invoke: %v (answer %s); want the error that no message id can be reported", err, out)
+		}
+	})
+
+	t.Run("malformed chunk task", func(t *testing.T) {
+		task := func(start, end int64, extra string) string {
+			return `{"runId":"r1","chunk":{"bucket":"lake","key":"good/a.jsonl","size":30,"index":0,"count":1,` +
+				`"start":` + jsonInt(start) + `,"end":` + jsonInt(end) + `,"format":"jsonl"}` + extra + `}`
+		}
+		ev := events.SQSEvent{Records: []events.SQSMessage{
+			{MessageId: "reversed", EventSource: "aws:sqs", Body: task(20, 5, "")},
+			{MessageId: "negative", EventSource: "aws:sqs", Body: task(-5, 10, "")},
+			{MessageId: "unknown", EventSource: "aws:sqs", Body: task(0, 30, `,"resume":3`)},
+			{MessageId: "overrides", EventSource: "aws:sqs", Body: task(0, 30, `,"overrides":{"mode":"fast"}`)},
+		}}
+		out, err := fn.Invoke(t.Context(), ev)
+		if err != nil {
+			t.Fatalf("invoke: %v", err)
+		}
+		var resp events.SQSEventResponse
+		if err := json.Unmarshal(out, &resp); err != nil {
+			t.Fatal(err)
+		}
+		var failed []string
+		for _, f := range resp.BatchItemFailures {
+			failed = append(failed, f.ItemIdentifier)
+		}
+		slices.Sort(failed)
+		if strings.Join(failed, ",") != "negative,overrides,reversed,unknown" {
+			t.Errorf("batchItemFailures %v; want every malformed task", failed)
+		}
+		for _, want := range []string{"chunk range [20,5) is not a range", "chunk range [-5,10) is not a range", `unknown field \"resume\"`, `overrides: mode: \"fast\" is not record or chunk`} {
+			if !strings.Contains(fn.Logs(), want) {
+				t.Errorf("the function's log does not say %q", want)
+			}
+		}
+		if msgs := localaws.Drain(t, sqsc, target, 2*time.Second); len(msgs) != 0 {
+			t.Errorf("%d messages reached the target from malformed tasks", len(msgs))
+		}
+	})
+
+	// A configuration that cannot work stops the function at init, with
+	// the variable's name and the cause in the log.
+	inits := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"message size in KiB", []string{envTargetQueueURL + "=" + target, envTargetMaxMsgSize + "=256"},
+			"TARGET_MAX_MESSAGE_SIZE: 256 bytes is outside SQS's range of 1,024 to 1,048,576 bytes"},
+		{"queue name as URL", []string{envTargetQueueURL + "=orders"}, `TARGET_QUEUE_URL: \"orders\" is not a queue URL`},
+		{"missing target queue", []string{envTargetQueueURL + "=" + target + "-gone"},
+			"TARGET_QUEUE_URL: queue " + target + "-gone cannot be used: AWS.SimpleQueueService.NonExistentQueue"},
+		{"missing work queue", []string{envTargetQueueURL + "=" + target, envWorkQueueURL + "=" + work + "-gone"},
+			"WORK_QUEUE_URL: queue " + work + "-gone cannot be used: AWS.SimpleQueueService.NonExistentQueue"},
+		{"missing failure queue", []string{envTargetQueueURL + "=" + target, envFailureQueueURL + "=" + failure + "-gone"},
+			"FAILURE_QUEUE_URL: queue " + failure + "-gone cannot be used"},
+	}
+	for _, tc := range inits {
+		t.Run(tc.name, func(t *testing.T) {
+			fn := rie.Start(t, bootstrap, append(env, tc.env...)...)
+			_, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "prefix": "good/"})
+			if err == nil {
+				t.Fatal("the function answered; want it to stop at init")
+			}
+			logs := fn.Logs()
+			if !strings.Contains(logs, tc.want) || strings.Contains(logs, "send stopped") || strings.Contains(logs, "Queue.MaxMessageSize") {
+				t.Errorf("init log does not say %q in a user's words:\n%s", tc.want, logs)
+			}
+		})
+	}
+}
+
+func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }

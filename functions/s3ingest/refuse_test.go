@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/s3sqs/s3sqs/internal/lambdaenv"
 	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/internal/rie"
 )
@@ -54,7 +55,7 @@ func TestRefusals(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{"event type typo", []string{envOutputQueueURL + "=" + out, envEventTypes + "=ObjectCreate:*"},
+		{"event type typo", []string{envOutputQueueURL + "=" + out, lambdaenv.EventTypes + "=ObjectCreate:*"},
 			`EVENT_TYPES: \"ObjectCreate:*\" is not an S3 event type; want a type such as ObjectCreated:Put, or one of ObjectCreated:*`},
 		{"output queue name", []string{envOutputQueueURL + "=records"}, `OUTPUT_QUEUE_URL: \"records\" is not a queue URL`},
 		{"missing output queue", []string{envOutputQueueURL + "=" + out + "-gone"},

@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
 // TestDemo runs the demo's code path with a small dataset, as `make demo`
 // does with a larger one, and checks its accounting: every generated
-// record is on the output or target queue, on the failure output with a
-// reason, or in an object whose notification reached the DLQ.
+// record is on the output or target queue, or on the failure output with a
+// reason.
 func TestDemo(t *testing.T) {
 	c := Config{
 		MotoURL:       localaws.Endpoint(t, localaws.EnvMoto),
@@ -31,15 +32,23 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("missing records: %v", sum.Missing)
 	}
 	// 3 good ingest objects and 3 fanout objects of 60 records, less the
-	// one record SQS refuses; the broken CSV (61 rows) is in the DLQ.
-	if sum.Delivered != 3*60+3*60-1 || len(sum.OnFailureOutput) != 1 || sum.InDLQ != 61 {
-		t.Errorf("delivered %d, failure output %d, in DLQ %d; want 359, 1, 61", sum.Delivered, len(sum.OnFailureOutput), sum.InDLQ)
+	// one record SQS refuses; the broken CSV's other 60 rows are delivered
+	// and its bad row is on the failure output, beside the refused record.
+	if sum.Delivered != 4*60+3*60-1 || len(sum.OnFailureOutput) != 2 || sum.InDLQ != 0 {
+		t.Errorf("delivered %d, failure output %d, in DLQ %d; want 419, 2, 0", sum.Delivered, len(sum.OnFailureOutput), sum.InDLQ)
 	}
-	if len(sum.DLQ) != 2 || sum.FanoutPlan.TasksQueued == 0 || sum.WorkDLQ != 0 {
-		t.Errorf("DLQ %v, tasks %d, work DLQ %d: want the broken object and the unparseable body, the work queue used, and no task lost", sum.DLQ, sum.FanoutPlan.TasksQueued, sum.WorkDLQ)
+	if len(sum.DLQ) != 1 || sum.FanoutPlan.TasksQueued == 0 || sum.WorkDLQ != 0 {
+		t.Errorf("DLQ %v, tasks %d, work DLQ %d: want the unparseable body alone, the work queue used, and no task lost", sum.DLQ, sum.FanoutPlan.TasksQueued, sum.WorkDLQ)
 	}
-	if f := sum.OnFailureOutput[0]; f.Code != "InvalidCharacters" || f.Body != "bad\x00record" {
-		t.Errorf("failure output %+v", f)
+	codes := map[string]fanout.Failure{}
+	for _, f := range sum.OnFailureOutput {
+		codes[f.Code] = f
+	}
+	if f := codes["InvalidCharacters"]; f.Body != "bad\x00record" {
+		t.Errorf("failure output %+v: want fanout's refused record", sum.OnFailureOutput)
+	}
+	if f := codes["UnreadableRecord"]; !strings.HasSuffix(f.Source, "/broken.csv") || f.Offset == 0 || f.RunID == "" {
+		t.Errorf("failure output %+v: want s3ingest's bad CSV row with its offset", sum.OnFailureOutput)
 	}
 	if !strings.Contains(out.String(), "every record is accounted for") {
 		t.Errorf("summary lacks the verdict:\n%s", out.String())

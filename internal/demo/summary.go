@@ -37,7 +37,8 @@ type Summary struct {
 
 	// Delivered counts distinct records on the output and target queues.
 	Delivered int
-	// OnFailureOutput are fanout's refused records, with their reasons.
+	// OnFailureOutput are the records either function refused, with
+	// their reasons.
 	OnFailureOutput []fanout.Failure
 	// InDLQ counts the records of objects whose notification is in the
 	// ingest DLQ; DLQ lists what is there and why.
@@ -76,13 +77,22 @@ func (s *Summary) collect(ctx context.Context, st *stack, fns map[string]*rie.Ru
 	for _, m := range receive(ctx, st.sqs, st.target) {
 		bodies[aws.ToString(m.Body)] = true
 	}
+	// Both functions write the same failure output: fanout's records are
+	// known by body, s3ingest's by object and offset.
 	refused := map[string]bool{}
+	refusedAt := map[string]map[int64]bool{}
 	for _, m := range receive(ctx, st.sqs, st.failed) {
 		var f fanout.Failure
-		if json.Unmarshal([]byte(aws.ToString(m.Body)), &f) == nil {
-			s.OnFailureOutput = append(s.OnFailureOutput, f)
-			refused[f.Body] = true
+		if json.Unmarshal([]byte(aws.ToString(m.Body)), &f) != nil {
+			continue
 		}
+		s.OnFailureOutput = append(s.OnFailureOutput, f)
+		refused[f.Body] = true
+		key := strings.TrimPrefix(f.Source, "s3://"+bucket+"/")
+		if refusedAt[key] == nil {
+			refusedAt[key] = map[int64]bool{}
+		}
+		refusedAt[key][f.Offset] = true
 	}
 	dead := map[string]bool{}
 	for _, m := range receive(ctx, st.motoSQS, st.ingestDLQ) {
@@ -112,15 +122,15 @@ func (s *Summary) collect(ctx context.Context, st *stack, fns map[string]*rie.Ru
 			}
 			continue
 		}
-		got := len(offsets[o.key])
+		got, failed := len(offsets[o.key]), len(refusedAt[o.key])
 		switch {
 		case dead[o.key]:
 			s.InDLQ += o.records
-		case got == o.records:
+		case got+failed == o.records:
 			s.Delivered += got
 		default:
 			s.Delivered += got
-			s.Missing = append(s.Missing, fmt.Sprintf("%s: %d of %d records", o.key, o.records-got, o.records))
+			s.Missing = append(s.Missing, fmt.Sprintf("%s: %d of %d records", o.key, o.records-got-failed, o.records))
 		}
 	}
 	if !containsGarbage(s.DLQ, s.gen.garbage) {
@@ -139,33 +149,28 @@ func containsGarbage(dlq []string, garbage string) bool {
 	return false
 }
 
-// readLogs sums the requests the functions reported in their summary lines.
+// readLogs sums what the functions reported in their summary lines.
 func (s *Summary) readLogs(fns map[string]*rie.Runtime) {
-	for _, line := range strings.Split(fns["s3ingest"].Logs(), "\n") {
+	s.IngestRequests, s.IngestRecordsRead = sumSummaries(fns["s3ingest"].Logs(), "s3ingest", "records")
+	s.FanoutRequests, s.FanoutRecordsRead = sumSummaries(fns["fanout"].Logs(), "fanout", "recordsRead")
+}
+
+// sumSummaries adds up the requests and the records field of the summary
+// lines of function in logs.
+func sumSummaries(logs, function, records string) (requests, recs int64) {
+	for line := range strings.SplitSeq(logs, "\n") {
 		var l struct {
-			Message string `json:"message"`
-			Summary struct {
-				Requests int64 `json:"requests"`
-				Records  int64 `json:"records"`
-			} `json:"summary"`
+			Message string         `json:"message"`
+			Summary map[string]any `json:"summary"`
 		}
-		if json.Unmarshal([]byte(line), &l) == nil && l.Message == "s3ingest invocation" {
-			s.IngestRequests += l.Summary.Requests
-			s.IngestRecordsRead += l.Summary.Records
+		if json.Unmarshal([]byte(line), &l) == nil && l.Message == function+" invocation" {
+			n, _ := l.Summary["requests"].(float64)
+			r, _ := l.Summary[records].(float64)
+			requests += int64(n)
+			recs += int64(r)
 		}
 	}
-	for _, line := range strings.Split(fns["fanout"].Logs(), "\n") {
-		var l struct {
-			Msg         string `json:"msg"`
-			Message     string `json:"message"`
-			Requests    int64  `json:"requests"`
-			RecordsRead int64  `json:"recordsRead"`
-		}
-		if json.Unmarshal([]byte(line), &l) == nil && (l.Msg == "fanout invocation" || l.Message == "fanout invocation") {
-			s.FanoutRequests += l.Requests
-			s.FanoutRecordsRead += l.RecordsRead
-		}
-	}
+	return requests, recs
 }
 
 // receive drains a queue, for the accounting. fauxqs now and then loses a
@@ -208,7 +213,7 @@ func (s *Summary) Print(w io.Writer) {
 	fmt.Fprintf(tw, "s3ingest\t%d objects, %d records (%d deliveries)\t%d records read, %d invocations\t%d\t%d messages retried, %d in DLQ\t%s\n",
 		ingestObjs, ingestRecs, s.Ingest.Received, s.IngestRecordsRead, s.Ingest.Invocations,
 		s.IngestRequests, s.Ingest.Failed, len(s.DLQ), s.IngestTime.Round(time.Millisecond))
-	fmt.Fprintf(tw, "fanout\t%d objects, %d records, %d tasks\t%d records read, %d invocations\t%d\t%d records on the failure output, %d tasks in DLQ\t%s\n",
+	fmt.Fprintf(tw, "fanout\t%d objects, %d records, %d tasks\t%d records read, %d invocations\t%d\t%d records on the failure output (both functions), %d tasks in DLQ\t%s\n",
 		fanoutObjs, fanoutRecs, s.FanoutPlan.TasksQueued, s.FanoutRecordsRead, s.Fanout.Invocations+1,
 		s.FanoutRequests, len(s.OnFailureOutput), s.WorkDLQ, s.FanoutTime.Round(time.Millisecond))
 	tw.Flush()

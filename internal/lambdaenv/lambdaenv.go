@@ -1,20 +1,30 @@
-// Package lambdaenv reads the Lambda functions' configuration from their
-// environment: each variable through the same check that a request field or
-// CLI flag of the same setting uses, with every problem gathered and named
-// by its variable.
+// Package lambdaenv is what the two Lambda functions share at init: it
+// reads their configuration from the environment (each variable through the
+// same check that a request field or CLI flag of the same setting uses,
+// every problem gathered and named by its variable), builds the AWS clients
+// and the engine, and words the errors of queues that cannot be used.
 package lambdaenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
 )
 
 // Reader reads variables with getenv and gathers the problems it finds.
@@ -151,4 +161,137 @@ func QueueError(variable, queue string, err error) error {
 		hint = " (the function's role needs sqs:GetQueueAttributes and sqs:SendMessage on it, and kms:GenerateDataKey for a KMS-encrypted queue)"
 	}
 	return fmt.Errorf("%s: queue %s cannot be used: %s: %s%s", variable, queue, api.ErrorCode(), api.ErrorMessage(), hint)
+}
+
+// Variables of the S3 notification filter that both functions read.
+const (
+	EventTypes         = "EVENT_TYPES"
+	IgnoreDeletions    = "IGNORE_DELETIONS"
+	KeyPrefix          = "KEY_PREFIX"
+	KeySuffix          = "KEY_SUFFIX"
+	MaxFileAge         = "MAX_FILE_AGE"
+	DedupByFileName    = "DEDUP_BY_FILE_NAME"
+	SortByTime         = "SORT_BY_TIME"
+	EventBridgeKeysRaw = "EVENTBRIDGE_KEYS_RAW"
+)
+
+// Filter reads the S3 notification filter: which event types, keys and
+// ages a function takes, and how it reads keys. IGNORE_DELETIONS is read
+// when deletions is true; a function that cannot use deletions passes
+// false and never keeps them.
+func (r *Reader) Filter(deletions bool) s3event.Filter {
+	var f s3event.Filter
+	for t := range strings.SplitSeq(r.String(EventTypes), ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		if err := s3event.CheckEventType(t); err != nil {
+			r.Bad(EventTypes, "%v", strings.TrimPrefix(err.Error(), "s3event: "))
+			continue
+		}
+		f.EventTypes = append(f.EventTypes, t)
+	}
+	if deletions {
+		f.KeepDeletions = !r.Bool(IgnoreDeletions, true)
+	}
+	// Prefix and suffix are taken as written: a key may begin or end with
+	// spaces.
+	f.Prefix = r.Raw(KeyPrefix)
+	f.Suffix = r.Raw(KeySuffix)
+	f.MaxFileAge = Parse(r, MaxFileAge, parseAge)
+	f.FileNameOnly = r.Bool(DedupByFileName, false)
+	f.SortByTime = r.Bool(SortByTime, false)
+	f.Options.EventBridgeKeysRaw = r.Bool(EventBridgeKeysRaw, false)
+	return f
+}
+
+// parseAge reads MAX_FILE_AGE: a number of days ("7d"), a Go duration
+// ("36h", "90m"), or "0" or "off" to turn the check off. Zero means off here,
+// unlike s3event.Filter where zero means the default, so that the value
+// written is the value meant.
+func parseAge(s string) (time.Duration, error) {
+	switch strings.ToLower(s) {
+	case "0", "off", "none":
+		return -1, nil
+	}
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days <= 0 || days > 100000 {
+			return 0, fmt.Errorf("%q is not a whole number of days such as 7d", s)
+		}
+		return time.Duration(days) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not an age such as 7d or 36h, or off", s)
+	}
+	if d == 0 {
+		return -1, nil
+	}
+	return d, nil
+}
+
+// S3PathStyle is the variable that turns on path-style S3 requests, which
+// stand-ins such as moto need; the SDK reads no such setting itself.
+const S3PathStyle = "S3_FORCE_PATH_STYLE"
+
+// Clients returns the S3 and SQS clients of a function from the SDK's
+// standard configuration (credentials, region, AWS_ENDPOINT_URL_...).
+func Clients(ctx context.Context, s3PathStyle bool) (*s3.Client, *sqs.Client, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("AWS config: %w", err)
+	}
+	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.UsePathStyle = s3PathStyle
+		// Ranged GETs come back without a whole-object checksum, and
+		// objects uploaded without one are normal: the SDK would log
+		// that on every read.
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	return s3c, sqs.NewFromConfig(cfg), nil
+}
+
+// Function is what a function's start-up needs from its configuration.
+type Function struct {
+	// Runner configures the engine; its Logger is set here.
+	Runner fanout.Options
+	// S3PathStyle turns on path-style S3 requests.
+	S3PathStyle bool
+	// QueueVariable names the variable of the runner's queue of a role
+	// (fanout.RoleTarget, RoleWork, RoleFailure), for init errors.
+	QueueVariable func(role string) string
+}
+
+// Start is a function's whole init: it logs with the Lambda logger, builds
+// the AWS clients and the runner (resolving its queues once, so that a
+// wrong URL or a missing permission fails here, named by its variable),
+// and hands the runner to handler, whose result goes to lambda.Start. A
+// configuration error (cfgErr, or one found here) is logged and ends the
+// process before the runtime starts. Start does not return.
+func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, log *slog.Logger) any) {
+	log := lambdacontext.NewLogger()
+	slog.SetDefault(log)
+	fail := func(err error) {
+		log.Error("bad config", "err", err)
+		os.Exit(1)
+	}
+	if cfgErr != nil {
+		fail(cfgErr)
+	}
+	ctx := context.Background()
+	s3c, sqsc, err := Clients(ctx, fn.S3PathStyle)
+	if err != nil {
+		fail(err)
+	}
+	fn.Runner.Logger = log
+	runner, err := fanout.New(ctx, s3c, sqsc, fn.Runner)
+	if err != nil {
+		var qe *fanout.QueueError
+		if errors.As(err, &qe) && fn.QueueVariable != nil {
+			err = QueueError(fn.QueueVariable(qe.Role), qe.Queue, qe.Err)
+		}
+		fail(err)
+	}
+	lambda.Start(handler(runner, log))
 }

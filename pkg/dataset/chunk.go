@@ -44,11 +44,7 @@ type Chunk struct {
 // valid as an SQS deduplication id.
 func (c Chunk) ID() string {
 	h := sha256.New()
-	pin := c.VersionID
-	if pin == "" {
-		pin = c.ETag
-	}
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%d", c.Bucket, c.Key, pin, c.Start, c.End)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%d", c.Bucket, c.Key, c.Pin(), c.Start, c.End)
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 

@@ -115,7 +115,7 @@ func inventoryObjects(ctx context.Context, client ListAPI, src Source, r io.Read
 		if !slices.Contains(schema, "Size") {
 			emit = pinEach(ctx, client, yield)
 		}
-		ok := readManifestCSV(src, "s3://"+dest+"/"+f.Key, gz, schema, emit)
+		ok := readManifestCSV(src, Object{Bucket: dest, Key: f.Key}.URI(), gz, schema, emit)
 		body.Close()
 		if !ok {
 			return

@@ -27,11 +27,23 @@ type Object struct {
 
 // String returns s3://bucket/key, with ?versionId= when pinned to one.
 func (o Object) String() string {
-	s := "s3://" + o.Bucket + "/" + o.Key
 	if o.VersionID != "" {
-		s += "?versionId=" + o.VersionID
+		return o.URI() + "?versionId=" + o.VersionID
 	}
-	return s
+	return o.URI()
+}
+
+// URI returns s3://bucket/key.
+func (o Object) URI() string { return "s3://" + o.Bucket + "/" + o.Key }
+
+// Pin returns what pins the object to the bytes that were listed: its
+// version id, or else its ETag. Record ids, chunk ids and conditional reads
+// are built from it.
+func (o Object) Pin() string {
+	if o.VersionID != "" {
+		return o.VersionID
+	}
+	return o.ETag
 }
 
 // Source names a dataset. Set Bucket and exactly one of Key, Prefix, Keys

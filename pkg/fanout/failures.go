@@ -88,10 +88,10 @@ func (s *failureSink) write(ctx context.Context, runID, name string, fs []Failur
 		entries := make([]sqsbatch.Entry, len(fs))
 		limit := s.queue.MaxMessageSize() - 256
 		for i, f := range fs {
-			b, _ := json.Marshal(f)
+			b := marshalForSQS(f)
 			if len(b) > limit {
 				f.Body, f.Truncated = truncate(f.Body, len(f.Body)-(len(b)-limit)-16), true
-				b, _ = json.Marshal(f)
+				b = marshalForSQS(f)
 			}
 			entries[i] = sqsbatch.Entry{ID: fmt.Sprint(i), Body: string(b), GroupID: runID, DeduplicationID: fmt.Sprintf("%s-%s-%d", name, f.Code, f.Offset)}
 			if !s.queue.FIFO() {
@@ -133,6 +133,20 @@ func (s *failureSink) write(ctx context.Context, runID, name string, fs []Failur
 	}
 }
 
+// marshalForSQS encodes f as JSON that SQS accepts as a message body.
+// json.Marshal escapes control characters but writes U+FFFE and U+FFFF as
+// they are, and SQS refuses them: a record refused for holding one could
+// not reach the failure queue, and its task would fail for good. They are
+// escaped here, which decodes to the same body.
+func marshalForSQS(f Failure) []byte {
+	b, _ := json.Marshal(f)
+	if !bytes.ContainsAny(b, "\ufffe\uffff") {
+		return b
+	}
+	b = bytes.ReplaceAll(b, []byte("\ufffe"), []byte(`\ufffe`))
+	return bytes.ReplaceAll(b, []byte("\uffff"), []byte(`\uffff`))
+}
+
 func truncate(s string, n int) string {
 	if n < 0 {
 		n = 0
@@ -148,7 +162,7 @@ func truncate(s string, n int) string {
 
 func failureFrom(runID string, obj dataset.Object, e *sqsbatch.EntryError, offset int64) Failure {
 	return Failure{
-		RunID: runID, Source: "s3://" + obj.Bucket + "/" + obj.Key, Version: pinOf(obj), Offset: offset,
+		RunID: runID, Source: obj.URI(), Version: obj.Pin(), Offset: offset,
 		Code: e.Code, Message: e.Message, SenderFault: e.SenderFault, Attempts: e.Attempts, Body: e.Entry.Body,
 	}
 }

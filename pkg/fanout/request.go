@@ -68,7 +68,7 @@ func (s Setting) MarshalJSON() ([]byte, error) {
 // have: one record per message, its body the JSON object of
 // [recordjson.Encoder] (the record with the key's partition fields and, when
 // FileMetadata is set, a _file object), its only attribute s3sqs-record-id
-// (see [RecordID]), and on a FIFO queue the group [recordjson.GroupID] of the
+// (see [RecordID]), and on a FIFO queue the group [GroupID] of the
 // object with the record id as deduplication id. Mode, Mapping and the
 // configured mode are ignored. The _file object's bucket, key, versionId and
 // eTag are the task chunk's; its eventTime is EventTime.

@@ -39,12 +39,16 @@ func CheckChunkSize(n int64) error {
 }
 
 // ParseChunkSize reads a chunk size such as "8MiB" and checks it.
-func ParseChunkSize(s string) (int64, error) {
+func ParseChunkSize(s string) (int64, error) { return parseBytes(s, "8MiB", CheckChunkSize) }
+
+// parseBytes reads a size as ParseSize does and checks it; example shows
+// how one is written.
+func parseBytes(s, example string, check func(int64) error) (int64, error) {
 	n, err := ParseSize(strings.TrimSpace(s))
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a size such as 8MiB (bytes, or a number with KiB, MiB or GiB)", s)
+		return 0, fmt.Errorf("%q is not a size such as %s (bytes, or a number with KiB, MiB or GiB)", s, example)
 	}
-	return n, CheckChunkSize(n)
+	return n, check(n)
 }
 
 // CheckMessageSize reports a queue message size limit outside SQS's range,
@@ -58,13 +62,7 @@ func CheckMessageSize(n int64) error {
 
 // ParseMessageSize reads a queue message size limit such as "256KiB" and
 // checks it.
-func ParseMessageSize(s string) (int64, error) {
-	n, err := ParseSize(strings.TrimSpace(s))
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a size such as 256KiB or 1048576", s)
-	}
-	return n, CheckMessageSize(n)
-}
+func ParseMessageSize(s string) (int64, error) { return parseBytes(s, "256KiB", CheckMessageSize) }
 
 // CheckMaxInFlight reports a number of requests in flight outside
 // 1..MaxInFlight.

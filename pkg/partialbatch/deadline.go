@@ -67,3 +67,11 @@ func SendContext(ctx context.Context) context.Context {
 	}
 	return ctx
 }
+
+// Deadlines is Contexts for work that is not a batch of messages, such as
+// a direct invocation: it returns the work context, from which SendContext
+// returns the send context, as Process hands its Handler.
+func Deadlines(ctx context.Context, margin time.Duration, now func() time.Time) (context.Context, context.CancelFunc) {
+	work, send, cancel := Contexts(ctx, margin, now)
+	return context.WithValue(work, sendKey{}, send), cancel
+}

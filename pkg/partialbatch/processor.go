@@ -154,9 +154,8 @@ func New(opts Options) *Processor {
 // The error is a *MissingIDError when a failed message has no message id:
 // return it to Lambda, which then retries the whole batch.
 func (p *Processor) Process(ctx context.Context, ev events.SQSEvent, h Handler) (events.SQSEventResponse, Result, error) {
-	work, send, cancel := Contexts(ctx, p.opts.DeadlineMargin, p.opts.Now)
+	work, cancel := Deadlines(ctx, p.opts.DeadlineMargin, p.opts.Now)
 	defer cancel()
-	work = context.WithValue(work, sendKey{}, send)
 
 	msgs := ev.Records
 	out := make([]MessageFailure, len(msgs)) // Reason "" means success

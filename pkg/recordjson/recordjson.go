@@ -1,15 +1,13 @@
 // Package recordjson turns the records of an S3 object into the JSON
 // message bodies s3ingest sends: each record a JSON object, with the Hive
 // partition values of the object's key and a "_file" object naming its
-// origin added. s3ingest encodes the records it reads itself with it, and
-// fanout the records of the objects s3ingest hands off to it, so that a
-// record arrives the same whichever function sent it.
+// origin added. fanout's engine encodes with it the records of every
+// object s3ingest reads, inline or handed off, so that a record arrives the
+// same whichever invocation read it.
 package recordjson
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"strconv"
 	"time"
@@ -390,13 +388,4 @@ func appendJSONString[S ~string | ~[]byte](b []byte, s S) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
-}
-
-// GroupID is the FIFO message group of an object's records on a FIFO
-// output queue: a hash of bucket and key, so that the records of one key
-// stay in order, different keys are delivered in parallel, and any key
-// (up to 1,024 bytes, any characters) gives a valid group id.
-func GroupID(bucket, key string) string {
-	h := sha256.Sum256([]byte(bucket + "\x00" + key))
-	return hex.EncodeToString(h[:16])
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -128,17 +127,5 @@ func TestTopLevelKeys(t *testing.T) {
 	topLevelKeys([]byte(`{"a":{"b":1,"c":[{"d":2}]},"e\"f":"g,\"h\":1","i":[],"j\\":null}`), func(k string) { got = append(got, k) })
 	if want := []string{"a", `e"f`, "i", `j\`}; !slices.Equal(got, want) {
 		t.Errorf("topLevelKeys = %q; want %q", got, want)
-	}
-}
-
-func TestGroupID(t *testing.T) {
-	ids := []string{GroupID("b", "k"), GroupID("b", "k2"), GroupID("b\x00k", "")}
-	for i, id := range ids {
-		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
-			t.Errorf("group id %q is not 32 hex characters", id)
-		}
-		if slices.Contains(ids[:i], id) {
-			t.Errorf("group id %q repeats", id)
-		}
 	}
 }

@@ -41,7 +41,6 @@ func readCSV(src io.Reader, c dataset.Chunk, start, end int64, max int, yield fu
 			if errors.Is(err, io.EOF) {
 				return
 			}
-			line, _ := cr.FieldPos(0)
 			if err != nil {
 				var pe *csv.ParseError
 				if errors.As(err, &pe) {
@@ -56,6 +55,9 @@ func readCSV(src io.Reader, c dataset.Chunk, start, end int64, max int, yield fu
 			if first && skipHeader {
 				continue
 			}
+			// Only now: FieldPos panics when a row failed before its first
+			// field.
+			line, _ := cr.FieldPos(0)
 			if !emit(fields, off, int64(line)) {
 				return
 			}

@@ -302,6 +302,16 @@ func TestMalformed(t *testing.T) {
 			}
 		}
 	})
+	t.Run("csv quote that does not end", func(t *testing.T) {
+		// The quote opens the row's first field: the read ends there with
+		// an error, after the rows before it.
+		put(t, c, bucket, "quote.csv", []byte("n\na2\n\"unterminated\nb3\n"), "")
+		got, errs, _ := readAll(t, c, head(t, c, bucket, "quote.csv"), dataset.PlanOptions{})
+		var re *dataset.ReadError
+		if !cmp.Equal(got, []string{`{"n":"a2"}`}) || len(errs) != 1 || !errors.As(errs[0], &re) || re.Offset != 5 {
+			t.Errorf("records %v, errors %v; want a2, then one read error at offset 5", got, errs)
+		}
+	})
 	t.Run("csv wrong column count", func(t *testing.T) {
 		for _, opts := range []dataset.PlanOptions{{}, {ChunkSize: 5, CSV: dataset.CSVOptions{NoQuotedNewlines: true}}} {
 			put(t, c, bucket, "cols.csv", []byte("a,b\n1,2\n3\n4,5,6\n7,8\n"), "")

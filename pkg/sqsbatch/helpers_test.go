@@ -1,7 +1,6 @@
 package sqsbatch_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -52,83 +51,6 @@ func bodies(msgs []types.Message) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// request is one SendMessageBatch call as a faultClient saw it.
-type request struct {
-	entries []types.SendMessageBatchRequestEntry
-	err     error
-}
-
-// faultClient wraps a real client. It records every SendMessageBatch and can
-// fail whole requests or chosen entries before the rest go to SQS.
-type faultClient struct {
-	sqsbatch.API
-
-	// requestErr, if set, is asked before each request (n from 1); an error
-	// fails the request without sending it.
-	requestErr func(n int) error
-	// entryErr, if set, is asked for each entry with the number of times
-	// its body has been sent so far (from 1); a non-nil result fails the
-	// entry without sending it.
-	entryErr func(body string, attempt int) *types.BatchResultErrorEntry
-
-	mu       sync.Mutex
-	requests []request
-	attempts map[string]int
-}
-
-func (f *faultClient) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
-	f.mu.Lock()
-	n := len(f.requests) + 1
-	f.requests = append(f.requests, request{entries: slices.Clone(in.Entries)})
-	var err error
-	if f.requestErr != nil {
-		err = f.requestErr(n)
-	}
-	var failed []types.BatchResultErrorEntry
-	pass := *in
-	pass.Entries = nil
-	if err == nil {
-		if f.attempts == nil {
-			f.attempts = map[string]int{}
-		}
-		for _, e := range in.Entries {
-			body := aws.ToString(e.MessageBody)
-			f.attempts[body]++
-			var fe *types.BatchResultErrorEntry
-			if f.entryErr != nil {
-				fe = f.entryErr(body, f.attempts[body])
-			}
-			if fe != nil {
-				fe.Id = e.Id
-				failed = append(failed, *fe)
-				continue
-			}
-			pass.Entries = append(pass.Entries, e)
-		}
-	}
-	f.requests[n-1].err = err
-	f.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	out := &sqs.SendMessageBatchOutput{}
-	if len(pass.Entries) > 0 {
-		real, err := f.API.SendMessageBatch(ctx, &pass, opts...)
-		if err != nil {
-			return nil, err
-		}
-		out = real
-	}
-	out.Failed = append(out.Failed, failed...)
-	return out, nil
-}
-
-func (f *faultClient) calls() []request {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.requests)
 }
 
 // entries makes n entries with bodies prefix-0, prefix-1, ...

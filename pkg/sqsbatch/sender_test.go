@@ -17,13 +17,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/sqsfault"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
 func TestPackByCount(t *testing.T) {
 	c := newClient(t)
 	url := createQueue(t, c, false, nil)
-	fc := &faultClient{API: c}
+	fc := &sqsfault.Client{API: c}
 	s, err := sqsbatch.New(t.Context(), fc, sqsbatch.Queue{URL: url}, sqsbatch.Options{MaxInFlight: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -37,8 +38,8 @@ func TestPackByCount(t *testing.T) {
 		t.Errorf("result sent=%d failed=%d requests=%d retries=%d, want 95, 0, 10, 0", res.Sent, res.Failed, res.Requests, res.Retries)
 	}
 	var sizes []int
-	for _, r := range fc.calls() {
-		sizes = append(sizes, len(r.entries))
+	for _, r := range fc.Requests() {
+		sizes = append(sizes, len(r.Entries))
 	}
 	slices.Sort(sizes)
 	if want := []int{5, 10, 10, 10, 10, 10, 10, 10, 10, 10}; !slices.Equal(sizes, want) {
@@ -83,7 +84,7 @@ func TestPackByBytes(t *testing.T) {
 				limit = tt.queueSize
 			}
 			url := createQueue(t, c, false, attrs)
-			fc := &faultClient{API: c}
+			fc := &sqsfault.Client{API: c}
 			s, err := sqsbatch.New(t.Context(), fc, sqsbatch.Queue{URL: url}, sqsbatch.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -108,11 +109,11 @@ func TestPackByBytes(t *testing.T) {
 			if got := failureCodes(res); !cmp.Equal(got, map[string]string{"too-big": string(sqsbatch.RuleTooLarge)}) {
 				t.Errorf("failures %v, want only too-big as %s", got, sqsbatch.RuleTooLarge)
 			}
-			for i, r := range fc.calls() {
-				if len(r.entries) > tt.perReq {
-					t.Errorf("request %d has %d entries, want at most %d", i, len(r.entries), tt.perReq)
+			for i, r := range fc.Requests() {
+				if len(r.Entries) > tt.perReq {
+					t.Errorf("request %d has %d entries, want at most %d", i, len(r.Entries), tt.perReq)
 				}
-				if size := requestSize(r.entries); size > limit {
+				if size := requestSize(r.Entries); size > limit {
 					t.Errorf("request %d carries %d bytes, over the limit %d", i, size, limit)
 				}
 			}
@@ -199,7 +200,7 @@ func TestReplaceInvalidCharacters(t *testing.T) {
 func TestPartialBatchFailure(t *testing.T) {
 	c := newClient(t)
 	url := createQueue(t, c, false, nil)
-	fc := &faultClient{API: c, entryErr: func(body string, attempt int) *types.BatchResultErrorEntry {
+	fc := &sqsfault.Client{API: c, EntryErr: func(body string, attempt int) *types.BatchResultErrorEntry {
 		switch {
 		case strings.HasPrefix(body, "flaky") && attempt <= 2:
 			return &types.BatchResultErrorEntry{Code: aws.String("InternalError"), Message: aws.String("injected"), SenderFault: false}
@@ -234,8 +235,8 @@ func TestPartialBatchFailure(t *testing.T) {
 		}
 	}
 	// Retried entries keep every field.
-	for _, r := range fc.calls() {
-		for _, e := range r.entries {
+	for _, r := range fc.Requests() {
+		for _, e := range r.Entries {
 			if strings.HasPrefix(aws.ToString(e.MessageBody), "flaky") && (e.DelaySeconds != 1 || len(e.MessageAttributes) != 1) {
 				t.Errorf("flaky entry sent with DelaySeconds=%d and %d attributes, want 1 and 1", e.DelaySeconds, len(e.MessageAttributes))
 			}
@@ -259,7 +260,7 @@ func TestPartialBatchFailure(t *testing.T) {
 func TestRetryGivesUp(t *testing.T) {
 	c := newClient(t)
 	url := createQueue(t, c, false, nil)
-	fc := &faultClient{API: c, entryErr: func(body string, _ int) *types.BatchResultErrorEntry {
+	fc := &sqsfault.Client{API: c, EntryErr: func(body string, _ int) *types.BatchResultErrorEntry {
 		if body == "never" {
 			return &types.BatchResultErrorEntry{Code: aws.String("ServiceUnavailable"), Message: aws.String("injected")}
 		}
@@ -296,7 +297,7 @@ func TestThrottlingAndConnectionErrorsRetried(t *testing.T) {
 	// A client for a port nobody listens on gives the SDK's real
 	// connection error; its own retries are off so that ours are tested.
 	dead := sqs.NewFromConfig(localaws.Config("http://127.0.0.1:1"), func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
-	fc := &faultClient{API: c, requestErr: func(n int) error {
+	fc := &sqsfault.Client{API: c, RequestErr: func(n int) error {
 		switch n {
 		case 1:
 			return &smithy.GenericAPIError{Code: "ThrottlingException", Message: "injected", Fault: smithy.FaultServer}
@@ -322,8 +323,8 @@ func TestThrottlingAndConnectionErrorsRetried(t *testing.T) {
 	if res.Sent != 10 || res.Failed != 0 || res.Requests != 3 || res.Retries != 20 {
 		t.Errorf("sent=%d failed=%d requests=%d retries=%d, want 10, 0, 3, 20", res.Sent, res.Failed, res.Requests, res.Retries)
 	}
-	calls := fc.calls()
-	if len(calls) != 3 || !strings.Contains(calls[1].err.Error(), "connection refused") {
+	calls := fc.Requests()
+	if len(calls) != 3 || !strings.Contains(calls[1].Err.Error(), "connection refused") {
 		t.Errorf("calls %v: want the second to fail with connection refused", calls)
 	}
 	receiveAll(t, c, url, 10)
@@ -336,7 +337,7 @@ func TestStopErrors(t *testing.T) {
 		if _, err := c.DeleteQueue(t.Context(), &sqs.DeleteQueueInput{QueueUrl: aws.String(url)}); err != nil {
 			t.Fatal(err)
 		}
-		fc := &faultClient{API: c}
+		fc := &sqsfault.Client{API: c}
 		s, err := sqsbatch.New(t.Context(), fc, sqsbatch.Queue{URL: url, MaxMessageSize: 1 << 20}, sqsbatch.Options{MaxInFlight: 1, Backoff: noWait})
 		if err != nil {
 			t.Fatal(err)
@@ -347,8 +348,8 @@ func TestStopErrors(t *testing.T) {
 		if !errors.As(err, &stop) || stop.Code != "AWS.SimpleQueueService.NonExistentQueue" && stop.Code != "QueueDoesNotExist" {
 			t.Fatalf("err = %v, want a *StopError for the missing queue", err)
 		}
-		if res.Sent != 0 || len(res.Failures) != 25 || res.Requests != 1 || len(fc.calls()) != 1 {
-			t.Errorf("sent=%d failures=%d requests=%d calls=%d, want 0, 25, 1, 1", res.Sent, len(res.Failures), res.Requests, len(fc.calls()))
+		if res.Sent != 0 || len(res.Failures) != 25 || res.Requests != 1 || len(fc.Requests()) != 1 {
+			t.Errorf("sent=%d failures=%d requests=%d calls=%d, want 0, 25, 1, 1", res.Sent, len(res.Failures), res.Requests, len(fc.Requests()))
 		}
 		seen := map[int]bool{}
 		for _, f := range res.Failures {
@@ -367,7 +368,7 @@ func TestStopErrors(t *testing.T) {
 	})
 	t.Run("access denied", func(t *testing.T) {
 		url := createQueue(t, c, false, nil)
-		fc := &faultClient{API: c, requestErr: func(int) error {
+		fc := &sqsfault.Client{API: c, RequestErr: func(int) error {
 			return &smithy.GenericAPIError{Code: "AccessDenied", Message: "injected", Fault: smithy.FaultClient}
 		}}
 		s, err := sqsbatch.New(t.Context(), fc, sqsbatch.Queue{URL: url}, sqsbatch.Options{MaxInFlight: 1, Backoff: noWait})
@@ -379,8 +380,8 @@ func TestStopErrors(t *testing.T) {
 		if !errors.As(err, &stop) || stop.Code != "AccessDenied" {
 			t.Fatalf("err = %v, want *StopError AccessDenied", err)
 		}
-		if len(fc.calls()) != 1 || len(res.Failures) != 35 || res.Failures[0].Code != "AccessDenied" {
-			t.Errorf("calls=%d failures=%d, want 1 call and all 35 entries failed with AccessDenied", len(fc.calls()), len(res.Failures))
+		if len(fc.Requests()) != 1 || len(res.Failures) != 35 || res.Failures[0].Code != "AccessDenied" {
+			t.Errorf("calls=%d failures=%d, want 1 call and all 35 entries failed with AccessDenied", len(fc.Requests()), len(res.Failures))
 		}
 	})
 }
@@ -416,15 +417,15 @@ func TestFIFOOrder(t *testing.T) {
 	// Whole requests are throttled now and then; g1's entries from 7 on
 	// fail with a retryable error on their first two attempts; g2's entry
 	// 11 is rejected for good.
-	fc := &faultClient{
+	fc := &sqsfault.Client{
 		API: c,
-		requestErr: func(n int) error {
+		RequestErr: func(n int) error {
 			if n%4 == 2 {
 				return &smithy.GenericAPIError{Code: "ThrottlingException", Message: "injected"}
 			}
 			return nil
 		},
-		entryErr: func(body string, attempt int) *types.BatchResultErrorEntry {
+		EntryErr: func(body string, attempt int) *types.BatchResultErrorEntry {
 			switch {
 			case groupEntry(body, 1) >= 7 && attempt <= 2:
 				return &types.BatchResultErrorEntry{Code: aws.String("InternalError"), Message: aws.String("injected")}
@@ -537,8 +538,8 @@ func TestCancel(t *testing.T) {
 	defer cancel()
 	// Requests after the fifth hang until the context ends, as a stalled
 	// network would.
-	fc := &faultClient{API: c}
-	slow := &stallClient{faultClient: fc, after: 5}
+	fc := &sqsfault.Client{API: c}
+	slow := &stallClient{Client: fc, after: 5}
 	s, err := sqsbatch.New(ctx, slow, sqsbatch.Queue{URL: url}, sqsbatch.Options{MaxInFlight: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -580,7 +581,7 @@ func TestCancel(t *testing.T) {
 // stallClient sends the first `after` requests and blocks the rest until
 // their context ends.
 type stallClient struct {
-	*faultClient
+	*sqsfault.Client
 	after int
 	n     atomicCounter
 }
@@ -590,7 +591,7 @@ func (s *stallClient) SendMessageBatch(ctx context.Context, in *sqs.SendMessageB
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	return s.faultClient.SendMessageBatch(ctx, in, opts...)
+	return s.Client.SendMessageBatch(ctx, in, opts...)
 }
 
 // groupEntry returns i for a body "g<group>-<i>", or -1.

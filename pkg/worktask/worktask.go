@@ -10,6 +10,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
 // Task is one chunk to send.
@@ -41,6 +42,22 @@ func (t Task) ID() string {
 func (t Task) Marshal() (string, error) {
 	b, err := json.Marshal(t)
 	return string(b), err
+}
+
+// Entry returns the task as the message that carries it to the work
+// queue: its id is the task's, which is also its group and deduplication id
+// on a FIFO queue, so that a task queued twice runs once there.
+func (t Task) Entry(fifo bool) (sqsbatch.Entry, error) {
+	body, err := t.Marshal()
+	if err != nil {
+		return sqsbatch.Entry{}, err
+	}
+	id := t.ID()
+	e := sqsbatch.Entry{ID: id, Body: body}
+	if fifo {
+		e.GroupID, e.DeduplicationID = id, id
+	}
+	return e, nil
 }
 
 // ErrNotTask is returned by Parse for a body that is not a chunk task at

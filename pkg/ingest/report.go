@@ -1,23 +1,14 @@
-package main
+package ingest
 
 import (
 	"context"
-	"log/slog"
 	"maps"
 	"slices"
 	"strings"
 
-	"github.com/aws/aws-lambda-go/lambdacontext"
-
 	"github.com/s3sqs/s3sqs/internal/emf"
+	"github.com/s3sqs/s3sqs/internal/summary"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
-	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
-)
-
-// EMF namespace and dimension of the metrics.
-const (
-	metricsNamespace = "s3sqs"
-	functionName     = "s3ingest"
 )
 
 // skipReasons are every reason an object is skipped, so that each has a
@@ -28,34 +19,8 @@ var skipReasons = []string{
 	reasonNotFound, reasonSuperseded,
 }
 
-// stats counts what the sends of one invocation did.
-type stats struct {
-	skipped     map[string]int
-	recordsSent int
-	sendFailed  int
-	requests    int
-	retries     int
-	bytesSent   int64
-	tasks       int
-}
-
-func (s *stats) skip(reason string) {
-	if s.skipped == nil {
-		s.skipped = map[string]int{}
-	}
-	s.skipped[reason]++
-}
-
-func (s *stats) addSend(r sqsbatch.Result) {
-	s.recordsSent += r.Sent
-	s.sendFailed += r.Failed
-	s.requests += r.Requests
-	s.retries += r.Retries
-	s.bytesSent += r.Bytes
-}
-
-// summary is the one JSON log line of an invocation.
-type summary struct {
+// Summary is what an invocation did, as its one JSON log line says.
+type Summary struct {
 	Messages         int            `json:"messages"`
 	FailedMessages   int            `json:"failedMessages"`
 	FailedBy         map[string]int `json:"failedBy,omitempty"`
@@ -68,49 +33,44 @@ type summary struct {
 	Tasks            int            `json:"tasks"`
 	Skipped          map[string]int `json:"skipped"`
 	Records          int64          `json:"records"`
-	RecordsSent      int            `json:"recordsSent"`
-	RecordsFailed    int            `json:"recordsFailed"`
-	BadRecords       int            `json:"badRecords"`
+	RecordsSent      int64          `json:"recordsSent"`
+	RecordsFailed    int64          `json:"recordsFailed"`
+	BadRecords       int64          `json:"badRecords"`
 	Bytes            int64          `json:"bytes"`
 	BytesSent        int64          `json:"bytesSent"`
-	Requests         int            `json:"requests"`
-	Retries          int            `json:"retries"`
+	Requests         int64          `json:"requests"`
+	Retries          int64          `json:"retries"`
 	DurationMs       int64          `json:"durationMs"`
 }
 
 // summarize adds up the invocation.
-func (inv *invocation) summarize() summary {
-	s := summary{
-		Messages:      len(inv.msgs),
-		FIFO:          inv.fifo,
-		Objects:       len(inv.objects),
-		Tasks:         inv.stats.tasks,
-		RecordsSent:   inv.stats.recordsSent,
-		RecordsFailed: inv.stats.sendFailed,
-		BytesSent:     inv.stats.bytesSent,
-		Requests:      inv.stats.requests,
-		Retries:       inv.stats.retries,
-		Skipped:       map[string]int{},
-		DurationMs:    inv.h.now().Sub(inv.start).Milliseconds(),
+func (inv *invocation) summarize() Summary {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	s := Summary{
+		Messages:       inv.result.Messages,
+		FailedMessages: inv.result.Failed,
+		TestEvents:     inv.testEvents,
+		FIFO:           inv.result.FIFO,
+		Objects:        len(inv.objects),
+		Tasks:          inv.tasks,
+		RecordsSent:    inv.stats.RecordsSent,
+		RecordsFailed:  inv.stats.RecordsFailed,
+		BadRecords:     inv.badRecords,
+		BytesSent:      inv.stats.BytesSent,
+		Requests:       inv.stats.Requests,
+		Retries:        inv.stats.Retries,
+		Skipped:        maps.Clone(inv.skipped),
+		DurationMs:     inv.h.opts.Now().Sub(inv.start).Milliseconds(),
 	}
-	if inv.filter != nil {
-		s.TestEvents = len(inv.filter.TestEvents)
-	}
-	maps.Copy(s.Skipped, inv.stats.skipped)
-	for _, m := range inv.msgs {
-		if m.failed != "" {
-			s.FailedMessages++
-			if s.FailedBy == nil {
-				s.FailedBy = map[string]int{}
-			}
-			s.FailedBy[m.failed]++
-		}
+	if len(inv.failedBy) > 0 {
+		s.FailedBy = maps.Clone(inv.failedBy)
 	}
 	for _, o := range inv.objects {
 		switch {
-		case o.outcome == outcomeSkipped:
-			s.Skipped[o.reason]++
-		case o.delivered():
+		case o.skipped != "":
+			s.Skipped[o.skipped]++
+		case o.failed == "":
 			s.ObjectsDelivered++
 		default:
 			s.ObjectsFailed++
@@ -120,33 +80,15 @@ func (inv *invocation) summarize() summary {
 		} else {
 			s.Records += o.records
 		}
-		s.BadRecords += o.badRecords
 		s.Bytes += o.bytes
 	}
 	return s
 }
 
-// report writes the summary line and the EMF document, and logs each
-// failed message with its reason.
-func (h *Handler) report(ctx context.Context, inv *invocation) {
-	for _, m := range inv.msgs {
-		if m.failed != "" && m.failed != failParse {
-			h.log.WarnContext(ctx, "message reported as failed", "messageId", m.id, "reason", m.failed, "err", m.err)
-		}
-	}
+// report writes the summary line and the EMF document, and returns the
+// summary.
+func (h *Handler) report(ctx context.Context, inv *invocation, err error) Summary {
 	s := inv.summarize()
-
-	// The summary is JSON whatever AWS_LAMBDA_LOG_FORMAT says, so that
-	// Logs Insights can query it; it carries the request id as the
-	// lambdacontext logger would.
-	log := slog.New(slog.NewJSONHandler(h.out, &slog.HandlerOptions{ReplaceAttr: lambdacontext.ReplaceAttr}))
-	attrs := []slog.Attr{slog.String("function", functionName)}
-	if lc, ok := lambdacontext.FromContext(ctx); ok {
-		attrs = append(attrs, slog.String("requestId", lc.AwsRequestID))
-	}
-	attrs = append(attrs, slog.Any("summary", s))
-	log.LogAttrs(ctx, slog.LevelInfo, "s3ingest invocation", attrs...)
-
 	metrics := []emf.Metric{
 		{Name: "Messages", Unit: emf.Count, Value: float64(s.Messages)},
 		{Name: "FailedMessages", Unit: emf.Count, Value: float64(s.FailedMessages)},
@@ -172,9 +114,10 @@ func (h *Handler) report(ctx context.Context, inv *invocation) {
 	for _, r := range reasons {
 		metrics = append(metrics, emf.Metric{Name: "Skipped" + metricName(r), Unit: emf.Count, Value: float64(s.Skipped[r])})
 	}
-	if err := emf.Write(h.out, metricsNamespace, map[string]string{"Function": functionName}, metrics, h.now()); err != nil {
-		h.log.ErrorContext(ctx, "write EMF metrics", "err", err)
+	if werr := summary.Write(ctx, h.opts.Out, "s3ingest", s, metrics, h.opts.Now(), err); werr != nil {
+		h.log.ErrorContext(ctx, "write the invocation summary", "err", werr)
 	}
+	return s
 }
 
 // metricName turns "too-old" into "TooOld".

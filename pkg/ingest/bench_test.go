@@ -1,10 +1,9 @@
-package main
+package ingest
 
 import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -24,6 +23,8 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/internal/rie"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
@@ -35,7 +36,7 @@ import (
 // the records to fauxqs. The output queue is purged between invocations,
 // outside the measured time, so that the stand-in's memory stays flat.
 //
-//	tools/with-local-aws go test -run='^$' -bench=. -benchtime=1x ./functions/s3ingest/
+//	tools/with-local-aws go test -run='^$' -bench=. -benchtime=1x ./pkg/ingest/
 
 const benchObjectSize = 1 << 20
 
@@ -107,15 +108,12 @@ func BenchmarkHandle(b *testing.B) {
 			if target == "discard" {
 				client = discardSQS{}
 			}
-			cfg, err := loadConfig(func(k string) string { return map[string]string{envOutputQueueURL: out}[k] })
+			// As the function's default configuration gives it.
+			runner, err := fanout.New(context.Background(), s3c, client, fanout.Options{Target: sqsbatch.Queue{URL: out}})
 			if err != nil {
 				b.Fatal(err)
 			}
-			sender, err := sqsbatch.New(context.Background(), client, sqsbatch.Queue{URL: out}, cfg.send)
-			if err != nil {
-				b.Fatal(err)
-			}
-			h := newHandler(cfg, s3c, sender, nil, slog.New(slog.DiscardHandler), nil)
+			h := New(runner, Options{Partitions: recordjson.PartitionsString, FileMetadata: true})
 			var elapsed time.Duration
 			for b.Loop() {
 				elapsed = 0
@@ -173,8 +171,9 @@ func BenchmarkBootstrap(b *testing.B) {
 		"OUTPUT_QUEUE_URL="+out, "S3_FORCE_PATH_STYLE=true", "AWS_ENDPOINT_URL_S3="+srv.URL,
 		"AWS_LAMBDA_LOG_FORMAT=JSON", "AWS_LAMBDA_FUNCTION_TIMEOUT=900")
 	ctx := context.Background()
-	// The first invocation, an empty batch, starts the function.
-	if _, err := fn.Invoke(ctx, events.SQSEvent{Records: []events.SQSMessage{}}); err != nil {
+	// The first invocation, of an s3:TestEvent, starts the function; an
+	// empty batch is refused as no SQS event.
+	if _, err := fn.Invoke(ctx, sqsEvent(msg{id: "warm-up", body: testEventBody})); err != nil {
 		b.Fatal(err)
 	}
 	pid := processOf(b, bootstrap)

@@ -91,7 +91,7 @@ type RecordIDs struct {
 
 // NewRecordIDs returns the record id maker of obj.
 func NewRecordIDs(obj dataset.Object) *RecordIDs {
-	pin := pinOf(obj)
+	pin := obj.Pin()
 	b := make([]byte, 0, len(obj.Bucket)+len(obj.Key)+len(pin)+24)
 	b = append(append(append(append(append(b, obj.Bucket...), 0), obj.Key...), 0), pin...)
 	b = append(b, 0)
@@ -113,9 +113,15 @@ func numberAttr(v int64) types.MessageAttributeValue {
 	return types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.FormatInt(v, 10))}
 }
 
-// entryID is the sqsbatch entry id of a record: its offset, so that a
-// failure can be traced back to its place in the object.
-func entryID(offset int64) string { return strconv.FormatInt(offset, 10) }
+// GroupID is the FIFO message group of an object's records when the
+// mapping gives none: a hash of bucket and key, so that the records of one
+// object stay in order, objects are delivered in parallel, and any key (up
+// to 1,024 bytes, any characters, where a group id allows 128 of a few) gives
+// a valid group id. Both functions and both modes use it.
+func GroupID(obj dataset.Object) string {
+	h := sha256.Sum256([]byte(obj.Bucket + "\x00" + obj.Key))
+	return hex.EncodeToString(h[:16])
+}
 
 // recordEntry maps one record to an entry in record mode. json says
 // whether the record is JSON (not a text line). The error, if any, says
@@ -123,15 +129,14 @@ func entryID(offset int64) string { return strconv.FormatInt(offset, 10) }
 func (m Mapping) recordEntry(ids *RecordIDs, obj dataset.Object, rec records.Record, isJSON bool) (sqsbatch.Entry, error) {
 	id := ids.ID(rec.Offset)
 	e := sqsbatch.Entry{
-		ID:   entryID(rec.Offset),
 		Body: string(rec.Value),
 		Attributes: map[string]types.MessageAttributeValue{
 			AttrRecordID: stringAttr(id),
-			AttrSource:   stringAttr("s3://" + obj.Bucket + "/" + obj.Key),
+			AttrSource:   stringAttr(obj.URI()),
 		},
 		DeduplicationID: id,
 	}
-	if v := pinOf(obj); v != "" {
+	if v := obj.Pin(); v != "" {
 		e.Attributes[AttrVersion] = stringAttr(v)
 	}
 	if !isJSON {
@@ -194,13 +199,6 @@ func stringField(fields map[string]json.RawMessage, name string) (string, error)
 	return "", fmt.Errorf("field %q is neither a string nor a number", name)
 }
 
-func pinOf(obj dataset.Object) string {
-	if obj.VersionID != "" {
-		return obj.VersionID
-	}
-	return obj.ETag
-}
-
 // chunkPacker gathers records into chunk-mode messages of at most max
 // bytes, counting attributes as SQS does.
 type chunkPacker struct {
@@ -216,12 +214,16 @@ type chunkPacker struct {
 const chunkOverhead = 512
 
 // add adds a record; it returns a full message to send first when the
-// record does not fit beside what is gathered.
-func (p *chunkPacker) add(rec records.Record) (sqsbatch.Entry, bool) {
-	var out sqsbatch.Entry
-	full := false
-	if p.n > 0 && p.body.Len()+1+len(rec.Value)+len(pinOf(p.obj))+len(p.obj.Key)+chunkOverhead > p.max {
-		out, full = p.flush(), true
+// record does not fit beside what is gathered, with the records it holds.
+func (p *chunkPacker) add(rec records.Record) (sqsbatch.Entry, span, bool) {
+	var (
+		out  sqsbatch.Entry
+		held span
+		full bool
+	)
+	if p.n > 0 && p.body.Len()+1+len(rec.Value)+len(p.obj.Pin())+len(p.obj.Key)+chunkOverhead > p.max {
+		out, held = p.flush()
+		full = true
 	}
 	if p.n > 0 {
 		p.body.WriteByte('\n')
@@ -231,31 +233,32 @@ func (p *chunkPacker) add(rec records.Record) (sqsbatch.Entry, bool) {
 	p.body.Write(rec.Value)
 	p.last = rec.Offset
 	p.n++
-	return out, full
+	return out, held, full
 }
 
-// flush returns the gathered records as one entry and starts anew.
-func (p *chunkPacker) flush() sqsbatch.Entry {
+// flush returns the gathered records as one entry, with the records it
+// holds, and starts anew.
+func (p *chunkPacker) flush() (sqsbatch.Entry, span) {
 	id := RecordID(p.obj, p.first)
 	e := sqsbatch.Entry{
-		ID:   entryID(p.first),
 		Body: p.body.String(),
 		Attributes: map[string]types.MessageAttributeValue{
 			AttrRecordID: stringAttr(id),
-			AttrSource:   stringAttr("s3://" + p.obj.Bucket + "/" + p.obj.Key),
+			AttrSource:   stringAttr(p.obj.URI()),
 			AttrFirst:    numberAttr(p.first),
 			AttrLast:     numberAttr(p.last),
 			AttrCount:    numberAttr(int64(p.n)),
 		},
 		DeduplicationID: id,
-		GroupID:         p.obj.Key,
+		GroupID:         GroupID(p.obj),
 	}
-	if v := pinOf(p.obj); v != "" {
+	if v := p.obj.Pin(); v != "" {
 		e.Attributes[AttrVersion] = stringAttr(v)
 	}
+	held := span{offset: p.first, count: p.n}
 	p.body.Reset()
 	p.n = 0
-	return e
+	return e, held
 }
 
 // ParseSize reads a size as configuration writes it: "8388608", "8MiB",

@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 func TestRecordEntry(t *testing.T) {
@@ -76,12 +79,19 @@ func TestChunkPacker(t *testing.T) {
 	total := 0
 	for i := range 100 {
 		rec := records.Record{Offset: int64(i * 100), Value: []byte(strings.Repeat("x", 99))}
-		if e, full := p.add(rec); full {
+		if e, held, full := p.add(rec); full {
 			out = append(out, e)
+			if held.count != strings.Count(e.Body, "\n")+1 || held.offset%100 != 0 {
+				t.Errorf("entry holds %+v; its body has %d records", held, strings.Count(e.Body, "\n")+1)
+			}
+			if e.GroupID != GroupID(obj) {
+				t.Errorf("chunk entry's group %q; want the object's %q", e.GroupID, GroupID(obj))
+			}
 		}
 		total++
 	}
-	out = append(out, p.flush())
+	last, _ := p.flush()
+	out = append(out, last)
 	got := 0
 	for _, e := range out {
 		if e.Size() > 2048 {
@@ -116,27 +126,74 @@ func TestIngestEntry(t *testing.T) {
 
 	r := &Runner{log: slog.New(slog.DiscardHandler)}
 	c := dataset.Chunk{Object: dataset.Object{Bucket: "b", Key: "d=1/k.jsonl", ETag: "e", VersionID: "v"}, Format: dataset.FormatJSONL}
-	ie := r.newIngestEncoder(t.Context(), c, *back.Ingest)
 	for _, fifo := range []bool{false, true} {
-		e, err := ie.entry(records.Record{Offset: 10, Line: 2, Value: []byte(`{"value":"x","group_id":"g"}`)}, fifo)
+		encode := ingestEntries(r.ingestEncoder(t.Context(), c, *back.Ingest), c.Object, fifo)
+		e, err := encode(records.Record{Offset: 10, Line: 2, Value: []byte(`{"value":"x","group_id":"g"}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		id := RecordID(c.Object, 10)
 		body := `{"value":"x","group_id":"g","d":1,"_file":{"bucket":"b","key":"d=1/k.jsonl","versionId":"v","eTag":"e","eventTime":"2024-01-02T03:04:05Z","offset":10,"line":2}}`
-		if e.ID != "10" || e.Body != body || len(e.Attributes) != 1 || aws.ToString(e.Attributes[AttrRecordID].StringValue) != id {
+		if e.Body != body || len(e.Attributes) != 1 || aws.ToString(e.Attributes[AttrRecordID].StringValue) != id {
 			t.Errorf("entry %+v", e)
 		}
 		wantGroup, wantDedup := "", ""
 		if fifo {
-			wantGroup, wantDedup = recordjson.GroupID("b", "d=1/k.jsonl"), id
+			wantGroup, wantDedup = GroupID(c.Object), id
 		}
 		if e.GroupID != wantGroup || e.DeduplicationID != wantDedup {
 			t.Errorf("fifo %v: group %q, dedup %q", fifo, e.GroupID, e.DeduplicationID)
 		}
+		if _, err := encode(records.Record{Offset: 20, Value: []byte(`{"a":`)}); !errors.Is(err, recordjson.ErrNotJSON) {
+			t.Errorf("entry of a bad record: %v", err)
+		}
 	}
-	if _, err := ie.entry(records.Record{Offset: 20, Value: []byte(`{"a":`)}, false); !errors.Is(err, recordjson.ErrNotJSON) {
-		t.Errorf("entry of a bad record: %v", err)
+}
+
+// TestGroupID checks that the FIFO group of an object is valid for any
+// key: SQS takes 1 to 128 characters of a-z, A-Z, 0-9 and punctuation,
+// which raw keys with spaces, unicode or 300 characters are not.
+func TestGroupID(t *testing.T) {
+	seen := map[string]bool{}
+	for _, key := range []string{"dir/part 0001.jsonl", "région=Zürich/日本語.jsonl", strings.Repeat("k", 300), "a", "a "} {
+		g := GroupID(dataset.Object{Bucket: "lake", Key: key})
+		if len(g) == 0 || len(g) > 128 || strings.Trim(g, "0123456789abcdef") != "" {
+			t.Errorf("GroupID(%q) = %q; not a valid message group id", key, g)
+		}
+		if seen[g] {
+			t.Errorf("GroupID(%q) = %q, the same as another key's", key, g)
+		}
+		seen[g] = true
+	}
+}
+
+func TestMappedEntriesGroup(t *testing.T) {
+	c := dataset.Chunk{Object: dataset.Object{Bucket: "b", Key: "dir/part 0001.jsonl", ETag: "e"}, Format: dataset.FormatJSONL}
+	for _, tc := range []struct {
+		fifo              bool
+		rec, group, dedup string
+	}{
+		{false, `{"value":"v","group_id":"g"}`, "", ""},
+		{true, `{"value":"v","group_id":"g"}`, "g", RecordID(c.Object, 0)},
+		{true, `{"value":"v"}`, GroupID(c.Object), RecordID(c.Object, 0)},
+	} {
+		e, err := mappedEntries(Mapping{}.withDefaults(), c, tc.fifo)(records.Record{Value: []byte(tc.rec)})
+		if err != nil || e.GroupID != tc.group || e.DeduplicationID != tc.dedup {
+			t.Errorf("fifo %v, %s: group %q dedup %q (%v); want %q %q", tc.fifo, tc.rec, e.GroupID, e.DeduplicationID, err, tc.group, tc.dedup)
+		}
+	}
+}
+
+func TestEntryRef(t *testing.T) {
+	for _, ref := range []entryRef{{0, 0, 1}, {3, 123456789012, 40}, {9, -1, 1}} {
+		if got, ok := parseRef(ref.id()); !ok || got != ref {
+			t.Errorf("parseRef(%q) = %+v, %v; want %+v", ref.id(), got, ok, ref)
+		}
+	}
+	for _, id := range []string{"", "1", "1:2", "a:1:1", "1:2:3:4"} {
+		if _, ok := parseRef(id); ok {
+			t.Errorf("parseRef(%q) accepted", id)
+		}
 	}
 }
 
@@ -170,5 +227,33 @@ func TestParseSize(t *testing.T) {
 		if got, err := ParseSize(in); err == nil {
 			t.Errorf("ParseSize(%q) = %d; want an error", in, got)
 		}
+	}
+}
+
+func TestLanes(t *testing.T) {
+	a := dataset.Object{Bucket: "b", Key: "a", ETag: "1"}
+	b := dataset.Object{Bucket: "b", Key: "b", ETag: "1"}
+	run := func(obj dataset.Object, index int) *taskRun {
+		return &taskRun{task: worktask.Task{Chunk: dataset.Chunk{Object: obj, Index: index}}}
+	}
+	runs := []*taskRun{run(a, 0), run(b, 0), run(a, 1), run(a, 2), run(b, 1)}
+	names := func(ls [][]*taskRun) []string {
+		var out []string
+		for _, l := range ls {
+			var s []string
+			for _, tr := range l {
+				s = append(s, fmt.Sprintf("%s%d", tr.task.Chunk.Key, tr.task.Chunk.Index))
+			}
+			out = append(out, strings.Join(s, ","))
+		}
+		return out
+	}
+	// On a FIFO queue an object's chunks are read in order, one lane each
+	// object; elsewhere every chunk is read on its own.
+	if got, want := names(lanes(runs, true)), []string{"a0,a1,a2", "b0,b1"}; !slices.Equal(got, want) {
+		t.Errorf("FIFO lanes %v; want %v", got, want)
+	}
+	if got := names(lanes(runs, false)); len(got) != 5 {
+		t.Errorf("standard lanes %v; want one a task", got)
 	}
 }

@@ -1,9 +1,8 @@
-package main
+package ingest
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -21,8 +20,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/summary"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
@@ -32,13 +33,14 @@ import (
 const testBucket = "ingest-bucket"
 
 // fixture is an in-process S3 (gofakes3) with a bucket, the SQS stand-in
-// (fauxqs) with an output queue, and buffers for what a Handler logs and
-// reports.
+// (fauxqs) with an output queue and a failure queue, and buffers for what
+// a Handler logs and reports.
 type fixture struct {
 	t       *testing.T
 	s3      *s3.Client
 	sqs     *sqs.Client
 	out     string // output queue URL
+	failure string // failure queue URL
 	logs    *lockedBuffer
 	summary *lockedBuffer
 }
@@ -50,27 +52,33 @@ func newFixture(t *testing.T, outSuffix string, outAttrs map[string]string) *fix
 		t.Fatalf("create bucket: %v", err)
 	}
 	f.out = localaws.CreateQueue(t, f.sqs, outSuffix, outAttrs)
+	f.failure = localaws.CreateQueue(t, f.sqs, "-failure", nil)
 	return f
 }
 
-// config returns the configuration that env (on top of the output queue)
-// gives, failing the test on an error.
-func (f *fixture) config(env map[string]string) config {
-	f.t.Helper()
-	all := map[string]string{envOutputQueueURL: f.out}
-	for k, v := range env {
-		all[k] = v
-	}
-	c, err := loadConfig(func(k string) string { return all[k] })
-	if err != nil {
-		f.t.Fatalf("loadConfig: %v", err)
-	}
-	return c
+// options are what a test's Handler is built with, as the function's
+// configuration splits them: the runner's (target, failure output, work
+// queue, plan, send) and the handler's.
+type options struct {
+	runner fanout.Options
+	ingest Options
 }
 
-// handler returns a Handler with cfg that sends through client (the SQS
-// stand-in when nil) without backoff waits.
-func (f *fixture) handler(cfg config, client sqsbatch.API, s3c dataset.GetAPI) *Handler {
+// defaults returns the options that s3ingest's configuration gives by
+// default: the output queue as target, the fixture's failure queue,
+// partition values as strings and _file.
+func (f *fixture) defaults() options {
+	return options{
+		runner: fanout.Options{Target: sqsbatch.Queue{URL: f.out}, FailureQueueURL: f.failure},
+		ingest: Options{Partitions: recordjson.PartitionsString, FileMetadata: true},
+	}
+}
+
+// handler returns a Handler built with o whose runner sends through client
+// (the SQS stand-in when nil) and reads through s3c (the fixture's S3 when
+// nil), without backoff waits. Both log to f.logs; the summary goes to
+// f.summary.
+func (f *fixture) handler(o options, client sqsbatch.API, s3c fanout.S3API) *Handler {
 	f.t.Helper()
 	if client == nil {
 		client = f.sqs
@@ -79,18 +87,39 @@ func (f *fixture) handler(cfg config, client sqsbatch.API, s3c dataset.GetAPI) *
 		s3c = f.s3
 	}
 	log := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg.send.Backoff = func(int) time.Duration { return time.Millisecond }
-	out, err := sqsbatch.New(f.t.Context(), client, sqsbatch.Queue{URL: cfg.outputQueueURL}, cfg.send)
+	o.runner.Send.Backoff = func(int) time.Duration { return time.Millisecond }
+	o.runner.Logger = log
+	runner, err := fanout.New(f.t.Context(), s3c, client, o.runner)
 	if err != nil {
-		f.t.Fatalf("sender: %v", err)
+		f.t.Fatalf("fanout.New: %v", err)
 	}
-	var handoff *sqsbatch.Sender
-	if cfg.handoffBytes > 0 {
-		if handoff, err = sqsbatch.New(f.t.Context(), client, sqsbatch.Queue{URL: cfg.fanoutWorkQueueURL}, cfg.send); err != nil {
-			f.t.Fatalf("handoff sender: %v", err)
+	o.ingest.Logger, o.ingest.Out = log, f.summary
+	return New(runner, o.ingest)
+}
+
+// failed drains the failure queue and returns the failures on it, by
+// object key and offset.
+func (f *fixture) failed(quiet time.Duration) map[failureAt]fanout.Failure {
+	f.t.Helper()
+	got := map[failureAt]fanout.Failure{}
+	for _, m := range localaws.Drain(f.t, f.sqs, f.failure, quiet) {
+		var fl fanout.Failure
+		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &fl); err != nil {
+			f.t.Fatalf("failure %s: %v", aws.ToString(m.Body), err)
 		}
+		at := failureAt{key: strings.TrimPrefix(fl.Source, "s3://"+testBucket+"/"), offset: fl.Offset}
+		if _, dup := got[at]; dup {
+			f.t.Errorf("failure of %s at %d is on the failure output twice", at.key, at.offset)
+		}
+		got[at] = fl
 	}
-	return newHandler(cfg, s3c, out, handoff, log, f.summary)
+	return got
+}
+
+// failureAt is where a failed record was: its key and offset.
+type failureAt struct {
+	key    string
+	offset int64
 }
 
 // object is an uploaded object: what a notification says of it, and its
@@ -287,9 +316,9 @@ func checkOutput(t *testing.T, c *sqs.Client, queueURL string, want map[string]m
 	msgs := localaws.Drain(t, c, queueURL, quiet)
 	got := map[string]map[string]any{}
 	for _, m := range msgs {
-		a, ok := m.MessageAttributes[AttrRecordID]
+		a, ok := m.MessageAttributes[fanout.AttrRecordID]
 		if !ok {
-			t.Errorf("message without %s: %s", AttrRecordID, aws.ToString(m.Body))
+			t.Errorf("message without %s: %s", fanout.AttrRecordID, aws.ToString(m.Body))
 			continue
 		}
 		id := aws.ToString(a.StringValue)
@@ -309,8 +338,9 @@ func checkOutput(t *testing.T, c *sqs.Client, queueURL string, want map[string]m
 	return msgs
 }
 
-// summaryOf returns the summary line and checks that an EMF line follows.
-func summaryOf(t *testing.T, out *lockedBuffer) summary {
+// summaryOf returns the summary of the "s3ingest invocation" line, checks
+// that an EMF line that agrees with it follows, and empties out.
+func summaryOf(t *testing.T, out *lockedBuffer) Summary {
 	t.Helper()
 	sc := bufio.NewScanner(strings.NewReader(out.String()))
 	sc.Buffer(nil, 1<<20)
@@ -324,9 +354,9 @@ func summaryOf(t *testing.T, out *lockedBuffer) summary {
 	var line struct {
 		Message  string  `json:"message"`
 		Function string  `json:"function"`
-		Summary  summary `json:"summary"`
+		Summary  Summary `json:"summary"`
 	}
-	if err := json.Unmarshal([]byte(lines[0]), &line); err != nil || line.Message != "s3ingest invocation" || line.Function != functionName {
+	if err := json.Unmarshal([]byte(lines[0]), &line); err != nil || line.Message != "s3ingest invocation" || line.Function != "s3ingest" {
 		t.Fatalf("summary line %q: %v", lines[0], err)
 	}
 	var doc struct {
@@ -345,9 +375,9 @@ func summaryOf(t *testing.T, out *lockedBuffer) summary {
 		RecFailed float64 `json:"RecordsFailed"`
 	}
 	if err := json.Unmarshal([]byte(lines[1]), &doc); err != nil || len(doc.AWS.CloudWatchMetrics) != 1 ||
-		doc.AWS.CloudWatchMetrics[0].Namespace != metricsNamespace || doc.Function != functionName ||
+		doc.AWS.CloudWatchMetrics[0].Namespace != summary.Namespace || doc.Function != "s3ingest" ||
 		int(doc.Messages) != line.Summary.Messages || int(doc.NotFound) != line.Summary.Skipped[reasonNotFound] ||
-		int(doc.RecSent) != line.Summary.RecordsSent {
+		int64(doc.RecSent) != line.Summary.RecordsSent || int64(doc.RecFailed) != line.Summary.RecordsFailed {
 		t.Errorf("EMF line does not match the summary (%v):\n%s\n%s", err, lines[0], lines[1])
 	}
 	out.Reset()
@@ -376,35 +406,4 @@ func (l *lockedBuffer) Reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.b.Reset()
-}
-
-// poisonSQS fails for good, as SQS does for a sender's fault, every entry
-// whose body contains "poison", and passes the others to the stand-in.
-type poisonSQS struct {
-	sqsbatch.API
-}
-
-func (p poisonSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
-	var pass []types.SendMessageBatchRequestEntry
-	out := &sqs.SendMessageBatchOutput{}
-	for _, e := range in.Entries {
-		if strings.Contains(aws.ToString(e.MessageBody), "poison") {
-			out.Failed = append(out.Failed, types.BatchResultErrorEntry{
-				Id: e.Id, Code: aws.String("InvalidParameterValue"), Message: aws.String("poisoned by the test"), SenderFault: true,
-			})
-			continue
-		}
-		pass = append(pass, e)
-	}
-	if len(pass) > 0 {
-		cp := *in
-		cp.Entries = pass
-		res, err := p.API.SendMessageBatch(ctx, &cp, opts...)
-		if err != nil {
-			return nil, err
-		}
-		out.Successful = res.Successful
-		out.Failed = append(out.Failed, res.Failed...)
-	}
-	return out, nil
 }

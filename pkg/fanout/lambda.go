@@ -1,0 +1,308 @@
+package fanout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/s3sqs/s3sqs/internal/emf"
+	"github.com/s3sqs/s3sqs/internal/summary"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/partialbatch"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
+)
+
+// HandlerOptions configures a Handler. The zero value is ready to use.
+type HandlerOptions struct {
+	// Filter selects the objects of S3 notifications, as s3ingest's does.
+	// Deletions are never sent: there is nothing left to read.
+	Filter s3event.Filter
+	// FailOnError fails an invocation in which any record failed; the
+	// records are on the failure output all the same.
+	FailOnError bool
+	// SkipGroupOnError, on a FIFO work queue, fails only the later messages
+	// of a failed message's group instead of the rest of the batch.
+	SkipGroupOnError bool
+	// Concurrency is how many notification messages of an SQS event run
+	// at once; zero means partialbatch.DefaultConcurrency. Chunk tasks
+	// are read ChunkConcurrency at a time, as in any run.
+	Concurrency int
+	// DeadlineMargin is how long before an invocation's deadline work
+	// stops; zero means partialbatch.AutoMargin.
+	DeadlineMargin time.Duration
+	// Out receives each invocation's summary line and EMF metrics; nil
+	// discards them.
+	Out io.Writer
+	// Logger receives the handler's logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Handler answers the fanout Lambda function's three kinds of invocation:
+// a direct request, an S3 event notification, and an SQS event (of chunk
+// tasks from the work queue, or of S3 notifications), which it answers with
+// a partial batch response. It is safe for concurrent use.
+type Handler struct {
+	runner *Runner
+	opts   HandlerOptions
+	proc   *partialbatch.Processor
+	log    *slog.Logger
+}
+
+// NewHandler returns the Handler that runs invocations with r.
+func NewHandler(r *Runner, opts HandlerOptions) *Handler {
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	opts.Filter.Now = opts.Now
+	proc := partialbatch.New(partialbatch.Options{SkipGroupOnError: opts.SkipGroupOnError, DeadlineMargin: opts.DeadlineMargin, Now: opts.Now})
+	return &Handler{runner: r, opts: opts, proc: proc, log: log}
+}
+
+// Invocation is the summary of one invocation: its log line and metrics.
+type Invocation struct {
+	Kind           string `json:"kind"`
+	RunID          string `json:"runId,omitempty"`
+	Queued         bool   `json:"queued,omitempty"`
+	SQSMessages    int    `json:"sqsMessages,omitempty"`
+	FailedMessages int    `json:"failedMessages,omitempty"`
+	Continuations  int    `json:"continuations,omitempty"`
+	BadRecords     int64  `json:"badRecords,omitempty"`
+	Skipped        int    `json:"skippedObjects,omitempty"`
+	DurationMs     int64  `json:"durationMs"`
+	Stats
+}
+
+// Invoke is the Lambda entry point. It returns an error only when it cannot
+// answer: a request that cannot be run, or an SQS event it cannot answer
+// message by message (which then comes back whole).
+func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, error) {
+	start := h.opts.Now()
+	var (
+		inv = &Invocation{}
+		out any
+		err error
+	)
+	switch kindOf(payload) {
+	case "sqs":
+		inv.Kind = "sqs"
+		var ev events.SQSEvent
+		if ev, err = partialbatch.Decode(payload); err != nil {
+			break
+		}
+		var res partialbatch.Result
+		var resp events.SQSEventResponse
+		resp, res, err = h.proc.Process(ctx, ev, h.messages(inv))
+		out = resp
+		inv.SQSMessages, inv.FailedMessages = res.Messages, res.Failed
+		for _, f := range res.Failures {
+			h.log.ErrorContext(ctx, "message failed", "messageId", f.MessageID, "reason", f.Reason, "err", f.Err)
+		}
+	case "notification":
+		inv.Kind = "s3-event"
+		ctx, cancel := partialbatch.Deadlines(ctx, h.opts.DeadlineMargin, h.opts.Now)
+		defer cancel()
+		r := h.notifications(ctx, inv, []s3event.Message{{Body: string(payload)}})[0]
+		out, err = r.report, r.err
+	default:
+		inv.Kind = "request"
+		var req Request
+		if req, err = DecodeRequest(payload); err != nil {
+			break
+		}
+		ctx, cancel := partialbatch.Deadlines(ctx, h.opts.DeadlineMargin, h.opts.Now)
+		defer cancel()
+		var rep Report
+		rep, err = h.runner.Run(ctx, req)
+		inv.RunID, inv.Queued = rep.RunID, rep.Queued
+		inv.Stats.Add(rep.Stats)
+		out = rep
+	}
+	if err == nil && h.opts.FailOnError && inv.RecordsFailed > 0 {
+		err = fmt.Errorf("fanout: %d records failed (FAIL_ON_ERROR is set; they are on the failure output)", inv.RecordsFailed)
+	}
+	inv.DurationMs = h.opts.Now().Sub(start).Milliseconds()
+	h.report(ctx, inv, err)
+	return out, err
+}
+
+// kindOf tells an SQS event, an S3 notification (raw, wrapped by SNS or
+// sent by EventBridge) and a request apart.
+func kindOf(payload []byte) string {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(payload, &probe) != nil {
+		return "request"
+	}
+	if raw, ok := probe["Records"]; ok {
+		var recs []struct {
+			EventSource string `json:"eventSource"`
+		}
+		if json.Unmarshal(raw, &recs) == nil && len(recs) > 0 && recs[0].EventSource == "aws:sqs" {
+			return "sqs"
+		}
+		return "notification"
+	}
+	for _, k := range []string{"TopicArn", "detail-type", "Event"} {
+		if _, ok := probe[k]; ok {
+			return "notification"
+		}
+	}
+	return "request"
+}
+
+// messages returns the partial-batch handler of an SQS event's messages:
+// chunk tasks run together, so that small ones share requests; each
+// notification is a run of its own.
+func (h *Handler) messages(inv *Invocation) partialbatch.Handler {
+	return func(ctx context.Context, msgs []events.SQSMessage) []error {
+		errs := make([]error, len(msgs))
+		var (
+			tasks   []worktask.Task
+			taskMsg []int
+			notes   []s3event.Message
+			noteMsg = map[string][]int{}
+		)
+		for i, m := range msgs {
+			t, err := worktask.Parse(m.Body)
+			switch {
+			case err == nil:
+				tasks = append(tasks, t)
+				taskMsg = append(taskMsg, i)
+			case errors.Is(err, worktask.ErrNotTask):
+				notes = append(notes, s3event.Message{ID: m.MessageId, Body: m.Body})
+				noteMsg[m.MessageId] = append(noteMsg[m.MessageId], i)
+			default:
+				// It will never run: it goes back until the work queue
+				// moves it to its dead-letter queue, with this reason.
+				errs[i] = err
+			}
+		}
+		for j, res := range h.runner.RunTasks(ctx, tasks, 0) {
+			i := taskMsg[j]
+			inv.Stats.Add(res.Stats)
+			inv.BadRecords += res.BadRecords
+			errs[i] = res.Err
+			if res.Err == nil && res.Continuation != nil {
+				// The continuation takes over the rest of the task: if it
+				// cannot be queued, the task comes back and runs again whole.
+				if err := h.runner.Enqueue(partialbatch.SendContext(ctx), *res.Continuation); err != nil {
+					errs[i] = fmt.Errorf("queue the continuation at offset %d: %w", res.Continuation.ResumeAt, err)
+				} else {
+					inv.Continuations++
+				}
+			}
+		}
+		for _, r := range h.notifications(ctx, inv, notes) {
+			for _, i := range noteMsg[r.messageID] {
+				errs[i] = r.err
+			}
+		}
+		return errs
+	}
+}
+
+// noteResult is what became of one notification message.
+type noteResult struct {
+	messageID string
+	report    Report
+	err       error
+}
+
+// notifications sends the objects that msgs name and that the filter
+// accepts, each message's objects as a run named after the message, up to
+// Concurrency runs at once. A message fails when one of its records could
+// not be read, after its other objects were sent.
+func (h *Handler) notifications(ctx context.Context, inv *Invocation, msgs []s3event.Message) []noteResult {
+	if len(msgs) == 0 {
+		return nil
+	}
+	res := h.opts.Filter.Apply(msgs)
+	out := make([]noteResult, len(msgs))
+	index := map[string]int{}
+	for i, m := range msgs {
+		out[i].messageID = m.ID
+		index[m.ID] = i
+	}
+	for _, f := range res.Failed {
+		i := index[f.MessageID]
+		out[i].err = errors.Join(out[i].err, f.Err)
+	}
+	for _, s := range res.Skipped {
+		inv.Skipped++
+		h.log.DebugContext(ctx, "object skipped", "messageId", s.MessageID, "object", dataset.Object{Bucket: s.Object.Bucket, Key: s.Object.Key}.URI(),
+			"reason", s.Reason.String(), "detail", s.Detail)
+	}
+	objs := make([][]dataset.Object, len(msgs))
+	for _, it := range res.Accepted {
+		o := it.Object
+		objs[index[it.MessageID]] = append(objs[index[it.MessageID]], dataset.Object{Bucket: o.Bucket, Key: o.Key, Size: o.Size, ETag: o.ETag, VersionID: o.VersionID})
+	}
+	var (
+		mu sync.Mutex
+		g  errgroup.Group
+	)
+	g.SetLimit(max(h.opts.Concurrency, 1))
+	for i := range msgs {
+		if len(objs[i]) == 0 {
+			continue
+		}
+		g.Go(func() error {
+			seq := func(yield func(dataset.Object, error) bool) {
+				for _, o := range objs[i] {
+					if !yield(o, nil) {
+						return
+					}
+				}
+			}
+			rep, err := h.runner.RunObjects(ctx, msgs[i].ID, seq, Overrides{})
+			mu.Lock()
+			defer mu.Unlock()
+			inv.Stats.Add(rep.Stats)
+			inv.Queued = inv.Queued || rep.Queued
+			if inv.RunID == "" {
+				inv.RunID = rep.RunID
+			}
+			out[i].report = rep
+			out[i].err = errors.Join(err, out[i].err)
+			return nil
+		})
+	}
+	g.Wait()
+	return out
+}
+
+// report writes the invocation's summary line and metrics.
+func (h *Handler) report(ctx context.Context, inv *Invocation, err error) {
+	metrics := []emf.Metric{
+		{Name: "RecordsRead", Unit: emf.Count, Value: float64(inv.RecordsRead)},
+		{Name: "RecordsSent", Unit: emf.Count, Value: float64(inv.RecordsSent)},
+		{Name: "RecordsFailed", Unit: emf.Count, Value: float64(inv.RecordsFailed)},
+		{Name: "BadRecords", Unit: emf.Count, Value: float64(inv.BadRecords)},
+		{Name: "Requests", Unit: emf.Count, Value: float64(inv.Requests)},
+		{Name: "Retries", Unit: emf.Count, Value: float64(inv.Retries)},
+		{Name: "BytesSent", Unit: emf.Bytes, Value: float64(inv.BytesSent)},
+		{Name: "TasksQueued", Unit: emf.Count, Value: float64(inv.TasksQueued)},
+		{Name: "FailedMessages", Unit: emf.Count, Value: float64(inv.FailedMessages)},
+		{Name: "Duration", Unit: emf.Milliseconds, Value: float64(inv.DurationMs)},
+	}
+	if werr := summary.Write(ctx, h.opts.Out, "fanout", inv, metrics, h.opts.Now(), err); werr != nil {
+		h.log.ErrorContext(ctx, "write the invocation summary", "err", werr)
+	}
+}

@@ -1,0 +1,255 @@
+package fanout
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+)
+
+// Defaults used when the matching Options field is zero.
+const (
+	DefaultInlineMaxBytes   = 64 << 20
+	DefaultChunkConcurrency = 4
+)
+
+// S3API is the part of the S3 client fanout uses. *s3.Client satisfies it.
+type S3API interface {
+	dataset.ListAPI
+	PutObject(ctx context.Context, params *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+}
+
+var _ S3API = (*s3.Client)(nil)
+
+// Options configures a [Runner].
+type Options struct {
+	// Target is the queue records go to. A run may name another.
+	Target sqsbatch.Queue
+	// WorkQueueURL is the queue of chunk tasks. Without it every dataset
+	// is sent inline, and an invocation that runs out of time fails.
+	WorkQueueURL string
+	// FailureQueueURL, or else FailureS3URI (s3://bucket/prefix), receives
+	// the records SQS refused for good. With neither they are logged at
+	// error level.
+	FailureQueueURL string
+	FailureS3URI    string
+	// ReportS3URI (s3://bucket/prefix), when set, receives the run report:
+	// a manifest per run and the failed ranges of each task (see
+	// Manifest and FailedTask).
+	ReportS3URI string
+	// Plan configures chunking and formats.
+	Plan dataset.PlanOptions
+	// Mode is how records become messages; "" means ModeRecord.
+	Mode Mode
+	// Mapping names the record fields that become message parts.
+	Mapping Mapping
+	// Send configures the senders (MaxInFlight, MaxAttempts, ...).
+	Send sqsbatch.Options
+	// InlineMaxBytes is the largest dataset sent in the invocation that
+	// planned it; larger ones go to the work queue. Zero means
+	// DefaultInlineMaxBytes.
+	InlineMaxBytes int64
+	// ChunkConcurrency is how many chunks are read at once in one
+	// invocation; zero means DefaultChunkConcurrency.
+	ChunkConcurrency int
+	// FailureWriter, when set, receives the failures as JSON Lines instead
+	// of the failure queue or S3 (the CLI's local file).
+	FailureWriter io.Writer
+	// Progress, when set, is updated as records are read and sent, for a
+	// progress display.
+	Progress *Progress
+	// Logger receives the runner's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Progress counts a run's work as it happens. Its fields may be read at
+// any time from another goroutine.
+type Progress struct {
+	BytesPlanned  atomic.Int64
+	BytesRead     atomic.Int64
+	RecordsRead   atomic.Int64
+	RecordsFailed atomic.Int64
+	Messages      atomic.Int64
+}
+
+// Stats counts what a run or task did.
+type Stats struct {
+	Objects       int   `json:"objects"`
+	Chunks        int   `json:"chunks"`
+	BytesPlanned  int64 `json:"bytesPlanned"`
+	TasksQueued   int   `json:"tasksQueued"`
+	RecordsRead   int64 `json:"recordsRead"`
+	RecordsSent   int64 `json:"recordsSent"`
+	RecordsFailed int64 `json:"recordsFailed"`
+	Messages      int64 `json:"messages"`
+	Requests      int64 `json:"requests"`
+	Retries       int64 `json:"retries"`
+	BytesSent     int64 `json:"bytesSent"`
+}
+
+// Add adds o to s.
+func (s *Stats) Add(o Stats) {
+	s.Objects += o.Objects
+	s.Chunks += o.Chunks
+	s.BytesPlanned += o.BytesPlanned
+	s.TasksQueued += o.TasksQueued
+	s.RecordsRead += o.RecordsRead
+	s.RecordsSent += o.RecordsSent
+	s.RecordsFailed += o.RecordsFailed
+	s.Messages += o.Messages
+	s.Requests += o.Requests
+	s.Retries += o.Retries
+	s.BytesSent += o.BytesSent
+}
+
+// Report is the answer to a request.
+type Report struct {
+	RunID string `json:"runId"`
+	// Queued reports that the dataset went to the work queue as tasks.
+	Queued bool `json:"queued"`
+	Stats
+}
+
+// Runner sends datasets. It is safe for concurrent use.
+type Runner struct {
+	s3   S3API
+	sqs  sqsbatch.API
+	opts Options
+	log  *slog.Logger
+
+	work     *sqsbatch.Sender
+	failures failureSink
+	report   *reporter
+
+	mu      sync.Mutex
+	targets map[string]*sqsbatch.Sender
+}
+
+// New resolves the queues (once) and returns a Runner.
+func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runner, error) {
+	if opts.InlineMaxBytes <= 0 {
+		opts.InlineMaxBytes = DefaultInlineMaxBytes
+	}
+	if opts.ChunkConcurrency <= 0 {
+		opts.ChunkConcurrency = DefaultChunkConcurrency
+	}
+	if opts.Mode == "" {
+		opts.Mode = ModeRecord
+	}
+	if opts.Mode != ModeRecord && opts.Mode != ModeChunk {
+		return nil, fmt.Errorf("fanout: unknown mode %q (want record or chunk)", opts.Mode)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Runner{s3: s3c, sqs: sqsc, opts: opts, log: log, targets: map[string]*sqsbatch.Sender{}}
+	r.failures = failureSink{s3: s3c, log: log, w: opts.FailureWriter}
+	var err error
+	if opts.WorkQueueURL != "" {
+		if r.work, err = sqsbatch.New(ctx, sqsc, sqsbatch.Queue{URL: opts.WorkQueueURL}, opts.Send); err != nil {
+			return nil, &QueueError{Role: RoleWork, Queue: opts.WorkQueueURL, Err: err}
+		}
+	}
+	switch {
+	case opts.FailureQueueURL != "":
+		if r.failures.queue, err = sqsbatch.New(ctx, sqsc, sqsbatch.Queue{URL: opts.FailureQueueURL}, opts.Send); err != nil {
+			return nil, &QueueError{Role: RoleFailure, Queue: opts.FailureQueueURL, Err: err}
+		}
+	case opts.FailureS3URI != "":
+		if r.failures.bucket, r.failures.prefix, err = dataset.ParseS3URI(opts.FailureS3URI); err != nil {
+			return nil, fmt.Errorf("fanout: failure output: %w", err)
+		}
+	}
+	if opts.ReportS3URI != "" {
+		r.report = &reporter{s3: s3c}
+		if r.report.bucket, r.report.prefix, err = dataset.ParseS3URI(opts.ReportS3URI); err != nil {
+			return nil, fmt.Errorf("fanout: run report: %w", err)
+		}
+	}
+	if opts.Target.URL != "" || opts.Target.Name != "" {
+		if _, err := r.target(ctx, &Overrides{}, opts.Mode); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Roles of the queues a Runner sends to, in a QueueError.
+const (
+	RoleTarget  = "target"
+	RoleWork    = "work"
+	RoleFailure = "failure"
+)
+
+// QueueError is a queue that cannot be used: it does not exist, or its
+// attributes cannot be read. Role says which of the runner's queues it is.
+type QueueError struct {
+	Role  string
+	Queue string
+	Err   error
+}
+
+func (e *QueueError) Error() string {
+	return fmt.Sprintf("fanout: %s queue %s: %v", e.Role, e.Queue, e.Err)
+}
+
+// Unwrap returns the reason.
+func (e *QueueError) Unwrap() error { return e.Err }
+
+// chunkModeInFlight bounds the requests in flight per chunk in chunk mode,
+// where each request may carry a whole MiB: memory stays bounded with
+// several chunks read at once.
+const chunkModeInFlight = 4
+
+// target returns the sender for a run's target queue in mode: the
+// overrides' queue, or the configured target, sending with the overrides'
+// settings.
+func (r *Runner) target(ctx context.Context, ov *Overrides, mode Mode) (*sqsbatch.Sender, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	url := ov.TargetQueueURL
+	_, inFlight, attempts := ov.settings()
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d", url, mode, inFlight, attempts)
+	if s, ok := r.targets[key]; ok {
+		return s, nil
+	}
+	send := r.opts.Send
+	send.MaxInFlight = cmp.Or(inFlight, send.MaxInFlight)
+	send.MaxAttempts = cmp.Or(attempts, send.MaxAttempts)
+	if mode == ModeChunk {
+		send.MaxInFlight = min(cmp.Or(send.MaxInFlight, sqsbatch.DefaultMaxInFlight), chunkModeInFlight)
+	}
+	q := r.opts.Target
+	if url != "" {
+		q = sqsbatch.Queue{URL: url, MaxMessageSize: r.opts.Target.MaxMessageSize}
+	}
+	if q.URL == "" && q.Name == "" {
+		return nil, errors.New("fanout: no target queue: configure one or name it in the request")
+	}
+	s, err := sqsbatch.New(ctx, r.sqs, q, send)
+	if err != nil {
+		return nil, &QueueError{Role: RoleTarget, Queue: cmp.Or(q.URL, q.Name), Err: err}
+	}
+	r.targets[key] = s
+	return s, nil
+}
+
+// NewRunID returns a new random run id.
+func NewRunID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
+}

@@ -1,0 +1,438 @@
+package fanout
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/partialbatch"
+	"github.com/s3sqs/s3sqs/pkg/recordjson"
+	"github.com/s3sqs/s3sqs/pkg/records"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
+)
+
+// TaskResult is what a task did.
+type TaskResult struct {
+	Stats
+	// BadRecords counts the records that could not be read or mapped; they
+	// are on the failure output, and counted in RecordsFailed too.
+	BadRecords int64
+	// Continuation is the rest of the task, when it stopped before its
+	// deadline; whoever runs the task must see that it is run.
+	Continuation *worktask.Task
+	// Err, when set, means the task must be run again: some of its records
+	// were neither sent nor put on the failure output.
+	Err error
+}
+
+// RunTask runs one task; see RunTasks.
+func (r *Runner) RunTask(ctx context.Context, t worktask.Task) TaskResult {
+	return r.RunTasks(ctx, []worktask.Task{t}, 0)[0]
+}
+
+// RunTasks reads tasks, up to concurrency at once (zero means the runner's
+// ChunkConcurrency), and sends their records with one sender per target
+// queue, so that the records of small tasks share full requests. Records SQS
+// refuses for good, and records that cannot be read or mapped, go to the
+// failure output. Results are in the order of tasks.
+//
+// Work stops at ctx's end: a task not finished then returns the rest of its
+// chunk as a continuation. What was read is sent until
+// partialbatch.SendContext(ctx) ends, which the Lambda handlers set a little
+// later than ctx.
+func (r *Runner) RunTasks(ctx context.Context, tasks []worktask.Task, concurrency int) []TaskResult {
+	results := make([]TaskResult, len(tasks))
+	var groups [][]*taskRun
+	bySender := map[*sqsbatch.Sender]int{}
+	for i, t := range tasks {
+		tr, err := r.prepare(ctx, i, t)
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		g, ok := bySender[tr.sender]
+		if !ok {
+			g = len(groups)
+			bySender[tr.sender] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], tr)
+	}
+	for _, runs := range groups {
+		r.runGroup(ctx, runs, cmp.Or(concurrency, r.opts.ChunkConcurrency))
+		for _, tr := range runs {
+			results[tr.index] = r.finish(ctx, tr)
+		}
+	}
+	return results
+}
+
+// taskRun is one task of RunTasks and what became of it. The reader
+// goroutine writes it until it is done; the send loop then only counts
+// consumed, and the send's failures are charged after both end.
+type taskRun struct {
+	index      int // in RunTasks' tasks
+	groupIndex int // in its group, which its entries' ids carry
+	task       worktask.Task
+	mode       Mode
+	sender     *sqsbatch.Sender
+	encode     func(rec records.Record) (sqsbatch.Entry, error)
+	packer     *chunkPacker // chunk mode
+	opts       records.Options
+
+	res      TaskResult
+	fails    []Failure
+	started  bool
+	resumeAt int64 // -1: the task finished its chunk
+	readErr  error
+	produced int
+	consumed int
+}
+
+// prepare reads a task's overrides and builds how its records become
+// entries.
+func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*taskRun, error) {
+	ov, err := taskOverrides(t)
+	if err != nil {
+		return nil, err
+	}
+	mode := cmp.Or(ov.Mode, r.opts.Mode)
+	if ov.Ingest != nil {
+		mode = ModeRecord
+	}
+	sender, err := r.target(ctx, &ov, mode)
+	if err != nil {
+		return nil, err
+	}
+	tr := &taskRun{index: index, task: t, mode: mode, sender: sender, resumeAt: -1}
+	c, fifo := t.Chunk, sender.FIFO()
+	switch {
+	case ov.Ingest != nil:
+		tr.encode = ingestEntries(r.ingestEncoder(ctx, c, *ov.Ingest), c.Object, fifo)
+	case mode == ModeChunk:
+		tr.packer = &chunkPacker{obj: c.Object, max: sender.MaxMessageSize()}
+	default:
+		mapping := r.opts.Mapping
+		if ov.Mapping != (Mapping{}) {
+			mapping = ov.Mapping
+		}
+		tr.encode = mappedEntries(mapping.withDefaults(), c, fifo)
+	}
+	return tr, nil
+}
+
+// mappedEntries returns the record-mode encoder of a chunk's records: the
+// mapping's body, attributes, group and deduplication id; on a FIFO queue a
+// record without a group goes in its object's (see GroupID).
+func mappedEntries(mapping Mapping, c dataset.Chunk, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
+	ids := NewRecordIDs(c.Object)
+	isJSON := c.Format != dataset.FormatText
+	group := GroupID(c.Object)
+	return func(rec records.Record) (sqsbatch.Entry, error) {
+		e, err := mapping.recordEntry(ids, c.Object, rec, isJSON)
+		if err != nil {
+			return e, err
+		}
+		switch {
+		case !fifo:
+			e.GroupID, e.DeduplicationID = "", ""
+		case e.GroupID == "":
+			e.GroupID = group
+		}
+		return e, nil
+	}
+}
+
+// ingestEntries returns the encoder of an object's records as s3ingest
+// sends them (see IngestEncoding).
+func ingestEntries(enc *recordjson.Encoder, obj dataset.Object, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
+	ids := NewRecordIDs(obj)
+	group := GroupID(obj)
+	return func(rec records.Record) (sqsbatch.Entry, error) {
+		body, err := enc.Encode(obj, rec)
+		if err != nil {
+			return sqsbatch.Entry{}, err
+		}
+		id := ids.ID(rec.Offset)
+		e := sqsbatch.Entry{Body: body, Attributes: map[string]types.MessageAttributeValue{AttrRecordID: stringAttr(id)}}
+		if fifo {
+			e.GroupID, e.DeduplicationID = group, id
+		}
+		return e, nil
+	}
+}
+
+// ingestEncoder returns the encoder of a chunk's records as s3ingest sends
+// them (see IngestEncoding).
+func (r *Runner) ingestEncoder(ctx context.Context, c dataset.Chunk, ie IngestEncoding) *recordjson.Encoder {
+	src := s3event.Object{Bucket: c.Bucket, Key: c.Key, ETag: c.ETag, VersionID: c.VersionID, EventTime: ie.EventTime}
+	return recordjson.NewEncoder(c.Format, src, ie.Partitions, ie.FileMetadata, func(field string) {
+		r.log.WarnContext(ctx, "records already have a field that s3ingest adds; the record's value is kept",
+			"object", c.URI(), "field", field)
+	})
+}
+
+// pending is an entry on its way to the sender, with its task.
+type pending struct {
+	entry sqsbatch.Entry
+	run   *taskRun
+}
+
+// errSendStopped ends the reads when the send they feed has stopped.
+var errSendStopped = errors.New("the send stopped")
+
+// runGroup reads runs (tasks with one sender), up to concurrency at once,
+// and streams their entries through one Send.
+func (r *Runner) runGroup(ctx context.Context, runs []*taskRun, concurrency int) {
+	work := ctx
+	readCtx, stopReading := context.WithCancelCause(partialbatch.SendContext(ctx))
+	defer stopReading(nil)
+	sender := runs[0].sender
+	for i, tr := range runs {
+		tr.groupIndex = i
+	}
+	ch := make(chan pending, 64)
+	go func() {
+		var g errgroup.Group
+		g.SetLimit(concurrency)
+		for _, lane := range lanes(runs, sender.FIFO()) {
+			if work.Err() != nil || readCtx.Err() != nil {
+				break // not started: their whole chunk is their continuation
+			}
+			g.Go(func() error {
+				for _, tr := range lane {
+					if work.Err() != nil || readCtx.Err() != nil {
+						return nil
+					}
+					tr.started = true
+					r.read(work, readCtx, tr, ch)
+					if tr.readErr != nil || tr.resumeAt >= 0 {
+						return nil // the lane's later tasks keep their place after it
+					}
+				}
+				return nil
+			})
+		}
+		g.Wait()
+		close(ch)
+	}()
+	entries := func(yield func(sqsbatch.Entry) bool) {
+		for p := range ch {
+			p.run.consumed++
+			if !yield(p.entry) {
+				return
+			}
+		}
+	}
+	res, err := sender.Send(partialbatch.SendContext(ctx), entries)
+	stopReading(errSendStopped)
+	for range ch {
+	}
+	// The send's totals go to the first task; what failed, to its own.
+	runs[0].res.Requests += int64(res.Requests)
+	runs[0].res.Retries += int64(res.Retries)
+	runs[0].res.BytesSent += res.Bytes
+	for _, f := range res.Failures {
+		ref, ok := parseRef(f.Entry.ID)
+		if !ok || ref.task < 0 || ref.task >= len(runs) {
+			continue
+		}
+		tr := runs[ref.task]
+		tr.fails = append(tr.fails, failureFrom(tr.task.RunID, tr.task.Chunk.Object, f, ref.offset))
+		tr.res.RecordsFailed += int64(ref.count)
+		tr.res.Messages--
+	}
+	if err != nil {
+		for _, tr := range runs {
+			if tr.produced > 0 || tr.started {
+				tr.readErr = cmp.Or(tr.readErr, fmt.Errorf("send to %s: %w", sender.QueueURL(), err))
+			}
+		}
+	}
+}
+
+// lanes are the runs that are read one after another. On a FIFO queue the
+// tasks of one object share a lane, in order, so that its records keep
+// their order in its group; elsewhere each task is a lane of its own.
+func lanes(runs []*taskRun, fifo bool) [][]*taskRun {
+	var out [][]*taskRun
+	byObject := map[dataset.Object]int{}
+	for _, tr := range runs {
+		obj := tr.task.Chunk.Object
+		if i, ok := byObject[obj]; ok && fifo {
+			out[i] = append(out[i], tr)
+			continue
+		}
+		byObject[obj] = len(out)
+		out = append(out, []*taskRun{tr})
+	}
+	return out
+}
+
+// read reads tr's chunk and hands its entries to ch, until the chunk ends,
+// work ends (the rest becomes a continuation) or readCtx ends (the send
+// stopped, and the task fails).
+func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pending) {
+	t, c := tr.task, tr.task.Chunk
+	hand := func(e sqsbatch.Entry, held span) bool {
+		e.ID = entryRef{task: tr.groupIndex, offset: held.offset, count: held.count}.id()
+		select {
+		case ch <- pending{entry: e, run: tr}:
+			tr.produced++
+			tr.res.Messages++
+			return true
+		case <-readCtx.Done():
+			tr.readErr = context.Cause(readCtx)
+			return false
+		}
+	}
+	fail := func(off int64, code, msg, body string) {
+		tr.fails = append(tr.fails, Failure{RunID: t.RunID, Source: c.URI(), Version: c.Pin(), Offset: off,
+			Code: code, Message: msg, SenderFault: true, Body: body})
+		tr.res.RecordsFailed++
+		tr.res.BadRecords++
+	}
+	// A read still waiting on S3 when work ends stops then too, not when
+	// readCtx ends: otherwise it holds back, until the send's end, the
+	// entries other tasks read (the send waits for it to fill its last
+	// request), and they fail with it. The rest of its chunk is its
+	// continuation, from next.
+	ioCtx, stopIO := context.WithCancelCause(readCtx)
+	defer stopIO(nil)
+	defer context.AfterFunc(work, func() { stopIO(context.Cause(work)) })()
+	next := t.ResumeAt
+	for rec, err := range records.Read(ioCtx, r.s3, c, tr.opts) {
+		if err != nil {
+			var re *records.RecordError
+			if errors.As(err, &re) {
+				if re.Offset >= t.ResumeAt {
+					tr.res.RecordsRead++
+					fail(re.Offset, "UnreadableRecord", re.Error(), "")
+					next = re.Offset + 1
+				}
+				continue
+			}
+			if work.Err() != nil && readCtx.Err() == nil {
+				tr.resumeAt = next
+				break
+			}
+			tr.readErr = err
+			if readCtx.Err() != nil {
+				tr.readErr = context.Cause(readCtx)
+			}
+			return
+		}
+		if rec.Offset < t.ResumeAt {
+			continue
+		}
+		if work.Err() != nil {
+			tr.resumeAt = rec.Offset
+			break
+		}
+		tr.res.RecordsRead++
+		next = rec.Offset + 1
+		if p := r.opts.Progress; p != nil {
+			p.RecordsRead.Add(1)
+			p.BytesRead.Add(int64(len(rec.Value)) + 1)
+		}
+		if tr.packer != nil {
+			if e, held, full := tr.packer.add(rec); full && !hand(e, held) {
+				return
+			}
+			continue
+		}
+		e, err := tr.encode(rec)
+		if err != nil {
+			fail(rec.Offset, "UnmappableRecord", err.Error(), string(rec.Value))
+			continue
+		}
+		if !hand(e, span{offset: rec.Offset, count: 1}) {
+			return
+		}
+	}
+	if tr.packer != nil && tr.packer.n > 0 {
+		// What was gathered before a deadline is sent too: the
+		// continuation starts after it.
+		hand(tr.packer.flush())
+	}
+}
+
+// finish writes a task's failures to the failure output and the run report,
+// and returns its result.
+func (r *Runner) finish(ctx context.Context, tr *taskRun) TaskResult {
+	res := tr.res
+	t, c := tr.task, tr.task.Chunk
+	res.RecordsSent = res.RecordsRead - res.RecordsFailed
+	if p := r.opts.Progress; p != nil {
+		p.RecordsFailed.Add(res.RecordsFailed)
+		p.Messages.Add(res.Messages)
+	}
+	switch {
+	case !tr.started:
+		res.Continuation = &tr.task
+		return res
+	case tr.readErr != nil:
+		res.Err = fmt.Errorf("fanout: %s [%d,%d): %w", c.Object, c.Start, c.End, tr.readErr)
+		return res
+	case tr.consumed < tr.produced:
+		res.Err = fmt.Errorf("fanout: %s [%d,%d): %d records were not sent: the send stopped", c.Object, c.Start, c.End, tr.produced-tr.consumed)
+		return res
+	}
+	sendCtx := partialbatch.SendContext(ctx)
+	if err := r.failures.write(sendCtx, t.RunID, t.ID(), tr.fails); err != nil {
+		res.Err = err
+		return res
+	}
+	if err := r.report.failed(sendCtx, t, tr.fails); err != nil {
+		res.Err = err
+		return res
+	}
+	if tr.resumeAt >= 0 {
+		next := t
+		next.ResumeAt = tr.resumeAt
+		res.Continuation = &next
+	}
+	return res
+}
+
+// span is the records an entry carries: from offset, count of them.
+type span struct {
+	offset int64
+	count  int
+}
+
+// entryRef leads a failed entry back to its task and records: the entry's
+// id is the task's place in its group, the offset of its first record and
+// the number of records it carries.
+type entryRef struct {
+	task   int
+	offset int64
+	count  int
+}
+
+func (e entryRef) id() string {
+	return strconv.Itoa(e.task) + ":" + strconv.FormatInt(e.offset, 10) + ":" + strconv.Itoa(e.count)
+}
+
+func parseRef(id string) (entryRef, bool) {
+	parts := strings.Split(id, ":")
+	if len(parts) != 3 {
+		return entryRef{}, false
+	}
+	task, err1 := strconv.Atoi(parts[0])
+	off, err2 := strconv.ParseInt(parts[1], 10, 64)
+	n, err3 := strconv.Atoi(parts[2])
+	if err1 != nil || err2 != nil || err3 != nil {
+		return entryRef{}, false
+	}
+	return entryRef{task: task, offset: off, count: n}, true
+}
