@@ -28,7 +28,7 @@ SYNTH_OUT := .local/cdk.out
 # How a function is built for Lambda: provided.al2023 on arm64.
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: help demo test test-short test-infra test-sam build-S3IngestFunction build-FanoutFunction synth vet build bench clean
+.PHONY: help demo test test-short test-infra test-sam build-S3IngestFunction build-FanoutFunction synth vet build bench bench-go clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -86,7 +86,10 @@ build-S3IngestFunction:
 build-FanoutFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/fanout
 
-bench: ## run the benchmarks against the stand-ins (BENCH=regexp selects)
+bench: ## print the table of CPU per record and records/s of each path (BENCH_ARGS='-records 200000')
+	tools/with-local-aws $(GO) run ./tools/bench $(BENCH_ARGS)
+
+bench-go: ## run the Go benchmarks against the stand-ins (BENCH=regexp selects)
 	tools/with-local-aws $(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=1x ./...
 
 clean: ## remove build output, installed stand-ins and logs

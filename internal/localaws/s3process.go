@@ -14,15 +14,15 @@ import (
 	"github.com/rclone/gofakes3/s3mem"
 )
 
-// s3ChildEnv makes a test binary serve S3 instead of running its tests.
-const s3ChildEnv = "S3SQS_SERVE_S3"
+// S3ChildEnv makes a test binary (or a tool) serve S3 instead of running.
+const S3ChildEnv = "S3SQS_SERVE_S3"
 
 // ServeS3Child serves gofakes3 and returns true when this test binary was
 // started by StartS3Child; call it first in TestMain and return if it
 // says so. Benchmarks use the child so that the objects they read are not
 // in their own memory when they measure it.
 func ServeS3Child() bool {
-	if os.Getenv(s3ChildEnv) == "" {
+	if os.Getenv(S3ChildEnv) == "" {
 		return false
 	}
 	srv := httptest.NewServer(gofakes3.New(s3mem.New(), gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
@@ -37,7 +37,7 @@ func ServeS3Child() bool {
 func StartS3Child(tb testing.TB) string {
 	tb.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), s3ChildEnv+"=1")
+	cmd.Env = append(os.Environ(), S3ChildEnv+"=1")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)

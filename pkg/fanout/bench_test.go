@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 // object, 8 MiB chunks read four at a time) to fauxqs in record mode and in
 // chunk mode, inline, and reports records/s, SQS requests per 1,000
 // records and the peak RSS of this process. The object lives in an S3
-// stand-in in a child process. Run it with `make bench BENCH=BenchmarkRun`.
+// stand-in in a child process. Run it with `make bench-go BENCH=BenchmarkRun`.
 func BenchmarkRun(b *testing.B) {
 	const n = 1_000_000
 	s3c := localaws.S3Client(localaws.StartS3Child(b))

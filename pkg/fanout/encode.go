@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/s3sqs/s3sqs/internal/jsonfields"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -105,12 +105,20 @@ func (r *RecordIDs) ID(offset int64) string {
 	return hex.EncodeToString(sum[:16])
 }
 
+// The data types of message attributes, shared by every attribute: the
+// SDK only reads them.
+var (
+	stringType = aws.String("String")
+	numberType = aws.String("Number")
+)
+
 func stringAttr(v string) types.MessageAttributeValue {
-	return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+	return types.MessageAttributeValue{DataType: stringType, StringValue: &v}
 }
 
 func numberAttr(v int64) types.MessageAttributeValue {
-	return types.MessageAttributeValue{DataType: aws.String("Number"), StringValue: aws.String(strconv.FormatInt(v, 10))}
+	n := strconv.FormatInt(v, 10)
+	return types.MessageAttributeValue{DataType: numberType, StringValue: &n}
 }
 
 // GroupID is the FIFO message group of an object's records when the
@@ -123,80 +131,113 @@ func GroupID(obj dataset.Object) string {
 	return hex.EncodeToString(h[:16])
 }
 
-// recordEntry maps one record to an entry in record mode. json says
-// whether the record is JSON (not a text line). The error, if any, says
-// why the record cannot be mapped; the entry then holds the raw record.
-func (m Mapping) recordEntry(ids *RecordIDs, obj dataset.Object, rec records.Record, isJSON bool) (sqsbatch.Entry, error) {
-	id := ids.ID(rec.Offset)
-	e := sqsbatch.Entry{
-		Body: string(rec.Value),
-		Attributes: map[string]types.MessageAttributeValue{
-			AttrRecordID: stringAttr(id),
-			AttrSource:   stringAttr(obj.URI()),
-		},
-		DeduplicationID: id,
-	}
-	if v := obj.Pin(); v != "" {
-		e.Attributes[AttrVersion] = stringAttr(v)
-	}
-	if !isJSON {
-		return e, nil
-	}
-	trimmed := bytes.TrimSpace(rec.Value)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return e, nil // a JSON value that is not an object is its own body
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &fields); err != nil {
-		return e, fmt.Errorf("record is not valid JSON: %w", err)
-	}
-	if raw, ok := fields[m.BodyField]; ok {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			e.Body = s
-		} else {
-			e.Body = string(raw)
-		}
-	}
-	if raw, ok := fields[m.AttributesField]; ok && string(raw) != "null" {
-		var attrs map[string]string
-		if err := json.Unmarshal(raw, &attrs); err != nil {
-			return e, fmt.Errorf("field %q is not an object of strings: %w", m.AttributesField, err)
-		}
-		for k, v := range attrs {
-			e.Attributes[k] = stringAttr(v)
-		}
-	}
-	if s, err := stringField(fields, m.GroupIDField); err != nil {
-		return e, err
-	} else if s != "" {
-		e.GroupID = s
-	}
-	if m.DedupIDField != "" {
-		if s, err := stringField(fields, m.DedupIDField); err != nil {
-			return e, err
-		} else if s != "" {
-			e.DeduplicationID = s
-		}
-	}
-	return e, nil
+// recordMapper maps the records of one object to entries in record mode.
+// It reads only the top-level fields the mapping names, without decoding
+// the record: records come from package records, which has checked that a
+// JSON Lines line is JSON and writes CSV and Parquet rows as JSON objects.
+// It is used by one goroutine at a time.
+type recordMapper struct {
+	m      Mapping // with defaults
+	ids    *RecordIDs
+	isJSON bool
+	// The attributes every record of the object carries, built once.
+	source, version types.MessageAttributeValue
+	hasVersion      bool
 }
 
-// stringField returns a string or number field as a string.
-func stringField(fields map[string]json.RawMessage, name string) (string, error) {
-	raw, ok := fields[name]
-	if !ok || string(raw) == "null" {
-		return "", nil
+func newRecordMapper(m Mapping, obj dataset.Object, isJSON bool) *recordMapper {
+	rm := &recordMapper{m: m.withDefaults(), ids: NewRecordIDs(obj), isJSON: isJSON, source: stringAttr(obj.URI())}
+	if v := obj.Pin(); v != "" {
+		rm.version, rm.hasVersion = stringAttr(v), true
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	return rm
+}
+
+// entry maps one record. The error, if any, says why the record cannot be
+// mapped; the caller puts the raw record on the failure output.
+func (rm *recordMapper) entry(rec records.Record) (sqsbatch.Entry, error) {
+	id := rm.ids.ID(rec.Offset)
+	attrs := make(map[string]types.MessageAttributeValue, 4)
+	attrs[AttrRecordID] = stringAttr(id)
+	attrs[AttrSource] = rm.source
+	if rm.hasVersion {
+		attrs[AttrVersion] = rm.version
+	}
+	e := sqsbatch.Entry{Attributes: attrs, DeduplicationID: id}
+	if !rm.isJSON {
+		e.Body = string(rec.Value)
+		return e, nil
+	}
+	// A JSON value that is not an object has no fields: it is its own
+	// body, as is an object without the body field.
+	m := rm.m
+	var err error
+	hasBody := false
+	jsonfields.Each(rec.Value, func(key, raw []byte) bool {
+		switch {
+		case jsonfields.KeyIs(key, m.BodyField):
+			hasBody = true
+			switch s, ok := jsonfields.Unquote(raw); {
+			case ok:
+				e.Body = s
+			case string(raw) == "null":
+				e.Body = "" // no body: SQS refuses the record, which says so
+			default:
+				e.Body = string(raw)
+			}
+		case jsonfields.KeyIs(key, m.AttributesField):
+			err = addAttributes(attrs, raw, m.AttributesField)
+		case jsonfields.KeyIs(key, m.GroupIDField):
+			e.GroupID, err = scalar(raw, m.GroupIDField, e.GroupID)
+		case m.DedupIDField != "" && jsonfields.KeyIs(key, m.DedupIDField):
+			e.DeduplicationID, err = scalar(raw, m.DedupIDField, e.DeduplicationID)
+		}
+		return err == nil
+	})
+	if !hasBody {
+		e.Body = string(rec.Value)
+	}
+	return e, err
+}
+
+// addAttributes adds the object of strings raw, the field name, to attrs;
+// null adds nothing.
+func addAttributes(attrs map[string]types.MessageAttributeValue, raw []byte, name string) error {
+	if string(raw) == "null" {
+		return nil
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return fmt.Errorf("field %q is not an object of strings", name)
+	}
+	var err error
+	jsonfields.Each(raw, func(key, value []byte) bool {
+		k, _ := jsonfields.Unquote(key)
+		v, ok := jsonfields.Unquote(value)
+		if !ok {
+			err = fmt.Errorf("field %q is not an object of strings: %q is %s", name, k, value)
+			return false
+		}
+		attrs[k] = stringAttr(v)
+		return true
+	})
+	return err
+}
+
+// scalar returns a string or number field as a string; null keeps def.
+func scalar(raw []byte, name, def string) (string, error) {
+	switch {
+	case string(raw) == "null":
+		return def, nil
+	case len(raw) > 0 && raw[0] == '"':
+		s, _ := jsonfields.Unquote(raw)
+		if s == "" {
+			return def, nil
+		}
 		return s, nil
+	case len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9'):
+		return string(raw), nil
 	}
-	var n json.Number
-	if json.Unmarshal(raw, &n) == nil {
-		return n.String(), nil
-	}
-	return "", fmt.Errorf("field %q is neither a string nor a number", name)
+	return def, fmt.Errorf("field %q is neither a string nor a number", name)
 }
 
 // chunkPacker gathers records into chunk-mode messages of at most max

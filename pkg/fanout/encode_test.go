@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -23,7 +24,7 @@ import (
 
 func TestRecordEntry(t *testing.T) {
 	obj := dataset.Object{Bucket: "b", Key: "k.jsonl", ETag: "e"}
-	m := Mapping{DedupIDField: "id"}.withDefaults()
+	m := Mapping{DedupIDField: "id"}
 	tests := []struct {
 		name, rec, body, group, dedup string
 		attrs                         map[string]string
@@ -37,13 +38,20 @@ func TestRecordEntry(t *testing.T) {
 		{name: "numeric group", rec: `{"value":"v","group_id":42}`, body: "v", group: "42", isJSON: true},
 		{name: "array", rec: `[1,2]`, body: `[1,2]`, isJSON: true},
 		{name: "text line", rec: `{"not":"parsed"`, body: `{"not":"parsed"`},
-		{name: "bad JSON", rec: `{"value":`, isJSON: true, wantErr: "not valid JSON"},
+		{name: "escaped value", rec: `{"value":"a\"b\u00e9","id":"d"}`, body: `a"bé`, dedup: "d", isJSON: true},
+		{name: "value with spaces kept", rec: ` { "value" : { "a" : [ 1 ] } } `, body: `{ "a" : [ 1 ] }`, isJSON: true},
+		{name: "escaped key", rec: `{"val\u0075e":"hi"}`, body: "hi", isJSON: true},
+		{name: "null attributes and group", rec: `{"value":"v","msg_attributes":null,"group_id":null}`, body: "v", isJSON: true},
+		{name: "number dedup", rec: `{"value":"v","id":-12.5}`, body: "v", dedup: "-12.5", isJSON: true},
+		{name: "nested value field not read", rec: `{"x":{"value":"inner"}}`, body: `{"x":{"value":"inner"}}`, isJSON: true},
 		{name: "bad attributes", rec: `{"msg_attributes":[1]}`, isJSON: true, wantErr: "msg_attributes"},
+		{name: "attribute not a string", rec: `{"msg_attributes":{"k":1}}`, isJSON: true, wantErr: `field "msg_attributes" is not an object of strings: "k" is 1`},
 		{name: "bad group", rec: `{"group_id":{}}`, isJSON: true, wantErr: "group_id"},
+		{name: "bad dedup", rec: `{"id":true}`, isJSON: true, wantErr: `field "id" is neither a string nor a number`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, err := m.recordEntry(NewRecordIDs(obj), obj, records.Record{Offset: 10, Value: []byte(tt.rec)}, tt.isJSON)
+			e, err := newRecordMapper(m, obj, tt.isJSON).entry(records.Record{Offset: 10, Value: []byte(tt.rec)})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -256,4 +264,106 @@ func TestLanes(t *testing.T) {
 	if got := names(lanes(runs, false)); len(got) != 5 {
 		t.Errorf("standard lanes %v; want one a task", got)
 	}
+}
+
+// FuzzRecordMapper checks the one-pass mapper against the mapping done
+// the slow way, by decoding the whole record with encoding/json, on every
+// JSON object without repeated keys.
+func FuzzRecordMapper(f *testing.F) {
+	for _, s := range []string{`{"value":"hi","id":7}`, `{"value":{"a":[1]},"msg_attributes":{"k":"v"},"group_id":"g"}`,
+		`{"group_id":4.5e1,"value":null}`, `{"msg_attributes":{"k":1}}`, `{"x":{"value":"in"}}`, `["value"]`, `"s"`} {
+		f.Add([]byte(s))
+	}
+	obj := dataset.Object{Bucket: "b", Key: "k", ETag: "e"}
+	m := Mapping{DedupIDField: "id"}.withDefaults()
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		var fields map[string]json.RawMessage
+		if !json.Valid(rec) || hasRepeatedKey(rec) {
+			return
+		}
+		got, gotErr := newRecordMapper(m, obj, true).entry(records.Record{Value: rec})
+		want := sqsbatch.Entry{Body: string(rec), DeduplicationID: RecordID(obj, 0)}
+		wantAttrs := map[string]string{}
+		var wantErr bool
+		if json.Unmarshal(rec, &fields) == nil {
+			if raw, ok := fields["value"]; ok {
+				var s string
+				if json.Unmarshal(raw, &s) == nil {
+					want.Body = s
+				} else {
+					want.Body = string(raw)
+				}
+			}
+			if raw, ok := fields["msg_attributes"]; ok && string(raw) != "null" {
+				wantErr = wantErr || json.Unmarshal(raw, &wantAttrs) != nil || raw[0] != '{'
+			}
+			for name, dst := range map[string]*string{"group_id": &want.GroupID, "id": &want.DeduplicationID} {
+				raw, ok := fields[name]
+				if !ok || string(raw) == "null" {
+					continue
+				}
+				var s string
+				var n json.Number
+				switch {
+				case json.Unmarshal(raw, &s) == nil:
+					if s != "" {
+						*dst = s
+					}
+				case json.Unmarshal(raw, &n) == nil:
+					*dst = n.String()
+				default:
+					wantErr = true
+				}
+			}
+		}
+		if (gotErr != nil) != wantErr {
+			t.Fatalf("%s: error %v; the slow way says error %v", rec, gotErr, wantErr)
+		}
+		if wantErr {
+			return
+		}
+		if got.Body != want.Body || got.GroupID != want.GroupID || got.DeduplicationID != want.DeduplicationID {
+			t.Fatalf("%s: body %q group %q dedup %q; the slow way gives %q %q %q", rec, got.Body, got.GroupID, got.DeduplicationID, want.Body, want.GroupID, want.DeduplicationID)
+		}
+		for k, v := range wantAttrs {
+			if a, ok := got.Attributes[k]; !ok || aws.ToString(a.StringValue) != v {
+				t.Fatalf("%s: attribute %q = %v; the slow way gives %q", rec, k, a.StringValue, v)
+			}
+		}
+	})
+}
+
+// hasRepeatedKey reports whether a JSON object, or one of the objects it
+// holds, repeats a key, where decoding into a map keeps only the last.
+func hasRepeatedKey(rec []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(rec))
+	var walk func() bool
+	walk = func() bool {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				k, _ := dec.Token()
+				ks, _ := k.(string)
+				if seen[ks] || walk() {
+					return true
+				}
+				seen[ks] = true
+			}
+			dec.Token()
+		case json.Delim('['):
+			for dec.More() {
+				if walk() {
+					return true
+				}
+			}
+			dec.Token()
+		}
+		return false
+	}
+	return walk()
 }

@@ -125,7 +125,7 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 		if ov.Mapping != (Mapping{}) {
 			mapping = ov.Mapping
 		}
-		tr.encode = mappedEntries(mapping.withDefaults(), c, fifo)
+		tr.encode = mappedEntries(mapping, c, fifo)
 	}
 	return tr, nil
 }
@@ -134,11 +134,10 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 // mapping's body, attributes, group and deduplication id; on a FIFO queue a
 // record without a group goes in its object's (see GroupID).
 func mappedEntries(mapping Mapping, c dataset.Chunk, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
-	ids := NewRecordIDs(c.Object)
-	isJSON := c.Format != dataset.FormatText
+	rm := newRecordMapper(mapping, c.Object, c.Format != dataset.FormatText)
 	group := GroupID(c.Object)
 	return func(rec records.Record) (sqsbatch.Entry, error) {
-		e, err := mapping.recordEntry(ids, c.Object, rec, isJSON)
+		e, err := rm.entry(rec)
 		if err != nil {
 			return e, err
 		}

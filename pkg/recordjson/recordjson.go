@@ -8,10 +8,10 @@ package recordjson
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
 	"time"
 
+	"github.com/s3sqs/s3sqs/internal/jsonfields"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
@@ -79,6 +79,7 @@ type Encoder struct {
 	onClash func(name string)
 	clashed map[string]bool
 	keep    []bool // per field, reset per record
+	buf     []byte // the body being built, reused from record to record
 }
 
 // NewEncoder returns the encoder of the records of obj, read as format. The
@@ -185,7 +186,7 @@ func (e *Encoder) Encode(obj dataset.Object, rec records.Record) (string, error)
 		// A UTF-8 byte order mark, which some writers put first in a
 		// file, is not JSON.
 		v = bytes.TrimSpace(bytes.TrimPrefix(v, []byte("\xef\xbb\xbf")))
-		if !json.Valid(v) {
+		if !jsonfields.Valid(v) {
 			return "", &records.RecordError{Object: obj, Offset: rec.Offset, Line: rec.Line, Err: ErrNotJSON}
 		}
 		if v[0] != '{' {
@@ -198,27 +199,29 @@ func (e *Encoder) Encode(obj dataset.Object, rec records.Record) (string, error)
 		e.keep[i] = true
 	}
 	if len(e.fields) > 0 && e.mayClash(v) {
-		topLevelKeys(v, func(key string) {
+		jsonfields.Each(v, func(rawKey, _ []byte) bool {
+			key, _ := jsonfields.Unquote(rawKey)
 			if i := indexField(e.fields, key); i >= 0 {
 				e.keep[i] = false
 				e.clash(key)
 			}
+			return true
 		})
 	}
 	last := bytes.LastIndexByte(v, '}')
-	b := make([]byte, 0, len(v)+e.extraSize()+24)
+	b := e.buf[:0]
 	b = append(b, v[:last]...)
 	sep := len(bytes.TrimSpace(v[1:last])) > 0
 	b = e.appendFields(b, sep, rec)
 	b = append(b, '}')
+	e.buf = b
 	return string(b), nil
 }
 
 // wrap returns {"name": val} with the added fields, for records that are
 // not objects.
 func (e *Encoder) wrap(name string, val []byte, rec records.Record) string {
-	b := make([]byte, 0, len(val)+len(name)+e.extraSize()+24)
-	b = append(b, '{')
+	b := append(e.buf[:0], '{')
 	b = appendJSONString(b, name)
 	b = append(b, ':')
 	b = append(b, val...)
@@ -228,8 +231,9 @@ func (e *Encoder) wrap(name string, val []byte, rec records.Record) string {
 			e.clash(name)
 		}
 	}
-	b = e.appendFields(b, true, rec)
-	return string(append(b, '}'))
+	b = append(e.appendFields(b, true, rec), '}')
+	e.buf = b
+	return string(b)
 }
 
 // mayClash reports whether an added field's name may be a key of the
@@ -257,14 +261,6 @@ func (e *Encoder) clash(name string) {
 			e.onClash(name)
 		}
 	}
-}
-
-func (e *Encoder) extraSize() int {
-	n := len(e.file)
-	for _, f := range e.fields {
-		n += len(f.key) + len(f.val) + 2
-	}
-	return n
 }
 
 // appendFields appends the kept added fields, each preceded by a comma
@@ -314,49 +310,6 @@ func DeletionBody(obj s3event.Object, mode PartitionMode) string {
 	b = append(b, fileObjectPrefix(obj)...)
 	b = append(b, "null}}"...)
 	return string(b)
-}
-
-// topLevelKeys calls visit with each key of the JSON object obj, decoded.
-// obj must be valid JSON.
-func topLevelKeys(obj []byte, visit func(string)) {
-	depth := 0
-	expectKey := false
-	for i := 0; i < len(obj); i++ {
-		switch obj[i] {
-		case '{':
-			depth++
-			expectKey = depth == 1
-		case '[':
-			depth++
-		case '}', ']':
-			depth--
-		case ',':
-			expectKey = depth == 1
-		case '"':
-			j := i + 1
-			escaped := false
-			for j < len(obj) && obj[j] != '"' {
-				if obj[j] == '\\' {
-					escaped = true
-					j++
-				}
-				j++
-			}
-			if depth == 1 && expectKey {
-				raw := obj[i : j+1]
-				if !escaped {
-					visit(string(raw[1 : len(raw)-1]))
-				} else {
-					var s string
-					if json.Unmarshal(raw, &s) == nil {
-						visit(s)
-					}
-				}
-				expectKey = false
-			}
-			i = j
-		}
-	}
 }
 
 // appendJSONString appends s as a JSON string. Control characters, '"' and

@@ -121,11 +121,3 @@ func TestDeletionBody(t *testing.T) {
 		t.Errorf("DeletionBody\n got %s\nwant %s", got, want)
 	}
 }
-
-func TestTopLevelKeys(t *testing.T) {
-	var got []string
-	topLevelKeys([]byte(`{"a":{"b":1,"c":[{"d":2}]},"e\"f":"g,\"h\":1","i":[],"j\\":null}`), func(k string) { got = append(got, k) })
-	if want := []string{"a", `e"f`, "i", `j\`}; !slices.Equal(got, want) {
-		t.Errorf("topLevelKeys = %q; want %q", got, want)
-	}
-}

@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 
+	"github.com/s3sqs/s3sqs/internal/jsonfields"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 )
 
@@ -287,7 +287,7 @@ func readLines(s *splitter, jsonOnly bool, yield func(Record, error) bool) {
 			// file, is not part of the record.
 			line = bytes.TrimPrefix(line, utf8BOM)
 		}
-		if jsonOnly && !json.Valid(line) {
+		if jsonOnly && !jsonfields.Valid(line) {
 			if !yield(Record{}, &RecordError{Object: s.obj, Offset: off, Line: n, Err: ErrNotJSON}) {
 				return
 			}

@@ -21,7 +21,7 @@ const benchEntries = 100_000
 // BenchmarkSend sends 100,000 entries of 1 KiB to the SQS stand-in three
 // ways at each concurrency: with a Sender; with a plain loop of hand-made
 // SendMessageBatch calls of ten (the ceiling); and with one SendMessage per
-// entry (the naive way). Run it with `make bench`.
+// entry (the naive way). Run it with `make bench-go BENCH=BenchmarkSend`.
 func BenchmarkSend(b *testing.B) {
 	c := newClient(b)
 	body := strings.Repeat("x", 1024-8)

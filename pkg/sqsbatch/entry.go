@@ -82,7 +82,17 @@ func validChar(r rune) bool {
 // in s, or -1. Invalid UTF-8 counts as such a character: the SDK's JSON
 // encoder would otherwise replace it silently.
 func invalidCharAt(s string) int {
-	for i := 0; i < len(s); {
+	i := 0
+	// Eight bytes at a time while they are all printable ASCII, which is
+	// what most bodies are: no byte below 0x20 and none with its top bit.
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if (x-0x2020202020202020)&^x&0x8080808080808080 != 0 || x&0x8080808080808080 != 0 {
+			break
+		}
+	}
+	for i < len(s) {
 		c := s[i]
 		if c >= 0x20 && c < utf8.RuneSelf {
 			i++

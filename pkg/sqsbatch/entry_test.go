@@ -3,6 +3,7 @@ package sqsbatch
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -113,4 +114,24 @@ func TestReplaceInvalid(t *testing.T) {
 			t.Errorf("replaceInvalid(%q) still has an invalid character at %d", tt.in, i)
 		}
 	}
+}
+
+// FuzzInvalidCharAt checks the eight-bytes-at-a-time scan against a scan
+// of one character at a time.
+func FuzzInvalidCharAt(f *testing.F) {
+	for _, s := range []string{"", "plain ascii body, longer than eight", "tab\there", "ü and more text", "\x00", "0123456\x1f89", "\xff\xfe", "\U0001F600 emoji", "\uFFFE"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := -1
+		for i, r := range s {
+			if r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD") || !validChar(r) {
+				want = i
+				break
+			}
+		}
+		if got := invalidCharAt(s); got != want {
+			t.Fatalf("invalidCharAt(%q) = %d; want %d", s, got, want)
+		}
+	})
 }
