@@ -147,7 +147,15 @@ func skipValue(b []byte, i int) int {
 // times faster: it checks with fastjson, and sends the rare value that
 // holds a control character, which fastjson takes inside strings and JSON
 // does not, to the standard library.
+//
+// fastjson recurses once a level of nesting, with no bound, so a value
+// that could nest deeper than encoding/json's limit of 10,000 levels goes
+// to the standard library too: it refuses what is nested deeper, and never
+// runs out of stack.
 func Valid(b []byte) bool {
+	if bytes.Count(b, []byte{'['})+bytes.Count(b, []byte{'{'}) > maxNesting {
+		return json.Valid(b)
+	}
 	if fastjson.ValidateBytes(b) != nil {
 		return false
 	}
@@ -156,6 +164,9 @@ func Valid(b []byte) bool {
 	}
 	return true
 }
+
+// maxNesting is encoding/json's bound on nesting.
+const maxNesting = 10000
 
 // hasControl reports whether b has a byte below 0x20, eight bytes at a
 // time.

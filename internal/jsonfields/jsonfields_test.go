@@ -2,6 +2,7 @@ package jsonfields
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -96,4 +97,17 @@ func FuzzValid(f *testing.F) {
 			t.Fatalf("Valid(%q) = %v; json.Valid says %v", b, got, want)
 		}
 	})
+}
+
+// TestValidDeep checks nesting around encoding/json's limit of 10,000
+// levels, and far past it, where a recursive check would run out of stack.
+func TestValidDeep(t *testing.T) {
+	nest := func(n int) []byte {
+		return []byte(strings.Repeat("[", n) + strings.Repeat("]", n))
+	}
+	for _, n := range []int{10000, 10001, 2_000_000} {
+		if got, want := Valid(nest(n)), json.Valid(nest(n)); got != want {
+			t.Errorf("Valid of %d levels = %v; json.Valid says %v", n, got, want)
+		}
+	}
 }

@@ -173,9 +173,10 @@ func (rm *recordMapper) entry(rec records.Record) (sqsbatch.Entry, error) {
 	m := rm.m
 	var err error
 	hasBody := false
+	// One field may fill several roles (a key that is the group and the
+	// deduplication id): each role is checked on its own.
 	jsonfields.Each(rec.Value, func(key, raw []byte) bool {
-		switch {
-		case jsonfields.KeyIs(key, m.BodyField):
+		if jsonfields.KeyIs(key, m.BodyField) {
 			hasBody = true
 			switch s, ok := jsonfields.Unquote(raw); {
 			case ok:
@@ -185,11 +186,14 @@ func (rm *recordMapper) entry(rec records.Record) (sqsbatch.Entry, error) {
 			default:
 				e.Body = string(raw)
 			}
-		case jsonfields.KeyIs(key, m.AttributesField):
+		}
+		if err == nil && jsonfields.KeyIs(key, m.AttributesField) {
 			err = addAttributes(attrs, raw, m.AttributesField)
-		case jsonfields.KeyIs(key, m.GroupIDField):
+		}
+		if err == nil && jsonfields.KeyIs(key, m.GroupIDField) {
 			e.GroupID, err = scalar(raw, m.GroupIDField, e.GroupID)
-		case m.DedupIDField != "" && jsonfields.KeyIs(key, m.DedupIDField):
+		}
+		if err == nil && m.DedupIDField != "" && jsonfields.KeyIs(key, m.DedupIDField) {
 			e.DeduplicationID, err = scalar(raw, m.DedupIDField, e.DeduplicationID)
 		}
 		return err == nil

@@ -49,6 +49,11 @@ func TestRecordEntry(t *testing.T) {
 		{name: "bad group", rec: `{"group_id":{}}`, isJSON: true, wantErr: "group_id"},
 		{name: "bad dedup", rec: `{"id":true}`, isJSON: true, wantErr: `field "id" is neither a string nor a number`},
 	}
+	// One field may be the group and the deduplication id at once.
+	both := Mapping{GroupIDField: "k", DedupIDField: "k"}
+	if e, err := newRecordMapper(both, obj, true).entry(records.Record{Value: []byte(`{"k":"abc"}`)}); err != nil || e.GroupID != "abc" || e.DeduplicationID != "abc" {
+		t.Errorf("a field that is group and dedup id gives group %q, dedup %q (%v); want abc twice", e.GroupID, e.DeduplicationID, err)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e, err := newRecordMapper(m, obj, tt.isJSON).entry(records.Record{Offset: 10, Value: []byte(tt.rec)})

@@ -199,6 +199,13 @@ func (h *Handler) messages(inv *Invocation) partialbatch.Handler {
 			inv.Stats.Add(res.Stats)
 			inv.BadRecords += res.BadRecords
 			errs[i] = res.Err
+			if res.Err == nil && res.Continuation != nil && res.Continuation.ID() == tasks[j].ID() {
+				// Stopped before it read a record: a continuation would be
+				// the task itself, which a FIFO work queue drops as a
+				// duplicate. The message comes back instead.
+				errs[i] = fmt.Errorf("stopped before reading a record of the task: %w", partialbatch.ErrDeadline)
+				continue
+			}
 			if res.Err == nil && res.Continuation != nil {
 				// The continuation takes over the rest of the task: if it
 				// cannot be queued, the task comes back and runs again whole.

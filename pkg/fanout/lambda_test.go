@@ -569,3 +569,68 @@ func TestNotificationFilter(t *testing.T) {
 		t.Errorf("bodies %v; want a (created) and b (the good object of the mixed message) only", bodies)
 	}
 }
+
+// TestInlineDeadline gives a direct request more than its invocation's
+// time: what is not sent by the deadline goes to the work queue as
+// continuations, in the time the send context leaves, and they finish it.
+func TestInlineDeadline(t *testing.T) {
+	st := newStack(t, "")
+	var b strings.Builder
+	var want []string
+	for i := range 400 {
+		fmt.Fprintf(&b, `{"value":"r%03d"}`+"\n", i)
+		want = append(want, fmt.Sprintf("r%03d", i))
+	}
+	st.put(t, "slow.jsonl", b.String())
+	st.s3api = slowS3{st.s3}
+	st.hopts.DeadlineMargin = time.Second
+	h, _ := st.handler(t, fanout.Options{}, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
+	defer cancel()
+	rep := invoke[fanout.Report](t, h, ctx, map[string]any{"bucket": st.bucket, "key": "slow.jsonl"})
+	if !rep.Queued || rep.TasksQueued != 1 || rep.RecordsSent == 0 {
+		t.Fatalf("report %+v: want some records sent and one continuation queued", rep)
+	}
+	st.s3api = nil
+	h, _ = st.handler(t, fanout.Options{}, nil)
+	cont := localaws.Drain(t, st.sqs, st.work, time.Second)
+	if resp := invoke[events.SQSEventResponse](t, h, t.Context(), localaws.SQSEvent(cont, workARN)); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("continuation failed: %v", resp.BatchItemFailures)
+	}
+	bodies, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	if diff := cmp.Diff(want, slices.Compact(slices.Clone(bodies))); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+}
+
+// TestTaskWithoutProgress runs a task whose object does not answer before
+// the deadline: the task did nothing, so its message fails and comes back,
+// instead of queueing a continuation that is the task itself (which a FIFO
+// work queue would drop as a duplicate, losing the chunk).
+func TestTaskWithoutProgress(t *testing.T) {
+	st := newStack(t, "")
+	st.put(t, "stuck.jsonl", `{"value":"v"}`+"\n")
+	st.s3api = stuckS3{st.s3}
+	st.hopts.DeadlineMargin = time.Second
+	h, _ := st.handler(t, fanout.Options{}, nil)
+	task := `{"runId":"r","chunk":{"bucket":"lake","key":"stuck.jsonl","size":14,"index":0,"count":1,"start":0,"end":14,"format":"jsonl"}}`
+	ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
+	defer cancel()
+	resp := invoke[events.SQSEventResponse](t, h, ctx, events.SQSEvent{Records: []events.SQSMessage{
+		{MessageId: "t1", Body: task, EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:work.fifo", Attributes: map[string]string{"MessageGroupId": "g"}},
+	}})
+	if !cmp.Equal(resp.BatchItemFailures, []events.SQSBatchItemFailure{{ItemIdentifier: "t1"}}) {
+		t.Errorf("batch item failures %v; want the task that made no progress", resp.BatchItemFailures)
+	}
+	if msgs := localaws.Drain(t, st.sqs, st.work, time.Second); len(msgs) != 0 {
+		t.Errorf("%d continuations queued; want none", len(msgs))
+	}
+}
+
+// stuckS3 answers GetObject only when the caller gives up.
+type stuckS3 struct{ fanout.S3API }
+
+func (s stuckS3) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}

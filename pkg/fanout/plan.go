@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -29,7 +30,8 @@ func (r *Runner) Run(ctx context.Context, req Request) (Report, error) {
 func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov Overrides) (Report, error) {
 	at := time.Now().UTC()
 	rep, err := r.run(ctx, runID, objs, ov, false)
-	if rerr := r.report.manifest(ctx, rep, at); err == nil {
+	// Written after work ends, as the continuations are (see run).
+	if rerr := r.report.manifest(partialbatch.SendContext(ctx), rep, at); err == nil {
 		err = rerr
 	}
 	return rep, err
@@ -106,9 +108,10 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.O
 			err = errors.Join(err, res.Err)
 		}
 		if err == nil && len(rest) > 0 {
-			// Out of time: what is left goes to the work queue.
+			// Out of time: what is left goes to the work queue, in the
+			// time the send context leaves after work ended.
 			rep.Queued = true
-			rep.TasksQueued, err = r.enqueue(ctx, func(yield func(worktask.Task) bool) {
+			rep.TasksQueued, err = r.enqueue(partialbatch.SendContext(ctx), func(yield func(worktask.Task) bool) {
 				for _, t := range rest {
 					if !yield(t) {
 						return

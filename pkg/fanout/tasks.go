@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -214,8 +215,16 @@ func (r *Runner) runGroup(ctx context.Context, runs []*taskRun, concurrency int)
 					}
 					tr.started = true
 					r.read(work, readCtx, tr, ch)
-					if tr.readErr != nil || tr.resumeAt >= 0 {
-						return nil // the lane's later tasks keep their place after it
+					switch {
+					case tr.readErr != nil:
+						// The object's later chunks must not overtake
+						// this one's retry: they fail with it.
+						for _, later := range lane[slices.Index(lane, tr)+1:] {
+							later.readErr = fmt.Errorf("an earlier chunk of the object failed: %w", tr.readErr)
+						}
+						return nil
+					case tr.resumeAt >= 0:
+						return nil // the lane's later tasks keep their place after its continuation
 					}
 				}
 				return nil
@@ -251,10 +260,11 @@ func (r *Runner) runGroup(ctx context.Context, runs []*taskRun, concurrency int)
 		tr.res.Messages--
 	}
 	if err != nil {
+		// Every task of the group fails, those not started too: a
+		// continuation would only meet the same stop, and a failed task
+		// comes back until its queue's DLQ takes it.
 		for _, tr := range runs {
-			if tr.produced > 0 || tr.started {
-				tr.readErr = cmp.Or(tr.readErr, fmt.Errorf("send to %s: %w", sender.QueueURL(), err))
-			}
+			tr.readErr = cmp.Or(tr.readErr, fmt.Errorf("send to %s: %w", sender.QueueURL(), err))
 		}
 	}
 }
@@ -376,11 +386,11 @@ func (r *Runner) finish(ctx context.Context, tr *taskRun) TaskResult {
 		p.Messages.Add(res.Messages)
 	}
 	switch {
-	case !tr.started:
-		res.Continuation = &tr.task
-		return res
 	case tr.readErr != nil:
 		res.Err = fmt.Errorf("fanout: %s [%d,%d): %w", c.Object, c.Start, c.End, tr.readErr)
+		return res
+	case !tr.started:
+		res.Continuation = &tr.task
 		return res
 	case tr.consumed < tr.produced:
 		res.Err = fmt.Errorf("fanout: %s [%d,%d): %d records were not sent: the send stopped", c.Object, c.Start, c.End, tr.produced-tr.consumed)

@@ -2,14 +2,17 @@ package partialbatch
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
 )
 
 // ErrDeadline is the cause (see context.Cause) of the contexts made by
 // Contexts when they end on time, before the invocation's deadline; a
 // message not started for that reason fails with it.
-var ErrDeadline = errors.New("stopped before the invocation's deadline")
+//
+// It wraps context.DeadlineExceeded, so that code that stops on a
+// deadline, such as pkg/sqsbatch's sender, stops on it too.
+var ErrDeadline = fmt.Errorf("stopped before the invocation's deadline: %w", context.DeadlineExceeded)
 
 // Bounds of the automatic margin.
 const (

@@ -558,3 +558,12 @@ func TestContextsWithoutDeadline(t *testing.T) {
 		t.Errorf("SendContext of a plain context = %v, want it back", got)
 	}
 }
+
+// TestErrDeadlineIsADeadline checks that code which stops on a deadline,
+// such as sqsbatch's sender, stops when a context made by Contexts ends on
+// time.
+func TestErrDeadlineIsADeadline(t *testing.T) {
+	if !errors.Is(partialbatch.ErrDeadline, context.DeadlineExceeded) {
+		t.Error("ErrDeadline does not wrap context.DeadlineExceeded")
+	}
+}
