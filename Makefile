@@ -28,7 +28,7 @@ SYNTH_OUT := .local/cdk.out
 # How a function is built for Lambda: provided.al2023 on arm64.
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: help demo test test-short test-infra test-sam build-S3IngestFunction build-FanoutFunction synth vet build bench bench-go clean
+.PHONY: help demo test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction synth vet build bench bench-go clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -69,6 +69,9 @@ $(CDK_CLI): $(CDK_CLI_DIR)/package.json $(CDK_CLI_DIR)/package-lock.json
 
 test-short: ## run the tests that need no stand-ins
 	$(GO) test -short -race ./...
+
+check-links: ## check the links and #anchors of README.md and the Markdown files under docs/
+	$(GO) test -run TestDocLinks ./internal/doccheck/
 
 vet: ## go vet
 	$(GO) vet ./...

@@ -9,7 +9,8 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
-// Environment variables fanout reads. README.md has the table.
+// Environment variables fanout reads. docs/configuration.md has the table;
+// TestConfigTable checks that it lists exactly these.
 const (
 	envTargetQueueURL     = "TARGET_QUEUE_URL"
 	envTargetQueueName    = "TARGET_QUEUE_NAME"

@@ -11,8 +11,9 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 )
 
-// Environment variables s3ingest reads. README.md has the table with the
-// defaults. The notification filter's variables are lambdaenv's.
+// Environment variables s3ingest reads. docs/configuration.md has the table
+// with the defaults; TestConfigTable checks that it lists exactly these.
+// The notification filter's variables are lambdaenv's.
 const (
 	envOutputQueueURL      = "OUTPUT_QUEUE_URL"
 	envFailureQueueURL     = "FAILURE_QUEUE_URL"

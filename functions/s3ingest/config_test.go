@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/s3sqs/s3sqs/internal/doccheck"
 	"github.com/s3sqs/s3sqs/internal/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
@@ -161,5 +162,24 @@ func TestQueueVariable(t *testing.T) {
 		if got := queueVariable(role); got != want {
 			t.Errorf("queueVariable(%q) = %s; want %s", role, got, want)
 		}
+	}
+}
+
+// TestConfigTable checks that the rows of docs/configuration.md for
+// s3ingest (function s3ingest or both) are exactly the variables
+// loadConfig reads, FANOUT_WORK_QUEUE_URL (read only with HANDOFF_BYTES)
+// included.
+func TestConfigTable(t *testing.T) {
+	base := map[string]string{envOutputQueueURL: testQueue}
+	load := func(getenv func(string) string) { _, _ = loadConfig(getenv) }
+	if _, err := loadConfig(func(k string) string { return base[k] }); err != nil {
+		t.Fatalf("the minimal configuration is refused: %v", err)
+	}
+	table, err := doccheck.ConfigTable("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range doccheck.CheckConfig(doccheck.S3Ingest, doccheck.EnvRead(load, base), table) {
+		t.Error(err)
 	}
 }
