@@ -28,7 +28,7 @@ SYNTH_OUT := .local/cdk.out
 # How a function is built for Lambda: provided.al2023 on arm64.
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: help demo test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction synth vet build bench bench-go clean
+.PHONY: help demo test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction synth vet build bench bench-go plot clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -94,6 +94,10 @@ bench: ## print the table of CPU per record and records/s of each path (BENCH_AR
 
 bench-go: ## run the Go benchmarks against the stand-ins (BENCH=regexp selects)
 	tools/with-local-aws $(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=1x ./...
+
+plot: ## run the throughput benchmark on this machine and draw docs/throughput.svg (gonum/plot)
+	tools/with-local-aws $(GO) run ./tools/throughput -out docs/throughput.json
+	cd tools/plot && $(GO) run . -in ../../docs/throughput.json -out ../../docs/throughput.svg
 
 clean: ## remove build output, installed stand-ins and logs
 	rm -rf dist .local tools/localaws/node_modules $(CDK_CLI_DIR)/node_modules infra/cdk.out
