@@ -96,16 +96,9 @@ func TestLoadConfig(t *testing.T) {
 // TestConfigTable checks that the rows of docs/configuration.md for fanout
 // (function fanout or both) are exactly the variables loadConfig reads.
 func TestConfigTable(t *testing.T) {
+	load := func(getenv func(string) string) error { _, err := loadConfig(getenv); return err }
 	base := map[string]string{envTargetQueueURL: "https://sqs.eu-west-1.amazonaws.com/111122223333/q"}
-	load := func(getenv func(string) string) { _, _ = loadConfig(getenv) }
-	if _, err := loadConfig(func(k string) string { return base[k] }); err != nil {
-		t.Fatalf("the minimal configuration is refused: %v", err)
-	}
-	table, err := doccheck.ConfigTable("../../docs/configuration.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range doccheck.CheckConfig(doccheck.Fanout, doccheck.EnvRead(load, base), table) {
+	for _, err := range doccheck.CheckFunction(doccheck.Fanout, load, base, "../../docs/configuration.md") {
 		t.Error(err)
 	}
 }

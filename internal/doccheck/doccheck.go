@@ -239,3 +239,19 @@ func CheckConfig(function string, read []string, table map[string]string) []erro
 	}
 	return errs
 }
+
+// CheckFunction checks one function's side of the table at tablePath:
+// load (its loadConfig) must accept base, the smallest configuration, and
+// the variables it reads (see EnvRead) must be the table's rows for
+// function or both. It returns every problem, or nil.
+func CheckFunction(function string, load func(getenv func(string) string) error, base map[string]string, tablePath string) []error {
+	if err := load(func(k string) string { return base[k] }); err != nil {
+		return []error{fmt.Errorf("the minimal configuration %v is refused: %w", base, err)}
+	}
+	table, err := ConfigTable(tablePath)
+	if err != nil {
+		return []error{err}
+	}
+	read := EnvRead(func(getenv func(string) string) { _ = load(getenv) }, base)
+	return CheckConfig(function, read, table)
+}

@@ -433,8 +433,11 @@ func TestS3EventInvocation(t *testing.T) {
 	}
 }
 
-func TestDeadlineContinuation(t *testing.T) {
-	st := newStack(t, "")
+// slowObject writes slow.jsonl, 400 records that take longer to read than
+// a short deadline allows once st reads through slowS3, and returns their
+// bodies and the object's size.
+func (st *stack) slowObject(t *testing.T) ([]string, int) {
+	t.Helper()
 	var b strings.Builder
 	var want []string
 	for i := range 400 {
@@ -442,11 +445,17 @@ func TestDeadlineContinuation(t *testing.T) {
 		want = append(want, fmt.Sprintf("r%03d", i))
 	}
 	st.put(t, "slow.jsonl", b.String())
-	// Reading is slowed so that the deadline falls mid-task.
 	st.s3api = slowS3{st.s3}
 	st.hopts.DeadlineMargin = time.Second
+	return want, b.Len()
+}
+
+func TestDeadlineContinuation(t *testing.T) {
+	st := newStack(t, "")
+	// Reading is slowed so that the deadline falls mid-task.
+	want, size := st.slowObject(t)
 	h, _ := st.handler(t, fanout.Options{}, nil)
-	task := `{"runId":"r","chunk":{"bucket":"lake","key":"slow.jsonl","size":` + fmt.Sprint(b.Len()) + `,"index":0,"count":1,"start":0,"end":` + fmt.Sprint(b.Len()) + `,"format":"jsonl"}}`
+	task := `{"runId":"r","chunk":{"bucket":"lake","key":"slow.jsonl","size":` + fmt.Sprint(size) + `,"index":0,"count":1,"start":0,"end":` + fmt.Sprint(size) + `,"format":"jsonl"}}`
 	ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
 	defer cancel()
 	resp := invoke[events.SQSEventResponse](t, h, ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "t1", Body: task, EventSource: "aws:sqs"}}})
@@ -575,15 +584,7 @@ func TestNotificationFilter(t *testing.T) {
 // continuations, in the time the send context leaves, and they finish it.
 func TestInlineDeadline(t *testing.T) {
 	st := newStack(t, "")
-	var b strings.Builder
-	var want []string
-	for i := range 400 {
-		fmt.Fprintf(&b, `{"value":"r%03d"}`+"\n", i)
-		want = append(want, fmt.Sprintf("r%03d", i))
-	}
-	st.put(t, "slow.jsonl", b.String())
-	st.s3api = slowS3{st.s3}
-	st.hopts.DeadlineMargin = time.Second
+	want, _ := st.slowObject(t)
 	h, _ := st.handler(t, fanout.Options{}, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
 	defer cancel()
