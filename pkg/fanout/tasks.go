@@ -84,11 +84,9 @@ type taskRun struct {
 	index      int // in RunTasks' tasks
 	groupIndex int // in its group, which its entries' ids carry
 	task       worktask.Task
-	mode       Mode
 	sender     *sqsbatch.Sender
 	encode     func(rec records.Record) (sqsbatch.Entry, error)
 	packer     *chunkPacker // chunk mode
-	opts       records.Options
 
 	res      TaskResult
 	fails    []Failure
@@ -114,7 +112,7 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 	if err != nil {
 		return nil, err
 	}
-	tr := &taskRun{index: index, task: t, mode: mode, sender: sender, resumeAt: -1}
+	tr := &taskRun{index: index, task: t, sender: sender, resumeAt: -1}
 	c, fifo := t.Chunk, sender.FIFO()
 	switch {
 	case ov.Ingest != nil:
@@ -319,7 +317,7 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pend
 	defer stopIO(nil)
 	defer context.AfterFunc(work, func() { stopIO(context.Cause(work)) })()
 	next := t.ResumeAt
-	for rec, err := range records.Read(ioCtx, r.s3, c, tr.opts) {
+	for rec, err := range records.Read(ioCtx, r.s3, c, records.Options{}) {
 		if err != nil {
 			var re *records.RecordError
 			if errors.As(err, &re) {
