@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/s3sqs/s3sqs/internal/esm"
 	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/internal/rie"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
@@ -73,7 +74,7 @@ func TestEndToEnd(t *testing.T) {
 			break
 		}
 		for i := 0; i < len(msgs); i += 10 {
-			out, err := fn.Invoke(t.Context(), localaws.SQSEvent(msgs[i:min(i+10, len(msgs))], workARN))
+			out, err := fn.Invoke(t.Context(), esm.Event(msgs[i:min(i+10, len(msgs))], workARN))
 			if err != nil {
 				t.Fatalf("tasks: %v", err)
 			}
@@ -138,7 +139,7 @@ func TestEndToEndDeadline(t *testing.T) {
 			break
 		}
 		for _, m := range msgs {
-			out, err := fn.Invoke(t.Context(), localaws.SQSEvent([]types.Message{m}, workARN))
+			out, err := fn.Invoke(t.Context(), esm.Event([]types.Message{m}, workARN))
 			if err != nil {
 				t.Fatalf("task: %v", err)
 			}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -75,17 +74,4 @@ func Drain(tb testing.TB, c *sqs.Client, url string, quiet time.Duration) []type
 		}
 	}
 	return got
-}
-
-// SQSEvent returns received messages as the Lambda SQS event that an
-// event source mapping on the queue arn would deliver.
-func SQSEvent(msgs []types.Message, arn string) events.SQSEvent {
-	var ev events.SQSEvent
-	for _, m := range msgs {
-		ev.Records = append(ev.Records, events.SQSMessage{
-			MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
-			Md5OfBody: aws.ToString(m.MD5OfBody), Attributes: m.Attributes, EventSource: "aws:sqs", EventSourceARN: arn, AWSRegion: Region,
-		})
-	}
-	return ev
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/s3sqs/s3sqs/internal/esm"
 	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/internal/sqsfault"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
@@ -300,7 +301,7 @@ func TestWorkQueue(t *testing.T) {
 	}
 	// Feed the tasks back as SQS events of up to 10, as Lambda would.
 	for i := 0; i < len(tasks); i += 10 {
-		ev := localaws.SQSEvent(tasks[i:min(i+10, len(tasks))], workARN)
+		ev := esm.Event(tasks[i:min(i+10, len(tasks))], workARN)
 		resp := invoke[events.SQSEventResponse](t, h, t.Context(), ev)
 		if len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("batch item failures %v", resp.BatchItemFailures)
@@ -467,7 +468,7 @@ func TestDeadlineContinuation(t *testing.T) {
 		t.Fatalf("work queue holds %v, want one continuation", cont)
 	}
 	// The continuation finishes the task.
-	resp = invoke[events.SQSEventResponse](t, h, t.Context(), localaws.SQSEvent(cont, workARN))
+	resp = invoke[events.SQSEventResponse](t, h, t.Context(), esm.Event(cont, workARN))
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("continuation failed: %v", resp.BatchItemFailures)
 	}
@@ -595,7 +596,7 @@ func TestInlineDeadline(t *testing.T) {
 	st.s3api = nil
 	h, _ = st.handler(t, fanout.Options{}, nil)
 	cont := localaws.Drain(t, st.sqs, st.work, time.Second)
-	if resp := invoke[events.SQSEventResponse](t, h, t.Context(), localaws.SQSEvent(cont, workARN)); len(resp.BatchItemFailures) != 0 {
+	if resp := invoke[events.SQSEventResponse](t, h, t.Context(), esm.Event(cont, workARN)); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("continuation failed: %v", resp.BatchItemFailures)
 	}
 	bodies, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))

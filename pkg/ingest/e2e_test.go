@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/s3sqs/s3sqs/internal/esm"
 	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/internal/rie"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
@@ -176,12 +177,8 @@ func receiveEvent(ctx context.Context, t *testing.T, c *sqs.Client, url, arn str
 		if err != nil {
 			t.Fatalf("ReceiveMessage: %v", err)
 		}
+		ev.Records = append(ev.Records, esm.Event(got.Messages, arn).Records...)
 		for _, m := range got.Messages {
-			ev.Records = append(ev.Records, events.SQSMessage{
-				MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
-				Md5OfBody: aws.ToString(m.MD5OfBody), Attributes: m.Attributes, EventSource: "aws:sqs",
-				EventSourceARN: arn, AWSRegion: localaws.Region,
-			})
 			msgs = append(msgs, s3event.Message{ID: aws.ToString(m.MessageId), Body: aws.ToString(m.Body)})
 		}
 		res := s3event.Filter{}.Apply(msgs)
