@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -18,8 +16,6 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/ingest"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
-	"github.com/s3sqs/s3sqs/pkg/recordjson"
-	"github.com/s3sqs/s3sqs/pkg/s3event"
 )
 
 // runIngest runs s3ingest's logic in this process, on a notification read
@@ -75,21 +71,13 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		{"-output-queue-url", fanout.CheckQueueURL(opts.Target.URL)},
 		{"-format", func() (err error) { opts.Plan.Format, err = dataset.ParseFormat(format); return }()},
 	}
-	switch strings.ToLower(partitions) {
-	case "true":
-		in.Partitions = recordjson.PartitionsString
-	case "typed":
-		in.Partitions = recordjson.PartitionsTyped
-	case "false":
-		in.Partitions = recordjson.PartitionsOff
-	default:
-		checks = append(checks, check{"-partitions", fmt.Errorf("%q is not true, typed or false", partitions)})
+	var err error
+	if in.Partitions, err = ingest.ParsePartitions(partitions); err != nil {
+		checks = append(checks, check{"-partitions", err})
 	}
-	for t := range strings.SplitSeq(eventTypes, ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			checks = append(checks, check{"-event-types", s3event.CheckEventType(t)})
-			in.Filter.EventTypes = append(in.Filter.EventTypes, t)
-		}
+	var typeErrs []error
+	if in.Filter.EventTypes, typeErrs = lambdaenv.ParseEventTypes(eventTypes); len(typeErrs) > 0 {
+		checks = append(checks, check{"-event-types", typeErrs[0]})
 	}
 	if msg, ok := firstBad(checks); ok {
 		return bad("%s", msg)
@@ -109,7 +97,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			fmt.Fprintf(stderr, "s3sqs ingest: %v\n", err)
 			return 1
 		}
-		payload = notificationOf(obj)
+		payload = ingest.CreatedNotification(obj, time.Now())
 	} else {
 		src := stdin
 		if fs.NArg() == 1 {
@@ -164,26 +152,4 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return 1
 	}
 	return 0
-}
-
-// notificationOf writes the S3 event notification that S3 sends when obj
-// is created, as an SQS message body.
-func notificationOf(obj dataset.Object) []byte {
-	type object struct {
-		Key       string `json:"key"`
-		Size      int64  `json:"size"`
-		ETag      string `json:"eTag,omitempty"`
-		VersionID string `json:"versionId,omitempty"`
-	}
-	rec := map[string]any{
-		"eventVersion": "2.1", "eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
-		"eventTime": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
-		"s3": map[string]any{
-			"bucket": map[string]string{"name": obj.Bucket},
-			// Keys in notifications are form-URL-encoded.
-			"object": object{Key: strings.ReplaceAll(url.QueryEscape(obj.Key), "%2F", "/"), Size: obj.Size, ETag: obj.ETag, VersionID: obj.VersionID},
-		},
-	}
-	b, _ := json.Marshal(map[string]any{"Records": []any{rec}})
-	return b
 }

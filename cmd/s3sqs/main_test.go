@@ -95,6 +95,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"fanout", "-bucket", "b", "-all", "-prefix", "p/", "-target-queue-url", q}, "the source names prefix and all"},
 		{[]string{"fanout", "-bucket", "s3://b/p/", "-prefix", "p/", "-target-queue-url", q}, "is not a bucket name"},
 		{[]string{"fanout", "-no-such-flag"}, "no-such-flag"},
+		{[]string{"ingest", "-output-queue-url", q, "-partitions", "yes"}, `-partitions: "yes" is not true, false or typed`},
+		{[]string{"ingest", "-output-queue-url", q, "-event-types", "ObjectCreated:Put,ObjectCreate:*"}, `-event-types: "ObjectCreate:*" is not an S3 event type`},
 		{[]string{"parse", "a", "b"}, "at most one FILE"},
 	}
 	for _, tt := range tests {

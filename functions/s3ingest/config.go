@@ -81,7 +81,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	in.FileMetadata = env.Bool(envFileMetadata, true)
 	in.Partitions = recordjson.PartitionsString
 	if env.String(envPartitionColumns) != "" {
-		in.Partitions = lambdaenv.Parse(env, envPartitionColumns, parsePartitions)
+		in.Partitions = lambdaenv.Parse(env, envPartitionColumns, ingest.ParsePartitions)
 	}
 	in.FailBadRecords = lambdaenv.Parse(env, envOnBadRecord, func(v string) (bool, error) {
 		switch strings.ToLower(v) {
@@ -97,19 +97,6 @@ func loadConfig(getenv func(string) string) (config, error) {
 	in.DeadlineMargin = env.Duration(envDeadlineMargin)
 	c.s3PathStyle = env.Bool(envS3PathStyle, false)
 	return c, env.Err()
-}
-
-// parsePartitions reads PARTITION_COLUMNS.
-func parsePartitions(v string) (recordjson.PartitionMode, error) {
-	switch strings.ToLower(v) {
-	case "true":
-		return recordjson.PartitionsString, nil
-	case "false":
-		return recordjson.PartitionsOff, nil
-	case "typed":
-		return recordjson.PartitionsTyped, nil
-	}
-	return recordjson.PartitionsString, fmt.Errorf("%q is not true, false or typed", v)
 }
 
 // queueVariable returns the variable that names the runner's queue of role.

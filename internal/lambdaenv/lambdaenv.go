@@ -181,15 +181,10 @@ const (
 // false and never keeps them.
 func (r *Reader) Filter(deletions bool) s3event.Filter {
 	var f s3event.Filter
-	for t := range strings.SplitSeq(r.String(EventTypes), ",") {
-		if t = strings.TrimSpace(t); t == "" {
-			continue
-		}
-		if err := s3event.CheckEventType(t); err != nil {
-			r.Bad(EventTypes, "%v", strings.TrimPrefix(err.Error(), "s3event: "))
-			continue
-		}
-		f.EventTypes = append(f.EventTypes, t)
+	var errs []error
+	f.EventTypes, errs = ParseEventTypes(r.String(EventTypes))
+	for _, err := range errs {
+		r.Bad(EventTypes, "%v", err)
 	}
 	if deletions {
 		f.KeepDeletions = !r.Bool(IgnoreDeletions, true)
@@ -203,6 +198,27 @@ func (r *Reader) Filter(deletions bool) s3event.Filter {
 	f.SortByTime = r.Bool(SortByTime, false)
 	f.Options.EventBridgeKeysRaw = r.Bool(EventBridgeKeysRaw, false)
 	return f
+}
+
+// ParseEventTypes reads a comma-separated list of S3 event types, as
+// EVENT_TYPES and the CLI's -event-types write it, and returns the names
+// s3event.CheckEventType accepts and an error for each other one.
+func ParseEventTypes(list string) ([]string, []error) {
+	var (
+		types []string
+		errs  []error
+	)
+	for t := range strings.SplitSeq(list, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		if err := s3event.CheckEventType(t); err != nil {
+			errs = append(errs, errors.New(strings.TrimPrefix(err.Error(), "s3event: ")))
+			continue
+		}
+		types = append(types, t)
+	}
+	return types, errs
 }
 
 // parseAge reads MAX_FILE_AGE: a number of days ("7d"), a Go duration

@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,6 +68,7 @@ func NewHandler(r *Runner, opts HandlerOptions) *Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	opts.Concurrency = cmp.Or(opts.Concurrency, partialbatch.DefaultConcurrency)
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -258,14 +260,13 @@ func (h *Handler) notifications(ctx context.Context, inv *Invocation, msgs []s3e
 	}
 	objs := make([][]dataset.Object, len(msgs))
 	for _, it := range res.Accepted {
-		o := it.Object
-		objs[index[it.MessageID]] = append(objs[index[it.MessageID]], dataset.Object{Bucket: o.Bucket, Key: o.Key, Size: o.Size, ETag: o.ETag, VersionID: o.VersionID})
+		objs[index[it.MessageID]] = append(objs[index[it.MessageID]], Notified(it.Object))
 	}
 	var (
 		mu sync.Mutex
 		g  errgroup.Group
 	)
-	g.SetLimit(max(h.opts.Concurrency, 1))
+	g.SetLimit(h.opts.Concurrency)
 	for i := range msgs {
 		if len(objs[i]) == 0 {
 			continue
@@ -293,6 +294,12 @@ func (h *Handler) notifications(ctx context.Context, inv *Invocation, msgs []s3e
 	}
 	g.Wait()
 	return out
+}
+
+// Notified returns the object a notification names, pinned to the
+// notified version (its version id, else its ETag), as a run reads it.
+func Notified(o s3event.Object) dataset.Object {
+	return dataset.Object{Bucket: o.Bucket, Key: o.Key, Size: o.Size, ETag: o.ETag, VersionID: o.VersionID}
 }
 
 // report writes the invocation's summary line and metrics.

@@ -20,11 +20,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
@@ -76,6 +79,44 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+}
+
+// ParsePartitions reads how partition values are added, as
+// PARTITION_COLUMNS and the CLI's -partitions write it: true (as strings),
+// typed, or false.
+func ParsePartitions(v string) (recordjson.PartitionMode, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true":
+		return recordjson.PartitionsString, nil
+	case "false":
+		return recordjson.PartitionsOff, nil
+	case "typed":
+		return recordjson.PartitionsTyped, nil
+	}
+	return recordjson.PartitionsString, fmt.Errorf("%q is not true, false or typed", v)
+}
+
+// CreatedNotification returns the S3 event notification S3 sends when obj
+// is created at t, as an SQS message body names it: for replaying an
+// object through a Handler (the CLI, the benchmark).
+func CreatedNotification(obj dataset.Object, t time.Time) []byte {
+	type object struct {
+		Key       string `json:"key"`
+		Size      int64  `json:"size"`
+		ETag      string `json:"eTag,omitempty"`
+		VersionID string `json:"versionId,omitempty"`
+	}
+	rec := map[string]any{
+		"eventVersion": "2.1", "eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
+		"eventTime": t.UTC().Format("2006-01-02T15:04:05.000Z"),
+		"s3": map[string]any{
+			"bucket": map[string]string{"name": obj.Bucket},
+			// Keys in notifications are form-URL-encoded.
+			"object": object{Key: strings.ReplaceAll(url.QueryEscape(obj.Key), "%2F", "/"), Size: obj.Size, ETag: obj.ETag, VersionID: obj.VersionID},
+		},
+	}
+	b, _ := json.Marshal(map[string]any{"Records": []any{rec}})
+	return b
 }
 
 // Handler answers SQS events of S3 notifications. It is safe for

@@ -47,9 +47,7 @@ type objectRun struct {
 	bytes   int64
 }
 
-func (o *objectRun) pinned() dataset.Object {
-	return dataset.Object{Bucket: o.obj.Bucket, Key: o.obj.Key, Size: o.obj.Size, ETag: o.obj.ETag, VersionID: o.obj.VersionID}
-}
+func (o *objectRun) pinned() dataset.Object { return fanout.Notified(o.obj) }
 
 // runID is the run of an object's tasks: derived from the object's pin,
 // so that a retried message plans the same tasks with the same ids.

@@ -248,9 +248,7 @@ func ingestRun(s3c *s3.Client, sqsc *sqs.Client, target string, send sqsbatch.Op
 			return 0, err
 		}
 		h := ingest.New(r, ingest.Options{Partitions: recordjson.PartitionsString, FileMetadata: true})
-		body := fmt.Sprintf(`{"Records":[{"eventVersion":"2.1","eventSource":"aws:s3","eventName":"ObjectCreated:Put","eventTime":%q,`+
-			`"s3":{"bucket":{"name":%q},"object":{"key":%q,"size":%d,"eTag":%q}}}]}`,
-			time.Now().UTC().Format("2006-01-02T15:04:05.000Z"), bucket, key, obj.Size, obj.ETag)
+		body := string(ingest.CreatedNotification(obj, time.Now()))
 		ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", EventSource: "aws:sqs", Body: body}}}
 		resp, sum, err := h.HandleSummary(ctx, ev)
 		if err == nil && (len(resp.BatchItemFailures) > 0 || sum.RecordsSent != int64(n)) {
