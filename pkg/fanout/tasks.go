@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -207,7 +206,7 @@ func (r *Runner) runGroup(ctx context.Context, runs []*taskRun, concurrency int)
 				break // not started: their whole chunk is their continuation
 			}
 			g.Go(func() error {
-				for _, tr := range lane {
+				for i, tr := range lane {
 					if work.Err() != nil || readCtx.Err() != nil {
 						return nil
 					}
@@ -217,7 +216,7 @@ func (r *Runner) runGroup(ctx context.Context, runs []*taskRun, concurrency int)
 					case tr.readErr != nil:
 						// The object's later chunks must not overtake
 						// this one's retry: they fail with it.
-						for _, later := range lane[slices.Index(lane, tr)+1:] {
+						for _, later := range lane[i+1:] {
 							later.readErr = fmt.Errorf("an earlier chunk of the object failed: %w", tr.readErr)
 						}
 						return nil
