@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -86,14 +87,24 @@ func classify(err error) error {
 
 // Reader reads a pinned object sequentially from an offset to its end,
 // with ranged GETs: a first range of the expected length, then the rest as
-// it is needed. It is not safe for concurrent use.
+// it is needed. A response body that breaks off (a reset, a short body, a
+// stall) is resumed from the first byte not yet read, as Resume says. It is
+// not safe for concurrent use.
 type Reader struct {
+	// Resume says how a broken response is resumed; set it before the
+	// first Read.
+	Resume Resume
+
 	ctx    context.Context
 	client GetAPI
 	obj    Object
 	pos    int64
 	next   int64 // length of the next range; 0 means to the end
 	body   io.ReadCloser
+	// rangeEnd is where the open response's bytes end.
+	rangeEnd int64
+	watch    *stallWatch
+	tries    retries
 	// Encoding is the Content-Encoding of the first response.
 	encoding string
 	opened   bool
@@ -103,7 +114,8 @@ type Reader struct {
 // bytes the caller expects to need; the first GET asks for that many (at
 // least 64 KiB), and later ones for the rest of the object. expect <= 0
 // reads the whole object in one GET, with no Range, as compressed objects
-// need.
+// need (a resumed read asks for the rest with a Range: the bytes are the
+// same, so a decompressor above does not notice).
 func NewReader(ctx context.Context, client GetAPI, obj Object, start, expect int64) *Reader {
 	return &Reader{ctx: ctx, client: client, obj: obj, pos: start, next: expect}
 }
@@ -116,30 +128,46 @@ func (r *Reader) Read(p []byte) (int, error) {
 				return 0, io.EOF
 			}
 			if err := r.open(); err != nil {
+				if r.tries.again(r.ctx, r.Resume, err) {
+					continue
+				}
 				return 0, err
 			}
 		}
-		n, err := r.body.Read(p)
+		n, err := r.watch.read(r.body, p)
 		r.pos += int64(n)
+		if n > 0 {
+			r.tries.progress()
+		}
 		if errors.Is(err, io.EOF) {
-			r.body.Close()
-			r.body = nil
+			r.closeBody()
+			switch {
+			case r.pos < r.rangeEnd:
+				// The transport saw a clean end, but fewer bytes
+				// than the response said it has.
+				err = io.ErrUnexpectedEOF
+			case n > 0:
+				return n, nil
+			case r.pos >= r.obj.Size:
+				return 0, io.EOF
+			default:
+				continue
+			}
+		}
+		if err != nil {
+			r.closeBody()
+			rerr := &ReadError{Object: r.obj, Offset: r.pos, Err: err}
+			if !r.tries.again(r.ctx, r.Resume, rerr) {
+				return n, rerr
+			}
 			if n > 0 {
 				return n, nil
 			}
-			if r.whole() || r.pos >= r.obj.Size {
-				return 0, io.EOF
-			}
 			continue
-		}
-		if err != nil {
-			return n, &ReadError{Object: r.obj, Offset: r.pos, Err: err}
 		}
 		return n, nil
 	}
 }
-
-func (r *Reader) whole() bool { return r.next <= 0 && r.opened }
 
 func (r *Reader) open() error {
 	var (
@@ -155,7 +183,9 @@ func (r *Reader) open() error {
 			end = -1
 		}
 		out, err = get(r.ctx, r.client, r.obj, r.pos, end)
-		r.next = 0 // the rest, when needed, in one range
+		if err == nil {
+			r.next = 0 // the rest, when needed, in one range
+		}
 	default:
 		out, err = get(r.ctx, r.client, r.obj, r.pos, -1)
 	}
@@ -164,10 +194,33 @@ func (r *Reader) open() error {
 	}
 	if !r.opened {
 		r.encoding = aws.ToString(out.ContentEncoding)
+		r.obj = pinETag(r.obj, out.ETag)
+	}
+	r.rangeEnd = max(r.obj.Size, r.pos)
+	if out.ContentLength != nil {
+		r.rangeEnd = r.pos + *out.ContentLength
 	}
 	r.opened = true
 	r.body = out.Body
+	r.watch = newStallWatch(r.Resume.stallTimeout(), out.Body)
 	return nil
+}
+
+// pinETag pins an object that has neither version nor ETag to the ETag of
+// its first response, so that a resumed read cannot splice two versions.
+func pinETag(obj Object, etag *string) Object {
+	if obj.VersionID == "" && obj.ETag == "" {
+		obj.ETag = strings.Trim(aws.ToString(etag), `"`)
+	}
+	return obj
+}
+
+func (r *Reader) closeBody() {
+	if r.body != nil {
+		r.watch.stop()
+		r.body.Close()
+		r.body = nil
+	}
 }
 
 // ContentEncoding returns the Content-Encoding S3 reported, once the first
@@ -179,15 +232,20 @@ func (r *Reader) Close() error {
 	if r.body == nil {
 		return nil
 	}
+	r.watch.stop()
 	err := r.body.Close()
 	r.body = nil
 	return err
 }
 
 // ReaderAt reads a pinned object at random offsets, one ranged GET per
-// call, for formats such as Parquet that need it. It is safe for
-// concurrent use.
+// call (more when a response breaks off and is resumed, as Resume says),
+// for formats such as Parquet that need it. It is safe for concurrent use.
 type ReaderAt struct {
+	// Resume says how a broken response is resumed; set it before the
+	// first ReadAt.
+	Resume Resume
+
 	ctx    context.Context
 	client GetAPI
 	obj    Object
@@ -206,18 +264,46 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	if off >= r.obj.Size {
 		return 0, io.EOF
 	}
-	end := min(off+int64(len(p)), r.obj.Size) - 1
-	out, err := get(r.ctx, r.client, r.obj, off, end)
-	if err != nil {
-		return 0, err
-	}
-	defer out.Body.Close()
-	n, err := io.ReadFull(out.Body, p[:end-off+1])
-	if err != nil {
-		return n, &ReadError{Object: r.obj, Offset: off + int64(n), Err: err}
+	want := int(min(off+int64(len(p)), r.obj.Size) - off)
+	var (
+		n     int
+		tries retries
+	)
+	for n < want {
+		err := r.readRange(p[n:want], off+int64(n), &n)
+		if err == nil {
+			break
+		}
+		if !tries.again(r.ctx, r.Resume, err) {
+			return n, err
+		}
 	}
 	if n < len(p) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// readRange reads p from offset off with one GET, adding what it read to
+// *n, so that a caller can resume after it.
+func (r *ReaderAt) readRange(p []byte, off int64, n *int) error {
+	out, err := get(r.ctx, r.client, r.obj, off, off+int64(len(p))-1)
+	if err != nil {
+		return err
+	}
+	defer out.Body.Close()
+	w := newStallWatch(r.Resume.stallTimeout(), out.Body)
+	defer w.stop()
+	for got := 0; got < len(p); {
+		m, err := w.read(out.Body, p[got:])
+		got += m
+		*n += m
+		if err != nil && (got < len(p) || !errors.Is(err, io.EOF)) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return &ReadError{Object: r.obj, Offset: off + int64(got), Err: err}
+		}
+	}
+	return nil
 }

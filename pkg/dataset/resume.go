@@ -1,0 +1,144 @@
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/smithy-go"
+)
+
+// Defaults of Resume's zero value.
+const (
+	// DefaultResumeAttempts is how many times in a row a read is resumed
+	// without getting a byte before it fails.
+	DefaultResumeAttempts = 5
+	// DefaultStallTimeout is how long a read waits for a response body's
+	// next bytes before it breaks the response off and resumes.
+	DefaultStallTimeout = 30 * time.Second
+)
+
+// ErrStalled is wrapped by the error of a read that got no bytes for
+// Resume.StallTimeout.
+var ErrStalled = errors.New("response body stalled")
+
+// Resume says how a read recovers when a GET fails or its body breaks off
+// (a reset connection, a body shorter than its Content-Length, 5xx, a
+// stall): it asks again for the bytes from the first one not yet read,
+// pinned to the same version or ETag. The zero value uses the defaults.
+//
+// Errors that asking again cannot fix end the read at once: the object
+// changed or is gone (ErrChanged, ErrNotFound), access is denied, or the
+// context ended.
+type Resume struct {
+	// Attempts is how many times in a row a read is resumed without
+	// getting a byte; zero means DefaultResumeAttempts, and a negative
+	// value turns resuming off.
+	Attempts int
+	// StallTimeout is how long a body may go without bytes; zero means
+	// DefaultStallTimeout, and a negative value waits for ever.
+	StallTimeout time.Duration
+}
+
+func (r Resume) attempts() int {
+	if r.Attempts == 0 {
+		return DefaultResumeAttempts
+	}
+	return max(r.Attempts, 0)
+}
+
+func (r Resume) stallTimeout() time.Duration {
+	if r.StallTimeout == 0 {
+		return DefaultStallTimeout
+	}
+	return r.StallTimeout
+}
+
+// retries counts the failed attempts of one read since its last progress.
+type retries struct{ failed int }
+
+func (t *retries) progress() { t.failed = 0 }
+
+// again reports whether a read that failed with err should be tried again,
+// after waiting its backoff.
+func (t *retries) again(ctx context.Context, opts Resume, err error) bool {
+	if !resumable(ctx, err) || t.failed >= opts.attempts() {
+		return false
+	}
+	t.failed++
+	// Full jitter over 100 ms·2^n, at most 3.2 s: the SDK's retryer has
+	// already waited for a failed GET, so this only spreads out retries.
+	wait := time.Duration(rand.Int64N(int64(100*time.Millisecond) << min(t.failed, 5)))
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// resumable reports whether asking again for the same bytes may succeed.
+func resumable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, ErrChanged) || errors.Is(err, ErrNotFound) {
+		return false
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		code := re.HTTPStatusCode()
+		return code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorFault() != smithy.FaultClient
+	}
+	return true // the transport's: resets, timeouts, short bodies
+}
+
+// stallWatch breaks off a response body that goes StallTimeout without
+// bytes, by closing it, which ends the Read that waits on it.
+type stallWatch struct {
+	timeout time.Duration
+	timer   *time.Timer
+	fired   atomic.Bool
+}
+
+func newStallWatch(timeout time.Duration, body io.Closer) *stallWatch {
+	if timeout <= 0 {
+		return nil
+	}
+	w := &stallWatch{timeout: timeout}
+	w.timer = time.AfterFunc(time.Hour, func() {
+		w.fired.Store(true)
+		body.Close()
+	})
+	w.timer.Stop()
+	return w
+}
+
+// read reads from body, at most timeout long.
+func (w *stallWatch) read(body io.Reader, p []byte) (int, error) {
+	if w == nil {
+		return body.Read(p)
+	}
+	w.timer.Reset(w.timeout)
+	n, err := body.Read(p)
+	w.timer.Stop()
+	if err != nil && w.fired.Load() {
+		err = fmt.Errorf("%w: no bytes for %s", ErrStalled, w.timeout)
+	}
+	return n, err
+}
+
+func (w *stallWatch) stop() {
+	if w != nil {
+		w.timer.Stop()
+	}
+}
