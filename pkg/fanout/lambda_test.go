@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +29,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // stack is the AWS side of a test: an S3 bucket and the queues.
@@ -635,4 +638,96 @@ type stuckS3 struct{ fanout.S3API }
 func (s stuckS3) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
+}
+
+// TestReadFailsPartWay runs a task whose object stops answering half-way,
+// for longer than the reader resumes: the records read are sent once, the
+// task succeeds with a continuation from the first record not read, and
+// that continuation sends the rest. No record is sent twice.
+func TestReadFailsPartWay(t *testing.T) {
+	st := newStack(t, "")
+	var b strings.Builder
+	var want []string
+	for i := range 300 {
+		fmt.Fprintf(&b, `{"value":"r%03d"}`+"\n", i)
+		want = append(want, fmt.Sprintf("r%03d", i))
+	}
+	st.put(t, "half.jsonl", b.String())
+	broken := &halfS3{S3API: st.s3, cutAt: int64(b.Len() / 2)}
+	st.s3api = broken
+	h, logs := st.handler(t, fanout.Options{}, nil)
+	task := `{"runId":"r","chunk":{"bucket":"lake","key":"half.jsonl","size":` + fmt.Sprint(b.Len()) + `,"index":0,"count":1,"start":0,"end":` + fmt.Sprint(b.Len()) + `,"format":"jsonl"}}`
+	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "t1", Body: task, EventSource: "aws:sqs"}}})
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %v: a task that read some records succeeds and leaves a continuation", resp.BatchItemFailures)
+	}
+	if !strings.Contains(logs.String(), "read failed part-way") {
+		t.Errorf("no warning of the failed read in the log:\n%s", logs)
+	}
+	cont := localaws.Drain(t, st.sqs, st.work, time.Second)
+	if len(cont) != 1 {
+		t.Fatalf("work queue holds %d messages, want one continuation", len(cont))
+	}
+	var next worktask.Task
+	if err := json.Unmarshal([]byte(aws.ToString(cont[0].Body)), &next); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	slices.Sort(first)
+	// Lines are 17 bytes: the continuation starts after the last whole
+	// line before the cut.
+	if n := int(broken.cutAt / 17); !cmp.Equal(first, want[:n]) || next.ResumeAt != int64(n-1)*17+1 {
+		t.Fatalf("before the cut: %d records sent (want %d), continuation at %d", len(first), n, next.ResumeAt)
+	}
+	broken.heal()
+	resp = invoke[events.SQSEventResponse](t, h, t.Context(), esm.Event(cont, workARN))
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("continuation failed: %v", resp.BatchItemFailures)
+	}
+	rest, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	all := append(first, rest...)
+	slices.Sort(all)
+	if diff := cmp.Diff(want, all); diff != "" {
+		t.Errorf("records over both tasks (-want +got):\n%s", diff)
+	}
+}
+
+// halfS3 serves bodies up to cutAt, then resets the connection, and fails
+// every GET that asks for bytes past it, until healed.
+type halfS3 struct {
+	fanout.S3API
+	cutAt  int64
+	healed atomic.Bool
+}
+
+func (s *halfS3) heal() { s.healed.Store(true) }
+
+func (s *halfS3) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	if s.healed.Load() {
+		return s.S3API.GetObject(ctx, in, opts...)
+	}
+	var from int64
+	fmt.Sscanf(aws.ToString(in.Range), "bytes=%d-", &from)
+	if from >= s.cutAt {
+		return nil, syscall.ECONNRESET
+	}
+	out, err := s.S3API.GetObject(ctx, in, opts...)
+	if err == nil {
+		out.Body = &resetBody{ReadCloser: out.Body, left: s.cutAt - from}
+	}
+	return out, err
+}
+
+type resetBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *resetBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, syscall.ECONNRESET
+	}
+	n, err := b.ReadCloser.Read(p[:min(int64(len(p)), b.left)])
+	b.left -= int64(n)
+	return n, err
 }

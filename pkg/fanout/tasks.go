@@ -26,9 +26,13 @@ type TaskResult struct {
 	// BadRecords counts the records that could not be read or mapped; they
 	// are on the failure output, and counted in RecordsFailed too.
 	BadRecords int64
-	// Continuation is the rest of the task, when it stopped before its
-	// deadline; whoever runs the task must see that it is run.
+	// Continuation is the rest of the task, when it stopped before the
+	// end of its chunk; whoever runs the task must see that it is run.
 	Continuation *worktask.Task
+	// Stopped is why a task with a Continuation stopped: a read that
+	// failed after it had read some records (their entries were sent). It
+	// is nil when the task ran out of time.
+	Stopped error
 	// Err, when set, means the task must be run again: some of its records
 	// were neither sent nor put on the failure output.
 	Err error
@@ -92,6 +96,7 @@ type taskRun struct {
 	started  bool
 	resumeAt int64 // -1: the task finished its chunk
 	readErr  error
+	stopped  error // why the read stopped at resumeAt, if not for the deadline
 	produced int
 	consumed int
 }
@@ -285,8 +290,10 @@ func lanes(runs []*taskRun, fifo bool) [][]*taskRun {
 }
 
 // read reads tr's chunk and hands its entries to ch, until the chunk ends,
-// work ends (the rest becomes a continuation) or readCtx ends (the send
-// stopped, and the task fails).
+// work ends (the rest becomes a continuation), the read fails (after
+// dataset.Reader's resumes; the rest becomes a continuation if a record
+// was read, otherwise the task fails) or readCtx ends (the send stopped,
+// and the task fails).
 func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pending) {
 	t, c := tr.task, tr.task.Chunk
 	hand := func(e sqsbatch.Entry, held span) bool {
@@ -327,15 +334,22 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pend
 				}
 				continue
 			}
-			if work.Err() != nil && readCtx.Err() == nil {
-				tr.resumeAt = next
-				break
-			}
-			tr.readErr = err
-			if readCtx.Err() != nil {
+			switch {
+			case readCtx.Err() != nil:
 				tr.readErr = context.Cause(readCtx)
+				return
+			case work.Err() != nil:
+				tr.resumeAt = next
+			case next > t.ResumeAt && !errors.Is(err, dataset.ErrChanged) && !errors.Is(err, dataset.ErrNotFound):
+				// What was read is sent; the rest is a continuation
+				// that starts at the first record not read, instead of
+				// this task running again from its start.
+				tr.resumeAt, tr.stopped = next, err
+			default:
+				tr.readErr = err
+				return
 			}
-			return
+			break
 		}
 		if rec.Offset < t.ResumeAt {
 			continue
@@ -406,6 +420,11 @@ func (r *Runner) finish(ctx context.Context, tr *taskRun) TaskResult {
 		next := t
 		next.ResumeAt = tr.resumeAt
 		res.Continuation = &next
+		res.Stopped = tr.stopped
+		if tr.stopped != nil {
+			r.log.WarnContext(ctx, "read failed part-way; the records read were sent, the rest of the chunk continues from the first record not read",
+				"object", c.URI(), "chunk", t.ID(), "resumeAt", tr.resumeAt, "error", tr.stopped)
+		}
 	}
 	return res
 }

@@ -156,8 +156,12 @@ func (inv *invocation) deliver(ctx context.Context, objs []*objectRun, concurren
 			if o.failed == "" && o.skipped == "" {
 				inv.readFailed(ctx, o, res.Err)
 			}
+		case res.Continuation != nil && res.Stopped != nil:
+			if o.failed == "" && o.skipped == "" {
+				inv.readFailed(ctx, o, res.Stopped)
+			}
 		case res.Continuation != nil:
-			// Out of time: the object comes back whole with its message.
+			// Out of time: the object comes back with its message.
 			if o.failed == "" {
 				o.failed, o.err = reasonDeadline, partialbatch.ErrDeadline
 			}
