@@ -1,0 +1,39 @@
+package localaws
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/s3sqs/s3sqs/pkg/claims"
+)
+
+var tables atomic.Int64
+
+// ClaimsTable creates a claims table (see pkg/claims) in moto_server, named
+// after the test, and returns a client for it and its name. The table goes
+// when the test ends.
+func ClaimsTable(tb testing.TB) (*dynamodb.Client, string) {
+	tb.Helper()
+	c := dynamodb.NewFromConfig(Moto(tb))
+	name := fmt.Sprintf("claims-%d-%d", tables.Add(1), time.Now().UnixNano()%1e12)
+	_, err := c.CreateTable(tb.Context(), &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(claims.KeyAttribute), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(claims.KeyAttribute), KeyType: types.KeyTypeHash}},
+	})
+	if err != nil {
+		tb.Fatalf("create claims table: %v", err)
+	}
+	tb.Cleanup(func() {
+		c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
+	return c, name
+}

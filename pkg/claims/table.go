@@ -1,0 +1,206 @@
+package claims
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DefaultTTL is how long a claim is kept when TableOptions.TTL is zero.
+const DefaultTTL = 7 * 24 * time.Hour
+
+// The table's attributes. KeyAttribute is its partition key (a string);
+// ExpiresAttribute is the one to turn DynamoDB's TTL on for.
+const (
+	KeyAttribute     = "claim"
+	ExpiresAttribute = "expiresAt"
+
+	stateAttr  = "state"
+	ownerAttr  = "owner"
+	leaseAttr  = "leaseUntil" // Unix milliseconds
+	resumeAttr = "resumeAt"
+
+	stateRunning = "running"
+	stateOpen    = "open"
+	stateDone    = "done"
+)
+
+// API is the part of the DynamoDB client a Table uses. *dynamodb.Client
+// satisfies it.
+type API interface {
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// TableOptions configures a Table. The zero value is ready to use.
+type TableOptions struct {
+	// TTL is how long after its last write a claim is kept (DynamoDB
+	// deletes it some time after, through the table's TTL on
+	// ExpiresAttribute); zero means DefaultTTL. Work delivered again after
+	// that runs again.
+	TTL time.Duration
+	// Now returns the time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Table is a Store in a DynamoDB table whose partition key is the string
+// attribute KeyAttribute. Each Acquire, Release and Done is one
+// conditional UpdateItem (one write unit); an Acquire that is refused adds
+// one strongly consistent GetItem.
+type Table struct {
+	client API
+	name   string
+	ttl    time.Duration
+	now    func() time.Time
+}
+
+var _ Store = (*Table)(nil)
+
+// NewTable returns the Store in table name.
+func NewTable(client API, name string, opts TableOptions) *Table {
+	t := &Table{client: client, name: name, ttl: opts.TTL, now: opts.Now}
+	if t.ttl <= 0 {
+		t.ttl = DefaultTTL
+	}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	return t
+}
+
+// Name returns the table's name.
+func (t *Table) Name() string { return t.name }
+
+// Acquire implements Store.
+func (t *Table) Acquire(ctx context.Context, key string, until time.Time) (Claim, error) {
+	now := t.now()
+	c := Claim{Key: key, Owner: newOwner()}
+	out, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(t.name),
+		Key:                 t.key(key),
+		UpdateExpression:    aws.String("SET #state = :running, #owner = :owner, #lease = :lease, #expires = :expires"),
+		ConditionExpression: aws.String("attribute_not_exists(#claim) OR #state = :open OR (#state = :running AND #lease < :now)"),
+		ExpressionAttributeNames: map[string]string{
+			"#claim": KeyAttribute, "#state": stateAttr, "#owner": ownerAttr, "#lease": leaseAttr, "#expires": ExpiresAttribute,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":running": str(stateRunning), ":open": str(stateOpen), ":owner": str(c.Owner),
+			":lease": millis(until), ":now": millis(now), ":expires": t.expires(now),
+		},
+		ReturnValues: types.ReturnValueAllOld,
+	})
+	if err == nil {
+		c.ResumeAt = number(out.Attributes[resumeAttr])
+		c.TakenOver = stringOf(out.Attributes[stateAttr]) == stateRunning
+		return c, nil
+	}
+	if !refused(err) {
+		return Claim{}, fmt.Errorf("claims: acquire %s in table %s: %w", key, t.name, err)
+	}
+	got, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.name), Key: t.key(key), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return Claim{}, fmt.Errorf("claims: read %s in table %s: %w", key, t.name, err)
+	}
+	switch stringOf(got.Item[stateAttr]) {
+	case stateDone:
+		return Claim{}, fmt.Errorf("%w: %s", ErrDone, key)
+	case stateRunning:
+		lease := time.UnixMilli(number(got.Item[leaseAttr])).UTC()
+		return Claim{}, fmt.Errorf("%w: %s, until %s", ErrHeld, key, lease.Format(time.RFC3339))
+	}
+	// Released or taken between the two calls: a retry sorts it out.
+	return Claim{}, fmt.Errorf("claims: acquire %s: the claim changed while it was read", key)
+}
+
+// Release implements Store.
+func (t *Table) Release(ctx context.Context, c Claim, resumeAt int64) error {
+	return t.settle(ctx, c, "SET #state = :open, #resume = :resume, #expires = :expires REMOVE #lease, #owner",
+		map[string]types.AttributeValue{":open": str(stateOpen), ":resume": num(resumeAt)}, "release")
+}
+
+// Done implements Store.
+func (t *Table) Done(ctx context.Context, c Claim) error {
+	return t.settle(ctx, c, "SET #state = :done, #expires = :expires REMOVE #lease, #owner",
+		map[string]types.AttributeValue{":done": str(stateDone)}, "finish")
+}
+
+// settle updates c's item as update says, if c still holds it.
+func (t *Table) settle(ctx context.Context, c Claim, update string, values map[string]types.AttributeValue, verb string) error {
+	values[":owner"] = str(c.Owner)
+	values[":running"] = str(stateRunning)
+	values[":expires"] = t.expires(t.now())
+	names := map[string]string{"#state": stateAttr, "#owner": ownerAttr, "#lease": leaseAttr, "#expires": ExpiresAttribute}
+	if _, ok := values[":resume"]; ok {
+		names["#resume"] = resumeAttr
+	}
+	_, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.name),
+		Key:                       t.key(c.Key),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String("#state = :running AND #owner = :owner"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	switch {
+	case refused(err):
+		return fmt.Errorf("%w: %s", ErrLost, c.Key)
+	case err != nil:
+		return fmt.Errorf("claims: %s %s in table %s: %w", verb, c.Key, t.name, err)
+	}
+	return nil
+}
+
+func (t *Table) key(key string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{KeyAttribute: str(key)}
+}
+
+func (t *Table) expires(now time.Time) types.AttributeValue {
+	return num(now.Add(t.ttl).Unix())
+}
+
+// refused reports whether err is DynamoDB refusing a condition.
+func refused(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+func newOwner() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func millis(t time.Time) types.AttributeValue { return num(t.UnixMilli()) }
+
+func number(v types.AttributeValue) int64 {
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		return 0
+	}
+	i, _ := strconv.ParseInt(n.Value, 10, 64)
+	return i
+}
+
+func stringOf(v types.AttributeValue) string {
+	s, ok := v.(*types.AttributeValueMemberS)
+	if !ok {
+		return ""
+	}
+	return s.Value
+}
