@@ -35,6 +35,7 @@ const (
 	envChunkConcurrency   = "CHUNK_CONCURRENCY"
 	envCSVNoQuotedNewline = "CSV_NO_QUOTED_NEWLINES"
 	envSkipGroupOnError   = "SKIP_GROUP_ON_ERROR"
+	envClaimsTable        = lambdaenv.ClaimsTable
 	envS3PathStyle        = lambdaenv.S3PathStyle
 )
 
@@ -43,6 +44,7 @@ type config struct {
 	runner      fanout.Options
 	handler     fanout.HandlerOptions
 	s3PathStyle bool
+	claimsTable string
 }
 
 // loadConfig reads the configuration with getenv and reports every
@@ -87,6 +89,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	h.SkipGroupOnError = env.Bool(envSkipGroupOnError, false)
 	h.Concurrency = cmp.Or(o.ChunkConcurrency, fanout.DefaultChunkConcurrency)
 	c.s3PathStyle = env.Bool(envS3PathStyle, false)
+	c.claimsTable = env.ClaimsTable(envClaimsTable)
 	return c, env.Err()
 }
 

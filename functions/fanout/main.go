@@ -13,7 +13,7 @@ import (
 
 func main() {
 	cfg, err := loadConfig(os.Getenv)
-	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, QueueVariable: cfg.queueVariable}
+	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, ClaimsTable: cfg.claimsTable, QueueVariable: cfg.queueVariable}
 	lambdaenv.Start(fn, err, func(r *fanout.Runner, log *slog.Logger) any {
 		cfg.handler.Logger, cfg.handler.Out = log, os.Stdout
 		return fanout.NewHandler(r, cfg.handler).Invoke

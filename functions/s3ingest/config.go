@@ -33,6 +33,7 @@ const (
 	envChunkSize           = "CHUNK_SIZE"
 	envCSVNoQuotedNewlines = "CSV_NO_QUOTED_NEWLINES"
 	envDeadlineMargin      = "DEADLINE_MARGIN"
+	envClaimsTable         = lambdaenv.ClaimsTable
 	envS3PathStyle         = lambdaenv.S3PathStyle
 )
 
@@ -42,6 +43,7 @@ type config struct {
 	runner      fanout.Options
 	ingest      ingest.Options
 	s3PathStyle bool
+	claimsTable string
 }
 
 // loadConfig reads the configuration with getenv and reports every problem
@@ -96,6 +98,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	in.SkipGroupOnError = env.Bool(envSkipGroupOnError, false)
 	in.DeadlineMargin = env.Duration(envDeadlineMargin)
 	c.s3PathStyle = env.Bool(envS3PathStyle, false)
+	c.claimsTable = env.ClaimsTable(envClaimsTable)
 	return c, env.Err()
 }
 

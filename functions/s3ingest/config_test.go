@@ -92,6 +92,8 @@ func TestLoadConfig(t *testing.T) {
 			c.runner.WorkQueueURL = "http://q/1/work"
 		}},
 		{name: "work queue without hand-off is not used", env: map[string]string{envFanoutWorkQueueURL: "http://q/1/work"}, want: func(*config) {}},
+		{name: "claims table", env: map[string]string{envClaimsTable: "s3sqs-claims"}, want: func(c *config) { c.claimsTable = "s3sqs-claims" }},
+		{name: "claims table that is no name", env: map[string]string{envClaimsTable: "a b"}, wantErr: []string{envClaimsTable + `: "a b" is not a DynamoDB table name`}},
 		{name: "missing output queue", env: map[string]string{envOutputQueueURL: ""}, wantErr: []string{envOutputQueueURL}},
 		{
 			name: "every problem at once",

@@ -17,7 +17,7 @@ import (
 
 func main() {
 	cfg, err := loadConfig(os.Getenv)
-	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, QueueVariable: queueVariable}
+	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, ClaimsTable: cfg.claimsTable, QueueVariable: queueVariable}
 	lambdaenv.Start(fn, err, func(r *fanout.Runner, log *slog.Logger) any {
 		cfg.ingest.Logger, cfg.ingest.Out = log, os.Stdout
 		return ingest.New(r, cfg.ingest).Invoke

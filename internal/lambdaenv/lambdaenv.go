@@ -11,17 +11,22 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
+	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
@@ -258,6 +263,11 @@ func Clients(ctx context.Context, s3PathStyle bool) (*s3.Client, *sqs.Client, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("AWS config: %w", err)
 	}
+	s3c, sqsc := clients(cfg, s3PathStyle)
+	return s3c, sqsc, nil
+}
+
+func clients(cfg aws.Config, s3PathStyle bool) (*s3.Client, *sqs.Client) {
 	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) {
 		o.UsePathStyle = s3PathStyle
 		// Ranged GETs come back without a whole-object checksum, and
@@ -265,7 +275,38 @@ func Clients(ctx context.Context, s3PathStyle bool) (*s3.Client, *sqs.Client, er
 		// that on every read.
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
-	return s3c, sqs.NewFromConfig(cfg), nil
+	return s3c, sqs.NewFromConfig(cfg)
+}
+
+// ClaimsTable is the variable that names the DynamoDB table of run-once
+// claims (see pkg/claims), which both functions read.
+const ClaimsTable = "CLAIMS_TABLE"
+
+// tableName is what DynamoDB accepts as a table name.
+var tableName = regexp.MustCompile(`^[A-Za-z0-9_.-]{3,255}$`)
+
+// ClaimsTable returns the table the variable name names, or "".
+func (r *Reader) ClaimsTable(name string) string {
+	v := r.String(name)
+	if v != "" && !tableName.MatchString(v) {
+		r.Bad(name, "%q is not a DynamoDB table name (3 to 255 of A-Z a-z 0-9 _ . -)", v)
+	}
+	return v
+}
+
+// claimsStore returns the claims store in table, after one read that
+// shows the table is there and readable, so that a wrong name or a missing
+// permission fails at init.
+func claimsStore(ctx context.Context, cfg aws.Config, table string) (*claims.Table, error) {
+	client := dynamodb.NewFromConfig(cfg)
+	_, err := client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(table),
+		Key:       map[string]ddbtypes.AttributeValue{claims.KeyAttribute: &ddbtypes.AttributeValueMemberS{Value: "s3sqs-init-check"}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot read DynamoDB table %s: %w", ClaimsTable, table, err)
+	}
+	return claims.NewTable(client, table, claims.TableOptions{}), nil
 }
 
 // Function is what a function's start-up needs from its configuration.
@@ -274,6 +315,8 @@ type Function struct {
 	Runner fanout.Options
 	// S3PathStyle turns on path-style S3 requests.
 	S3PathStyle bool
+	// ClaimsTable, when set, is the claims store's DynamoDB table.
+	ClaimsTable string
 	// QueueVariable names the variable of the runner's queue of a role
 	// (fanout.RoleTarget, RoleWork, RoleFailure), for init errors.
 	QueueVariable func(role string) string
@@ -296,9 +339,20 @@ func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, log *slog.L
 		fail(cfgErr)
 	}
 	ctx := context.Background()
-	s3c, sqsc, err := Clients(ctx, fn.S3PathStyle)
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
-		fail(err)
+		fail(fmt.Errorf("AWS config: %w", err))
+	}
+	s3c, sqsc := clients(cfg, fn.S3PathStyle)
+	if fn.ClaimsTable == "" {
+		log.Info("no " + ClaimsTable + ": tasks and notifications run at least once, and one delivered twice sends its records twice")
+	} else {
+		store, err := claimsStore(ctx, cfg, fn.ClaimsTable)
+		if err != nil {
+			fail(err)
+		}
+		fn.Runner.Claims = store
+		log.Info("each task and notified object version runs once", "claimsTable", fn.ClaimsTable)
 	}
 	fn.Runner.Logger = log
 	runner, err := fanout.New(ctx, s3c, sqsc, fn.Runner)

@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +22,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/esm"
 	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/s3fault"
 	"github.com/s3sqs/s3sqs/internal/sqsfault"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
@@ -653,7 +652,7 @@ func TestReadFailsPartWay(t *testing.T) {
 		want = append(want, fmt.Sprintf("r%03d", i))
 	}
 	st.put(t, "half.jsonl", b.String())
-	broken := &halfS3{S3API: st.s3, cutAt: int64(b.Len() / 2)}
+	broken := &s3fault.CutAt{S3API: st.s3, At: int64(b.Len() / 2)}
 	st.s3api = broken
 	h, logs := st.handler(t, fanout.Options{}, nil)
 	task := `{"runId":"r","chunk":{"bucket":"lake","key":"half.jsonl","size":` + fmt.Sprint(b.Len()) + `,"index":0,"count":1,"start":0,"end":` + fmt.Sprint(b.Len()) + `,"format":"jsonl"}}`
@@ -676,10 +675,10 @@ func TestReadFailsPartWay(t *testing.T) {
 	slices.Sort(first)
 	// Lines are 17 bytes: the continuation starts after the last whole
 	// line before the cut.
-	if n := int(broken.cutAt / 17); !cmp.Equal(first, want[:n]) || next.ResumeAt != int64(n-1)*17+1 {
+	if n := int(broken.At / 17); !cmp.Equal(first, want[:n]) || next.ResumeAt != int64(n-1)*17+1 {
 		t.Fatalf("before the cut: %d records sent (want %d), continuation at %d", len(first), n, next.ResumeAt)
 	}
-	broken.heal()
+	broken.Heal()
 	resp = invoke[events.SQSEventResponse](t, h, t.Context(), esm.Event(cont, workARN))
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("continuation failed: %v", resp.BatchItemFailures)
@@ -690,44 +689,4 @@ func TestReadFailsPartWay(t *testing.T) {
 	if diff := cmp.Diff(want, all); diff != "" {
 		t.Errorf("records over both tasks (-want +got):\n%s", diff)
 	}
-}
-
-// halfS3 serves bodies up to cutAt, then resets the connection, and fails
-// every GET that asks for bytes past it, until healed.
-type halfS3 struct {
-	fanout.S3API
-	cutAt  int64
-	healed atomic.Bool
-}
-
-func (s *halfS3) heal() { s.healed.Store(true) }
-
-func (s *halfS3) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
-	if s.healed.Load() {
-		return s.S3API.GetObject(ctx, in, opts...)
-	}
-	var from int64
-	fmt.Sscanf(aws.ToString(in.Range), "bytes=%d-", &from)
-	if from >= s.cutAt {
-		return nil, syscall.ECONNRESET
-	}
-	out, err := s.S3API.GetObject(ctx, in, opts...)
-	if err == nil {
-		out.Body = &resetBody{ReadCloser: out.Body, left: s.cutAt - from}
-	}
-	return out, err
-}
-
-type resetBody struct {
-	io.ReadCloser
-	left int64
-}
-
-func (b *resetBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, syscall.ECONNRESET
-	}
-	n, err := b.ReadCloser.Read(p[:min(int64(len(p)), b.left)])
-	b.left -= int64(n)
-	return n, err
 }

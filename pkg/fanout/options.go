@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
@@ -67,6 +68,11 @@ type Options struct {
 	// FailureWriter, when set, receives the failures as JSON Lines instead
 	// of the failure queue or S3 (the CLI's local file).
 	FailureWriter io.Writer
+	// Claims, when set, runs each task once per run: a task another
+	// delivery has done, or holds, does nothing, and a task that stopped
+	// part-way resumes where it stopped (see pkg/claims). Without it a task
+	// delivered twice runs twice (at least once).
+	Claims claims.Store
 	// Progress, when set, is updated as records are read and sent, for a
 	// progress display.
 	Progress *Progress
@@ -97,6 +103,9 @@ type Stats struct {
 	Requests      int64 `json:"requests"`
 	Retries       int64 `json:"retries"`
 	BytesSent     int64 `json:"bytesSent"`
+	// TasksSkipped counts tasks that, by the claims store, another
+	// delivery had done or was running.
+	TasksSkipped int `json:"tasksSkipped,omitempty"`
 }
 
 // Add adds o to s.
@@ -112,6 +121,7 @@ func (s *Stats) Add(o Stats) {
 	s.Requests += o.Requests
 	s.Retries += o.Retries
 	s.BytesSent += o.BytesSent
+	s.TasksSkipped += o.TasksSkipped
 }
 
 // Report is the answer to a request.

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
@@ -59,6 +60,14 @@ func (r *Runner) RunTasks(ctx context.Context, tasks []worktask.Task, concurrenc
 	bySender := map[*sqsbatch.Sender]int{}
 	for i, t := range tasks {
 		tr, err := r.prepare(ctx, i, t)
+		if err == nil {
+			err = r.claim(ctx, tr)
+		}
+		if errors.Is(err, claims.ErrDone) || errors.Is(err, claims.ErrHeld) {
+			r.log.InfoContext(ctx, "task skipped: another delivery of it has run, or is running", "chunk", t.Chunk.URI(), "task", t.ID(), "reason", err)
+			results[i].TasksSkipped = 1
+			continue
+		}
 		if err != nil {
 			results[i].Err = err
 			continue
@@ -91,6 +100,10 @@ type taskRun struct {
 	encode     func(rec records.Record) (sqsbatch.Entry, error)
 	packer     *chunkPacker // chunk mode
 
+	// from is where the read starts: the task's ResumeAt, or later where
+	// an earlier attempt's claim says it stopped.
+	from     int64
+	claim    *claims.Claim
 	res      TaskResult
 	fails    []Failure
 	started  bool
@@ -116,7 +129,7 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 	if err != nil {
 		return nil, err
 	}
-	tr := &taskRun{index: index, task: t, sender: sender, resumeAt: -1}
+	tr := &taskRun{index: index, task: t, sender: sender, resumeAt: -1, from: t.ResumeAt}
 	c, fifo := t.Chunk, sender.FIFO()
 	switch {
 	case ov.Ingest != nil:
@@ -322,12 +335,12 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pend
 	ioCtx, stopIO := context.WithCancelCause(readCtx)
 	defer stopIO(nil)
 	defer context.AfterFunc(work, func() { stopIO(context.Cause(work)) })()
-	next := t.ResumeAt
+	next := tr.from
 	for rec, err := range records.Read(ioCtx, r.s3, c, records.Options{}) {
 		if err != nil {
 			var re *records.RecordError
 			if errors.As(err, &re) {
-				if re.Offset >= t.ResumeAt {
+				if re.Offset >= tr.from {
 					tr.res.RecordsRead++
 					fail(re.Offset, "UnreadableRecord", re.Error(), "")
 					next = re.Offset + 1
@@ -340,7 +353,7 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pend
 				return
 			case work.Err() != nil:
 				tr.resumeAt = next
-			case next > t.ResumeAt && !errors.Is(err, dataset.ErrChanged) && !errors.Is(err, dataset.ErrNotFound):
+			case next > tr.from && !errors.Is(err, dataset.ErrChanged) && !errors.Is(err, dataset.ErrNotFound):
 				// What was read is sent; the rest is a continuation
 				// that starts at the first record not read, instead of
 				// this task running again from its start.
@@ -351,7 +364,7 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pend
 			}
 			break
 		}
-		if rec.Offset < t.ResumeAt {
+		if rec.Offset < tr.from {
 			continue
 		}
 		if work.Err() != nil {
@@ -389,6 +402,12 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pend
 // finish writes a task's failures to the failure output and the run report,
 // and returns its result.
 func (r *Runner) finish(ctx context.Context, tr *taskRun) TaskResult {
+	res := r.result(ctx, tr)
+	r.settle(ctx, tr, res)
+	return res
+}
+
+func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 	res := tr.res
 	t, c := tr.task, tr.task.Chunk
 	res.RecordsSent = res.RecordsRead - res.RecordsFailed

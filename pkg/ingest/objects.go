@@ -30,6 +30,9 @@ const (
 	reasonDeadline   = "deadline"
 	reasonBadRecord  = "bad-record"
 	reasonReadError  = "read-error"
+	// reasonDone: the claims store says another delivery of the same
+	// notification delivered the object, or is delivering it.
+	reasonDone = "already-delivered"
 )
 
 // objectRun is one accepted object and what became of it.
@@ -49,9 +52,17 @@ type objectRun struct {
 
 func (o *objectRun) pinned() dataset.Object { return fanout.Notified(o.obj) }
 
-// runID is the run of an object's tasks: derived from the object's pin,
-// so that a retried message plans the same tasks with the same ids.
-func (o *objectRun) runID() string { return "s3ingest-" + fanout.RecordID(o.pinned(), -1) }
+// runID is the run of an object's tasks: derived from the object's pin and
+// the event's sequencer, so that a retried or repeated notification plans
+// the same tasks with the same ids (and claims), while a new PUT of the
+// same bytes is a run of its own.
+func (o *objectRun) runID() string {
+	id := fanout.RecordID(o.pinned(), -1)
+	if o.obj.Sequencer != "" {
+		id += "-" + o.obj.Sequencer
+	}
+	return "s3ingest-" + id
+}
 
 // messages is the partial-batch handler: it reads the objects of msgs
 // (all of a standard queue's batch at once, so that their records share
@@ -147,10 +158,12 @@ func (inv *invocation) deliver(ctx context.Context, objs []*objectRun, concurren
 		inv.sendDeletions(ctx, deletions)
 	}
 	results := h.runner.RunTasks(ctx, tasks, concurrency)
+	done := map[*objectRun]int{}
 	for i, res := range results {
 		o := owners[i]
 		inv.add(res.Stats, res.BadRecords)
 		o.records += res.RecordsRead
+		done[o] += res.TasksSkipped
 		switch {
 		case res.Err != nil:
 			if o.failed == "" && o.skipped == "" {
@@ -172,6 +185,9 @@ func (inv *invocation) deliver(ctx context.Context, objs []*objectRun, concurren
 		}
 	}
 	for _, o := range objs {
+		if o.failed == "" && o.skipped == "" && len(o.tasks) > 0 && done[o] == len(o.tasks) {
+			o.skipped = reasonDone
+		}
 		if o.failed == "" && o.skipped == "" && !o.handoff {
 			o.bytes = o.obj.Size
 		}

@@ -16,7 +16,7 @@ import (
 var skipReasons = []string{
 	s3event.SkipEventType.String(), s3event.SkipDeletion.String(), s3event.SkipPrefix.String(),
 	s3event.SkipSuffix.String(), s3event.SkipTooOld.String(), s3event.SkipDuplicate.String(),
-	reasonNotFound, reasonSuperseded,
+	reasonNotFound, reasonSuperseded, reasonDone,
 }
 
 // Summary is what an invocation did, as its one JSON log line says.

@@ -1,0 +1,74 @@
+package fanout
+
+import (
+	"context"
+	"time"
+
+	"github.com/s3sqs/s3sqs/pkg/partialbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
+)
+
+// Leases of the claims store.
+const (
+	// leaseSlack is how long a claim outlives its invocation's deadline,
+	// for clocks that disagree a little.
+	leaseSlack = 30 * time.Second
+	// leaseWithoutDeadline is the lease of a run with no deadline (the
+	// CLI): a crashed run's tasks are taken over after it.
+	leaseWithoutDeadline = 15 * time.Minute
+)
+
+// ClaimKey is the key of a task in the claims store: its run and chunk,
+// and not where it resumes, so that a task, its continuations and every
+// delivery of each share one claim.
+func ClaimKey(t worktask.Task) string { return t.RunID + "/" + t.Chunk.ID() }
+
+// claim takes tr's claim, when a claims store is set, and moves tr's
+// start to where an earlier attempt stopped. It fails with claims.ErrDone
+// or claims.ErrHeld when the task must not run.
+func (r *Runner) claim(ctx context.Context, tr *taskRun) error {
+	if r.opts.Claims == nil {
+		return nil
+	}
+	until := time.Now().Add(leaseWithoutDeadline)
+	if d, ok := partialbatch.SendContext(ctx).Deadline(); ok {
+		// An invocation does not live past its deadline: a lease to then
+		// lets the next delivery take over the task of one that died.
+		until = d.Add(leaseSlack)
+	}
+	c, err := r.opts.Claims.Acquire(ctx, ClaimKey(tr.task), until)
+	if err != nil {
+		return err
+	}
+	tr.claim = &c
+	if c.ResumeAt > tr.from {
+		r.log.InfoContext(ctx, "task resumes where an earlier attempt stopped", "chunk", tr.task.Chunk.URI(),
+			"task", tr.task.ID(), "resumeAt", c.ResumeAt, "takenOver", c.TakenOver)
+		tr.from = c.ResumeAt
+	}
+	return nil
+}
+
+// settle tells the claims store what became of tr: done, or released
+// where the next attempt (a continuation, or the message again) resumes.
+func (r *Runner) settle(ctx context.Context, tr *taskRun, res TaskResult) {
+	if tr.claim == nil {
+		return
+	}
+	// The work context may be over; the send context lasts a little longer.
+	ctx = partialbatch.SendContext(ctx)
+	var err error
+	switch {
+	case res.Err != nil:
+		err = r.opts.Claims.Release(ctx, *tr.claim, tr.from)
+	case res.Continuation != nil:
+		err = r.opts.Claims.Release(ctx, *tr.claim, max(res.Continuation.ResumeAt, tr.from))
+	default:
+		err = r.opts.Claims.Done(ctx, *tr.claim)
+	}
+	if err != nil {
+		// The records are sent (or not) either way; the claim ends with
+		// its lease, and a later delivery may then send them again.
+		r.log.WarnContext(ctx, "claims store not updated", "task", tr.task.ID(), "error", err)
+	}
+}
