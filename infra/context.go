@@ -23,6 +23,7 @@ const (
 	ctxLogRetentionDays     = "logRetentionDays"
 	ctxAlarmTopicARN        = "alarmTopicArn"
 	ctxNag                  = "nag"
+	ctxClaims               = "claims"
 	ctxIngest               = "ingest"
 	ctxBucketName           = "bucketName"
 	ctxBucketKeyARN         = "bucketKeyArn"
@@ -93,6 +94,7 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 		r.bad(ctxEncryption, "%q is not sqs or kms", e)
 	}
 	p.MaxReceiveCount = r.integer(ctxMaxReceiveCount)
+	p.DisableClaims = !r.boolean(ctxClaims, true)
 	if days := r.integer(ctxLogRetentionDays); days != 0 {
 		ret, ok := retentionDays[days]
 		if !ok {

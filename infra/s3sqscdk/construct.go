@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -63,6 +64,11 @@ type S3SQS struct {
 	// TargetDLQ is the new target queue's DLQ; nil for an existing target.
 	TargetDLQ awssqs.Queue
 
+	// ClaimsTable holds the run-once claims of both functions (see
+	// pkg/claims): a DynamoDB table, on demand, with TTL. Nil with
+	// Props.DisableClaims.
+	ClaimsTable awsdynamodb.Table
+
 	// Alarms on dead-letter queue depth, failure queue depth and the age of
 	// the oldest ingest message.
 	Alarms []awscloudwatch.Alarm
@@ -99,6 +105,9 @@ func New(scope constructs.Construct, id string, props *Props) (*S3SQS, error) {
 	if p.Encryption == EncryptionKMS && p.EncryptionKey == nil && !*awscdk.FeatureFlags_Of(s.Construct).IsEnabled(jsii.String(FeatureFlagRestrictSqsDecryption)) {
 		awscdk.Annotations_Of(s.Construct).AddWarningV2(jsii.String("s3sqs:restrictSqsDecryption"), jsii.String(
 			"set the context flag "+FeatureFlagRestrictSqsDecryption+" to true: without it, the key policy lets SNS use the queue key for any topic"), nil)
+	}
+	if !p.DisableClaims {
+		s.buildClaims()
 	}
 	if !p.Ingest.Disabled {
 		s.buildSource()
@@ -244,6 +253,32 @@ func (s *S3SQS) function(id string, o functionOpts) (awslambda.Function, awsiam.
 	})
 	suppress(fn, nagLambdaTracing, "Active tracing is off: the functions carry no X-Ray instrumentation (they report per-invocation metrics as CloudWatch EMF and log JSON), and tracing would need xray:PutTraceSegments and xray:PutTelemetryRecords on Resource \"*\", which this stack's IAM excludes.")
 	return fn, role
+}
+
+// buildClaims creates the claims table: partition key "claim", on demand,
+// items expiring through TTL on "expiresAt" (names from pkg/claims).
+func (s *S3SQS) buildClaims() {
+	s.ClaimsTable = awsdynamodb.NewTable(s.Construct, jsii.String("ClaimsTable"), &awsdynamodb.TableProps{
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String("claim"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String("expiresAt"),
+		// Claims are about work in flight, kept for days at most; with the
+		// stack they lose their purpose.
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	suppress(s.ClaimsTable, nagDDB3, "The claims table holds leases and offsets of work in flight, which expire within days (TTL); restoring it to an earlier point would hand out claims again, not recover data.")
+}
+
+// useClaims gives a function the claims table: its name in CLAIMS_TABLE,
+// and the two calls pkg/claims makes.
+func (s *S3SQS) useClaims(own map[string]string) func(role awsiam.Role) {
+	if s.ClaimsTable == nil {
+		return func(awsiam.Role) {}
+	}
+	own["CLAIMS_TABLE"] = *s.ClaimsTable.TableName()
+	return func(role awsiam.Role) {
+		role.AddToPolicy(allow([]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, s.ClaimsTable.TableArn()))
+	}
 }
 
 // eventSource subscribes fn to q with partial batch responses.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -369,6 +370,7 @@ func TestIAM(t *testing.T) {
 		want = append(want, grants([]string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, []any{getAtt(f.id(f.s.OutputQueue))}, nil)...)
 		want = append(want, grants([]string{"s3:GetObject", "s3:GetObjectVersion"}, []any{s3ARN(bucket, "/*")}, nil)...)
 		want = append(want, grants([]string{"s3:ListBucket"}, []any{s3ARN(bucket, "")}, nil)...)
+		want = append(want, grants([]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, []any{getAtt(f.id(f.s.ClaimsTable))}, nil)...)
 		if d := diffGrants(f.roleGrants(f.role(t, f.s.IngestFunction)), want); d != "" {
 			t.Errorf("s3ingest role:%s", d)
 		}
@@ -379,6 +381,7 @@ func TestIAM(t *testing.T) {
 		want = append(want, grants([]string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, []any{getAtt(f.id(f.s.WorkQueue)), getAtt(f.id(f.s.FailureQueue))}, nil)...)
 		want = append(want, grants([]string{"sqs:GetQueueUrl", "sqs:SendMessage"}, []any{getAtt(f.id(f.s.TargetQueue))}, nil)...)
 		want = append(want, grants([]string{"sqs:SendMessage"}, []any{getAtt(f.id(f.s.WorkDLQ))}, nil)...)
+		want = append(want, grants([]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, []any{getAtt(f.id(f.s.ClaimsTable))}, nil)...)
 		if d := diffGrants(f.roleGrants(f.role(t, f.s.FanoutFunction)), want); d != "" {
 			t.Errorf("fanout role:%s", d)
 		}
@@ -397,6 +400,7 @@ func TestIAM(t *testing.T) {
 		want = append(want, grants([]string{"s3:GetObject", "s3:GetObjectVersion"}, []any{s3ARN("lake-landing", "/in/*")}, nil)...)
 		want = append(want, grants([]string{"s3:ListBucket"}, []any{s3ARN("lake-landing", "")}, nil)...)
 		want = append(want, grants([]string{"kms:Decrypt"}, []any{p.Ingest.ExistingBucketKeyARN}, nil)...)
+		want = append(want, grants([]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, []any{getAtt(f.id(f.s.ClaimsTable))}, nil)...)
 		if d := diffGrants(f.roleGrants(f.role(t, f.s.IngestFunction)), want); d != "" {
 			t.Errorf("s3ingest role:%s", d)
 		}
@@ -415,6 +419,7 @@ func TestIAM(t *testing.T) {
 		want = append(want, grants([]string{"s3:ListBucket"}, []any{s3ARN("lake", "")}, map[string]any{"StringLike": map[string]any{"s3:prefix": []any{"exports/*", "backfill/2024/*"}}})...)
 		want = append(want, grants([]string{"s3:ListBucket"}, []any{s3ARN("other", "")}, nil)...)
 		want = append(want, grants([]string{"kms:Decrypt"}, []any{p.Ingest.ExistingBucketKeyARN, p.Fanout.Datasets[0].KeyARN}, nil)...)
+		want = append(want, grants([]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, []any{getAtt(f.id(f.s.ClaimsTable))}, nil)...)
 		if d := diffGrants(f.roleGrants(f.role(t, f.s.FanoutFunction)), want); d != "" {
 			t.Errorf("fanout role:%s", d)
 		}
@@ -503,6 +508,7 @@ func TestFunctions(t *testing.T) {
 		"TARGET_MAX_MESSAGE_SIZE": "1048576",
 		"WORK_QUEUE_URL":          ref(f.id(f.s.WorkQueue)),
 		"FAILURE_QUEUE_URL":       ref(f.id(f.s.FailureQueue)),
+		"CLAIMS_TABLE":            ref(f.id(f.s.ClaimsTable)),
 	}
 	if canon(envVars) != canon(want) {
 		t.Errorf("fanout variables:\n got %s\nwant %s", canon(envVars), canon(want))
@@ -717,5 +723,47 @@ func TestPropsErrors(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestClaimsTable checks the table pkg/claims needs (its key and TTL
+// attributes), and that DisableClaims leaves it, its variable and its
+// grants out.
+func TestClaimsTable(t *testing.T) {
+	f := synth(t, s3sqscdk.Props{})
+	props := f.res(t, f.id(f.s.ClaimsTable)).Properties
+	want := map[string]any{
+		"KeySchema":               []any{map[string]any{"AttributeName": "claim", "KeyType": "HASH"}},
+		"AttributeDefinitions":    []any{map[string]any{"AttributeName": "claim", "AttributeType": "S"}},
+		"BillingMode":             "PAY_PER_REQUEST",
+		"TimeToLiveSpecification": map[string]any{"AttributeName": "expiresAt", "Enabled": true},
+	}
+	for k, v := range want {
+		if canon(props[k]) != canon(v) {
+			t.Errorf("claims table %s = %s, want %s", k, canon(props[k]), canon(v))
+		}
+	}
+	for _, fn := range []awslambda.Function{f.s.IngestFunction, f.s.FanoutFunction} {
+		if got := prop(f.res(t, f.id(fn)).Properties, "Environment", "Variables", "CLAIMS_TABLE"); canon(got) != canon(ref(f.id(f.s.ClaimsTable))) {
+			t.Errorf("%s CLAIMS_TABLE = %s", *fn.Node().Id(), canon(got))
+		}
+	}
+
+	off := synth(t, s3sqscdk.Props{DisableClaims: true})
+	if off.s.ClaimsTable != nil {
+		t.Fatal("DisableClaims: the construct still has a claims table")
+	}
+	if ids := off.tmpl.ofType("AWS::DynamoDB::Table"); len(ids) != 0 {
+		t.Errorf("DisableClaims: tables %v in the template", ids)
+	}
+	for _, fn := range []awslambda.Function{off.s.IngestFunction, off.s.FanoutFunction} {
+		if got := prop(off.res(t, off.id(fn)).Properties, "Environment", "Variables", "CLAIMS_TABLE"); got != nil {
+			t.Errorf("DisableClaims: %s CLAIMS_TABLE = %v", *fn.Node().Id(), got)
+		}
+		for _, g := range off.roleGrants(off.role(t, fn)) {
+			if strings.HasPrefix(g.Action, "dynamodb:") {
+				t.Errorf("DisableClaims: %s may %s", *fn.Node().Id(), g)
+			}
+		}
 	}
 }

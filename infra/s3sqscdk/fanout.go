@@ -40,6 +40,7 @@ func (s *S3SQS) buildFanout() {
 	if fo.FailOnError {
 		own["FAIL_ON_ERROR"] = "true"
 	}
+	grantClaims := s.useClaims(own)
 	if fo.TargetQueueARN == "" {
 		s.TargetDLQ = s.deadLetterQueue("TargetDLQ", "records that the target queue's consumer failed to process", fo.TargetFIFO)
 		s.TargetQueue = s.queue("TargetQueue", queueOpts{dlq: s.TargetDLQ, fifo: fo.TargetFIFO, maxSize: fo.TargetMaxMessageSize})
@@ -63,6 +64,7 @@ func (s *S3SQS) buildFanout() {
 		dlq: s.WorkDLQ,
 	})
 	s.FanoutFunction = fn
+	grantClaims(role)
 	eventSource(fn, s.WorkQueue, fo.BatchSize, fo.MaxBatchingWindow, fo.MaxConcurrency)
 
 	// Continuation and chunk tasks to its own work queue, refused records

@@ -221,6 +221,7 @@ func (s *S3SQS) buildIngest() {
 		own["FANOUT_WORK_QUEUE_URL"] = *s.WorkQueue.QueueUrl()
 		sendTo = append(sendTo, s.WorkQueue.QueueArn())
 	}
+	grantClaims := s.useClaims(own)
 	fn, role := s.function("S3Ingest", functionOpts{
 		description: "s3sqs s3ingest: reads the objects S3 notifications name and sends their records to the output queue",
 		codeDir:     in.CodeDir,
@@ -229,6 +230,7 @@ func (s *S3SQS) buildIngest() {
 		env:         env(own, in.Environment),
 	})
 	s.IngestFunction = fn
+	grantClaims(role)
 	suppress(fn, nagLambdaDLQ, "s3ingest is invoked only by its SQS event source mapping, synchronously; a notification that keeps failing moves to the ingest queue's dead-letter queue (maxReceiveCount "+itoa(s.p.MaxReceiveCount)+"). A function DLQ receives only failed asynchronous invocations, which never happen here.")
 	eventSource(fn, s.IngestQueue, in.BatchSize, in.MaxBatchingWindow, in.MaxConcurrency)
 

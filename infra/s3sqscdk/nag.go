@@ -11,6 +11,7 @@ import (
 // The cdk-nag rules this construct suppresses somewhere, each with its
 // reason where it is suppressed.
 const (
+	nagDDB3                 = "AwsSolutions-DDB3"
 	nagIAM4                 = "AwsSolutions-IAM4"
 	nagIAM5                 = "AwsSolutions-IAM5"
 	nagSQS3                 = "AwsSolutions-SQS3"

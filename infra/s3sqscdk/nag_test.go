@@ -46,6 +46,7 @@ func TestNag(t *testing.T) {
 		{"Serverless-LambdaTracing", "S3Ingest"},
 		{"Serverless-LambdaTracing", "Fanout"},
 		{"AwsSolutions-IAM5", "S3IngestReadObjects"},
+		{"AwsSolutions-DDB3", "ClaimsTable"},
 	}
 	for _, tc := range []struct {
 		name  string

@@ -69,6 +69,11 @@ type Props struct {
 	MaxReceiveCount int
 	// LogRetention of the functions' log groups. Default one month.
 	LogRetention awslogs.RetentionDays
+	// DisableClaims leaves out the claims table (see ClaimsTable on
+	// [S3SQS]): both functions then run each task and notification at
+	// least once, and a message delivered twice sends its records twice.
+	// Default: the table is created.
+	DisableClaims bool
 	// AlarmActions run when an alarm fires or clears (for example an
 	// awscloudwatchactions.SnsAction). Default none: the alarms exist and
 	// show in the console.
@@ -349,9 +354,9 @@ func resolve(p *Props) (resolved, error) {
 
 // The variables the construct sets, which Environment may not override.
 var (
-	ingestReservedEnv = []string{"OUTPUT_QUEUE_URL", "FORMAT", "KEY_PREFIX", "KEY_SUFFIX", "HANDOFF_BYTES", "FANOUT_WORK_QUEUE_URL"}
+	ingestReservedEnv = []string{"OUTPUT_QUEUE_URL", "FORMAT", "KEY_PREFIX", "KEY_SUFFIX", "HANDOFF_BYTES", "FANOUT_WORK_QUEUE_URL", "CLAIMS_TABLE"}
 	fanoutReservedEnv = []string{"TARGET_QUEUE_URL", "TARGET_QUEUE_NAME", "TARGET_QUEUE_OWNER_ACCOUNT_ID", "TARGET_MAX_MESSAGE_SIZE",
-		"WORK_QUEUE_URL", "FAILURE_QUEUE_URL", "FAILURE_S3_URI", "FORMAT", "MODE", "CHUNK_SIZE", "MAX_IN_FLIGHT", "FAIL_ON_ERROR"}
+		"WORK_QUEUE_URL", "FAILURE_QUEUE_URL", "FAILURE_S3_URI", "FORMAT", "MODE", "CHUNK_SIZE", "MAX_IN_FLIGHT", "FAIL_ON_ERROR", "CLAIMS_TABLE"}
 )
 
 func checkCodeDir(field, dir string, bad func(string, ...any)) {

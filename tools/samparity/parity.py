@@ -333,7 +333,9 @@ def _drifts():
         return t["Resources"][n]["Properties"]
 
     def fanout_wider(t):
-        st = res(t, "FanoutRole")["Policies"][0]["PolicyDocument"]["Statement"][-1]
+        # The target statement: exactly GetQueueUrl and SendMessage.
+        sts = res(t, "FanoutRole")["Policies"][0]["PolicyDocument"]["Statement"]
+        st = next(s for s in sts if isinstance(s, dict) and "sqs:GetQueueUrl" in s.get("Action", []) and "sqs:SendMessage" in s["Action"])
         st["Action"].append("sqs:GetQueueAttributes")
 
     def topic_condition(t):
