@@ -90,7 +90,8 @@ var defaultS3Ops = []string{"GetObject", "HeadObject", "ListObjectsV2", "PutObje
 type Options struct {
 	// Rates are the initial fault rates; see Proxy.SetRates.
 	Rates Rates
-	// Seed seeds the source of every fault decision.
+	// Seed seeds the one source of every fault decision; zero is a seed
+	// like any other.
 	Seed int64
 	// Ops lists the operations that can get faults, by name ("SendMessage",
 	// "DeleteMessageBatch", "GetObject", ...). Nil means every SQS
