@@ -104,7 +104,7 @@ func TestEndToEnd(t *testing.T) {
 	if missing > 0 || len(got) != len(want) {
 		t.Errorf("%d of %d records missing, %d received", missing, len(want), len(got))
 	}
-	if !strings.Contains(fn.Logs(), `"fanout invocation"`) || !strings.Contains(fn.Logs(), `"CloudWatchMetrics"`) {
+	if !fn.WaitLogs(`"fanout invocation"`, 5*time.Second) || !fn.WaitLogs(`"CloudWatchMetrics"`, 5*time.Second) {
 		t.Errorf("no summary line or EMF metrics in the function's output:\n%.2000s", fn.Logs())
 	}
 }
@@ -351,7 +351,7 @@ func TestRefusals(t *testing.T) {
 			t.Errorf("batchItemFailures %v; want every malformed task", failed)
 		}
 		for _, want := range []string{"chunk range [20,5) is not a range", "chunk range [-5,10) is not a range", `unknown field \"resume\"`, `overrides: mode: \"fast\" is not record or chunk`} {
-			if !strings.Contains(fn.Logs(), want) {
+			if !fn.WaitLogs(want, 5*time.Second) {
 				t.Errorf("the function's log does not say %q", want)
 			}
 		}
@@ -384,6 +384,7 @@ func TestRefusals(t *testing.T) {
 			if err == nil {
 				t.Fatal("the function answered; want it to stop at init")
 			}
+			fn.WaitLogs(tc.want, 5*time.Second)
 			logs := fn.Logs()
 			if !strings.Contains(logs, tc.want) || strings.Contains(logs, "send stopped") || strings.Contains(logs, "Queue.MaxMessageSize") {
 				t.Errorf("init log does not say %q in a user's words:\n%s", tc.want, logs)

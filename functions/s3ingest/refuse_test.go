@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -69,6 +70,7 @@ func TestRefusals(t *testing.T) {
 			if _, err := fn.Invoke(t.Context(), json.RawMessage(`{"Records":[{"messageId":"m1","eventSource":"aws:sqs","body":"{}"}]}`)); err == nil {
 				t.Fatal("the function answered; want it to stop at init")
 			}
+			fn.WaitLogs(tc.want, 5*time.Second)
 			if logs := fn.Logs(); !strings.Contains(logs, tc.want) || strings.Contains(logs, "send stopped") {
 				t.Errorf("init log does not say %q in a user's words:\n%s", tc.want, logs)
 			}

@@ -177,6 +177,20 @@ func (r *Runtime) Invoke(ctx context.Context, payload any) ([]byte, error) {
 // Logs returns what the function and the emulator have written so far.
 func (r *Runtime) Logs() string { return r.out.String() }
 
+// WaitLogs reports whether the function's output contains want within
+// timeout. The output comes through a pipe, and may arrive after the
+// invocation's answer, more so on a busy machine.
+func (r *Runtime) WaitLogs(want string, timeout time.Duration) bool {
+	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(r.out.String(), want) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 // Error is a function error as the Lambda runtime API reports it.
 type Error struct {
 	Message string `json:"errorMessage"`
