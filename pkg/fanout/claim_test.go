@@ -42,17 +42,18 @@ func taskMessage(id, body string) events.SQSMessage {
 	return events.SQSMessage{MessageId: id, Body: body, EventSource: "aws:sqs"}
 }
 
-// TestClaimsRunTaskOnce delivers one task twice in one batch and once more
-// later: its records are sent once, and every delivery succeeds.
+// TestClaimsRunTaskOnce delivers one task twice in one batch, and later
+// the second copy again and a third: its records are sent once. The copy
+// that met the claim held fails, to come back; every later copy succeeds.
 func TestClaimsRunTaskOnce(t *testing.T) {
 	st := newStack(t, "")
 	want, task := st.claimsObject(t, "once.jsonl", 50)
 	h, logs := st.handler(t, fanout.Options{Claims: claimsStore(t)}, nil)
 	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task), taskMessage("t2", task)}})
-	if len(resp.BatchItemFailures) != 0 {
-		t.Fatalf("failures %v", resp.BatchItemFailures)
+	if !cmp.Equal(resp.BatchItemFailures, []events.SQSBatchItemFailure{{ItemIdentifier: "t2"}}) {
+		t.Fatalf("failures %v, want the copy that found the task held", resp.BatchItemFailures)
 	}
-	resp = invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t3", task)}})
+	resp = invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t2", task), taskMessage("t3", task)}})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
 	}
@@ -61,8 +62,8 @@ func TestClaimsRunTaskOnce(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
-	if n := strings.Count(logs.String(), `"tasksSkipped":1`); n != 2 {
-		t.Errorf("%d summaries with tasksSkipped 1, want 2:\n%s", n, logs)
+	if n := strings.Count(logs.String(), `"tasksSkipped":2`); n != 1 {
+		t.Errorf("%d summaries with tasksSkipped 2, want 1:\n%s", n, logs)
 	}
 }
 
@@ -128,5 +129,40 @@ func TestClaimsTakeOver(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "tasksSkipped") {
 		t.Errorf("the task was skipped, not taken over:\n%s", logs)
+	}
+}
+
+// TestClaimsHeld delivers a task that another delivery holds: its message
+// fails (the holder may still fail), sends nothing, and, once the holder
+// has finished, succeeds without sending.
+func TestClaimsHeld(t *testing.T) {
+	st := newStack(t, "")
+	_, task := st.claimsObject(t, "held.jsonl", 20)
+	store := claimsStore(t)
+	parsed, err := worktask.Parse(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, err := store.Acquire(t.Context(), fanout.ClaimKey(parsed), time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, logs := st.handler(t, fanout.Options{Claims: store}, nil)
+	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
+	if !cmp.Equal(resp.BatchItemFailures, []events.SQSBatchItemFailure{{ItemIdentifier: "t1"}}) {
+		t.Errorf("failures %v, want the held task's message", resp.BatchItemFailures)
+	}
+	if !strings.Contains(logs.String(), "is being run by another delivery") {
+		t.Errorf("the log does not say why:\n%s", logs)
+	}
+	if err := store.Done(t.Context(), holder); err != nil {
+		t.Fatal(err)
+	}
+	resp = invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
+	if len(resp.BatchItemFailures) != 0 {
+		t.Errorf("failures %v after the holder finished", resp.BatchItemFailures)
+	}
+	if msgs := localaws.Drain(t, st.sqs, st.target, 2*time.Second); len(msgs) != 0 {
+		t.Errorf("%d records sent; the holder sends them", len(msgs))
 	}
 }

@@ -69,9 +69,11 @@ type Options struct {
 	// of the failure queue or S3 (the CLI's local file).
 	FailureWriter io.Writer
 	// Claims, when set, runs each task once per run: a task another
-	// delivery has done, or holds, does nothing, and a task that stopped
-	// part-way resumes where it stopped (see pkg/claims). Without it a task
-	// delivered twice runs twice (at least once).
+	// delivery has done does nothing and succeeds; one another delivery
+	// holds fails with claims.ErrHeld, to come back when the holder has
+	// finished or released it; a task that stopped part-way resumes where
+	// it stopped (see pkg/claims). Without it a task delivered twice runs
+	// twice (at least once).
 	Claims claims.Store
 	// Progress, when set, is updated as records are read and sent, for a
 	// progress display.
@@ -104,7 +106,7 @@ type Stats struct {
 	Retries       int64 `json:"retries"`
 	BytesSent     int64 `json:"bytesSent"`
 	// TasksSkipped counts tasks that, by the claims store, another
-	// delivery had done or was running.
+	// delivery had done.
 	TasksSkipped int `json:"tasksSkipped,omitempty"`
 }
 

@@ -63,10 +63,18 @@ func (r *Runner) RunTasks(ctx context.Context, tasks []worktask.Task, concurrenc
 		if err == nil {
 			err = r.claim(ctx, tr)
 		}
-		if errors.Is(err, claims.ErrDone) || errors.Is(err, claims.ErrHeld) {
-			r.log.InfoContext(ctx, "task skipped: another delivery of it has run, or is running", "chunk", t.Chunk.URI(), "task", t.ID(), "reason", err)
+		if errors.Is(err, claims.ErrDone) {
+			r.log.InfoContext(ctx, "task skipped: another delivery of it has run", "chunk", t.Chunk.URI(), "task", t.ID())
 			results[i].TasksSkipped = 1
 			continue
+		}
+		if errors.Is(err, claims.ErrHeld) {
+			// Not a success: this may be the holder's own message, seen
+			// again after its visibility timeout, and the holder may still
+			// fail. It comes back, and then finds the task done or
+			// released (as Powertools' idempotency does with a record in
+			// progress).
+			err = fmt.Errorf("fanout: task %s is being run by another delivery; this one comes back later: %w", t.ID(), err)
 		}
 		if err != nil {
 			results[i].Err = err

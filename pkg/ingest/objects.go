@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
@@ -33,6 +34,8 @@ const (
 	// reasonDone: the claims store says another delivery of the same
 	// notification delivered the object, or is delivering it.
 	reasonDone = "already-delivered"
+	// reasonInProgress: another delivery holds the object's claim.
+	reasonInProgress = "in-progress"
 )
 
 // objectRun is one accepted object and what became of it.
@@ -295,6 +298,10 @@ func (inv *invocation) readFailed(ctx context.Context, o *objectRun, err error) 
 			"bucket", o.obj.Bucket, "key", o.obj.Key, "versionId", o.obj.VersionID, "err", err)
 	case errors.Is(err, partialbatch.ErrDeadline) || errors.Is(err, context.DeadlineExceeded):
 		o.failed, o.err = reasonDeadline, err
+	case errors.Is(err, claims.ErrHeld):
+		o.failed, o.err = reasonInProgress, err
+		h.log.InfoContext(ctx, "object not delivered now: another delivery of its notification is delivering it; this one comes back",
+			"bucket", o.obj.Bucket, "key", o.obj.Key, "err", err)
 	default:
 		o.failed, o.err = reasonReadError, err
 		h.log.WarnContext(ctx, "object not delivered", "bucket", o.obj.Bucket, "key", o.obj.Key, "reason", o.failed, "err", err)
