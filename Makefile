@@ -28,13 +28,16 @@ SYNTH_OUT := .local/cdk.out
 # How a function is built for Lambda: provided.al2023 on arm64.
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: help demo test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction synth vet build bench bench-go plot clean
+.PHONY: help demo chaos test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction synth vet build bench bench-go plot clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 demo: ## install and start the local AWS stand-ins and run the whole pipeline end to end
 	tools/with-local-aws $(GO) run ./tools/demo
+
+chaos: ## run both functions through a fault-injecting proxy (with and without claims) and print how every record ended
+	tools/with-local-aws $(GO) run ./tools/chaos $(CHAOS_ARGS)
 
 test: ## install and start the local AWS stand-ins, then vet and run every test with -race; then test-infra
 	tools/with-local-aws sh -c '$(GO) vet ./... && $(GO) test -race -count=1 ./...'

@@ -117,8 +117,11 @@ func (inv *invocation) messages(ctx context.Context, msgs []events.SQSMessage) [
 	for _, o := range objs {
 		if o.failed != "" && errs[o.msg] == nil {
 			why := failObject
-			if o.failed == reasonDeadline {
+			switch o.failed {
+			case reasonDeadline:
 				why = string(partialbatch.ReasonDeadline)
+			case reasonInProgress:
+				why = reasonInProgress
 			}
 			errs[o.msg] = &messageError{why: why, err: fmt.Errorf("%s: %s: %w", o.pinned().URI(), o.failed, o.err)}
 		}
