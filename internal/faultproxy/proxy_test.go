@@ -62,14 +62,6 @@ func batchOf(prefix string, n int) []types.SendMessageBatchRequestEntry {
 	return es
 }
 
-func bodies(msgs []types.Message) []string {
-	out := make([]string, len(msgs))
-	for i, m := range msgs {
-		out[i] = aws.ToString(m.Body)
-	}
-	slices.Sort(out)
-	return out
-}
 
 func isConnectionError(err error) bool {
 	return retry.RetryableConnectionError{}.IsErrorRetryable(err) == aws.TrueTernary
@@ -163,7 +155,7 @@ func TestSQSRequestFaults(t *testing.T) {
 			t.Logf("client error: %v", err)
 			tc.check(t, err)
 
-			got := bodies(localaws.Drain(t, direct, queue, 1500*time.Millisecond))
+			got := localaws.Bodies(localaws.Drain(t, direct, queue, 1500*time.Millisecond))
 			var want []string
 			var lost []faultproxy.LostEntry
 			if tc.sent {
@@ -208,7 +200,7 @@ func TestLostSendMessage(t *testing.T) {
 	if diff := cmp.Diff(want, p.LostAnswers()); diff != "" {
 		t.Errorf("LostAnswers (-want +got):\n%s", diff)
 	}
-	if got := bodies(localaws.Drain(t, direct, queue, 1500*time.Millisecond)); !slices.Equal(got, []string{"only"}) {
+	if got := localaws.Bodies(localaws.Drain(t, direct, queue, 1500*time.Millisecond)); !slices.Equal(got, []string{"only"}) {
 		t.Errorf("queue holds %q, want the message", got)
 	}
 }
@@ -225,7 +217,7 @@ func TestEntryFailed(t *testing.T) {
 		if err != nil {
 			t.Fatalf("SendMessageBatch: %v", err)
 		}
-		return out, bodies(localaws.Drain(t, direct, queue, 1500*time.Millisecond)), p.Stats()
+		return out, localaws.Bodies(localaws.Drain(t, direct, queue, 1500*time.Millisecond)), p.Stats()
 	}
 	failedIDs := func(out *sqs.SendMessageBatchOutput) []string {
 		var ids []string
@@ -280,7 +272,7 @@ func TestEntryFailed(t *testing.T) {
 		if !isConnectionError(err) {
 			t.Fatalf("SendMessageBatch error %v, want a connection error", err)
 		}
-		inQueue := bodies(localaws.Drain(t, direct, queue, 1500*time.Millisecond))
+		inQueue := localaws.Bodies(localaws.Drain(t, direct, queue, 1500*time.Millisecond))
 		var lost []string
 		for _, l := range p.LostAnswers() {
 			lost = append(lost, l.Body)
@@ -512,7 +504,7 @@ func TestDelay(t *testing.T) {
 		if diff := cmp.Diff(want, p.LostAnswers()); diff != "" {
 			t.Errorf("LostAnswers (-want +got):\n%s", diff)
 		}
-		if got := bodies(localaws.Drain(t, direct, queue, 1500*time.Millisecond)); !slices.Equal(got, []string{"gone"}) {
+		if got := localaws.Bodies(localaws.Drain(t, direct, queue, 1500*time.Millisecond)); !slices.Equal(got, []string{"gone"}) {
 			t.Errorf("queue holds %q, want the message sent before the delay", got)
 		}
 	})

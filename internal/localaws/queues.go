@@ -3,6 +3,7 @@ package localaws
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,4 +75,14 @@ func Drain(tb testing.TB, c *sqs.Client, url string, quiet time.Duration) []type
 		}
 	}
 	return got
+}
+
+// Bodies returns the bodies of msgs, sorted.
+func Bodies(msgs []types.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = aws.ToString(m.Body)
+	}
+	slices.Sort(out)
+	return out
 }

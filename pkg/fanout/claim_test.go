@@ -1,7 +1,6 @@
 package fanout_test
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -18,19 +17,19 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
-// claimsObject puts n JSON Lines records of 17 bytes each and returns
-// their values and the task that reads them whole.
-func (st *stack) claimsObject(t *testing.T, key string, n int) ([]string, string) {
+// hold takes task's claim in store, until the given lease end, as
+// another delivery would.
+func hold(t *testing.T, store claims.Store, task string, until time.Time) claims.Claim {
 	t.Helper()
-	var b strings.Builder
-	var want []string
-	for i := range n {
-		fmt.Fprintf(&b, `{"value":"r%03d"}`+"\n", i)
-		want = append(want, fmt.Sprintf("r%03d", i))
+	parsed, err := worktask.Parse(task)
+	if err != nil {
+		t.Fatal(err)
 	}
-	st.put(t, key, b.String())
-	task := fmt.Sprintf(`{"runId":"r","chunk":{"bucket":"lake","key":%q,"size":%d,"index":0,"count":1,"start":0,"end":%d,"format":"jsonl"}}`, key, b.Len(), b.Len())
-	return want, task
+	c, err := store.Acquire(t.Context(), fanout.ClaimKey(parsed), until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func claimsStore(t *testing.T) *claims.Table {
@@ -47,7 +46,7 @@ func taskMessage(id, body string) events.SQSMessage {
 // that met the claim held fails, to come back; every later copy succeeds.
 func TestClaimsRunTaskOnce(t *testing.T) {
 	st := newStack(t, "")
-	want, task := st.claimsObject(t, "once.jsonl", 50)
+	want, task, _ := st.records(t, "once.jsonl", 50)
 	h, logs := st.handler(t, fanout.Options{Claims: claimsStore(t)}, nil)
 	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task), taskMessage("t2", task)}})
 	if !cmp.Equal(resp.BatchItemFailures, []events.SQSBatchItemFailure{{ItemIdentifier: "t2"}}) {
@@ -73,7 +72,7 @@ func TestClaimsRunTaskOnce(t *testing.T) {
 // first attempt stopped, and the continuation, run after it, does nothing.
 func TestClaimsResume(t *testing.T) {
 	st := newStack(t, "")
-	want, task := st.claimsObject(t, "resume.jsonl", 300)
+	want, task, _ := st.records(t, "resume.jsonl", 300)
 	broken := &s3fault.CutAt{S3API: st.s3, At: 300 * 17 / 2}
 	st.s3api = broken
 	h, logs := st.handler(t, fanout.Options{Claims: claimsStore(t)}, nil)
@@ -108,15 +107,9 @@ func TestClaimsResume(t *testing.T) {
 // lease over): the next delivery takes the task over and runs it.
 func TestClaimsTakeOver(t *testing.T) {
 	st := newStack(t, "")
-	want, task := st.claimsObject(t, "dead.jsonl", 20)
+	want, task, _ := st.records(t, "dead.jsonl", 20)
 	store := claimsStore(t)
-	parsed, err := worktask.Parse(task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Acquire(t.Context(), fanout.ClaimKey(parsed), time.Now().Add(-time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	hold(t, store, task, time.Now().Add(-time.Second))
 	h, logs := st.handler(t, fanout.Options{Claims: store}, nil)
 	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
 	if len(resp.BatchItemFailures) != 0 {
@@ -137,16 +130,9 @@ func TestClaimsTakeOver(t *testing.T) {
 // has finished, succeeds without sending.
 func TestClaimsHeld(t *testing.T) {
 	st := newStack(t, "")
-	_, task := st.claimsObject(t, "held.jsonl", 20)
+	_, task, _ := st.records(t, "held.jsonl", 20)
 	store := claimsStore(t)
-	parsed, err := worktask.Parse(task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	holder, err := store.Acquire(t.Context(), fanout.ClaimKey(parsed), time.Now().Add(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
+	holder := hold(t, store, task, time.Now().Add(time.Minute))
 	h, logs := st.handler(t, fanout.Options{Claims: store}, nil)
 	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
 	if !cmp.Equal(resp.BatchItemFailures, []events.SQSBatchItemFailure{{ItemIdentifier: "t1"}}) {

@@ -313,6 +313,7 @@ func (h *Handler) report(ctx context.Context, inv *Invocation, err error) {
 		{Name: "Retries", Unit: emf.Count, Value: float64(inv.Retries)},
 		{Name: "BytesSent", Unit: emf.Bytes, Value: float64(inv.BytesSent)},
 		{Name: "TasksQueued", Unit: emf.Count, Value: float64(inv.TasksQueued)},
+		{Name: "TasksSkipped", Unit: emf.Count, Value: float64(inv.TasksSkipped)},
 		{Name: "FailedMessages", Unit: emf.Count, Value: float64(inv.FailedMessages)},
 		{Name: "Duration", Unit: emf.Milliseconds, Value: float64(inv.DurationMs)},
 	}

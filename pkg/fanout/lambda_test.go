@@ -438,27 +438,36 @@ func TestS3EventInvocation(t *testing.T) {
 
 // slowObject writes slow.jsonl, 400 records that take longer to read than
 // a short deadline allows once st reads through slowS3, and returns their
-// bodies and the object's size.
-func (st *stack) slowObject(t *testing.T) ([]string, int) {
+// bodies and the task that reads them.
+func (st *stack) slowObject(t *testing.T) ([]string, string) {
+	t.Helper()
+	want, task, _ := st.records(t, "slow.jsonl", 400)
+	st.s3api = slowS3{st.s3}
+	st.hopts.DeadlineMargin = time.Second
+	return want, task
+}
+
+// records puts n JSON Lines records of 17 bytes each,
+// {"value":"r000"} and so on, and returns their values, the task that
+// reads them whole and the object's size.
+func (st *stack) records(t *testing.T, key string, n int) ([]string, string, int) {
 	t.Helper()
 	var b strings.Builder
 	var want []string
-	for i := range 400 {
+	for i := range n {
 		fmt.Fprintf(&b, `{"value":"r%03d"}`+"\n", i)
 		want = append(want, fmt.Sprintf("r%03d", i))
 	}
-	st.put(t, "slow.jsonl", b.String())
-	st.s3api = slowS3{st.s3}
-	st.hopts.DeadlineMargin = time.Second
-	return want, b.Len()
+	st.put(t, key, b.String())
+	task := fmt.Sprintf(`{"runId":"r","chunk":{"bucket":"lake","key":%q,"size":%d,"index":0,"count":1,"start":0,"end":%d,"format":"jsonl"}}`, key, b.Len(), b.Len())
+	return want, task, b.Len()
 }
 
 func TestDeadlineContinuation(t *testing.T) {
 	st := newStack(t, "")
 	// Reading is slowed so that the deadline falls mid-task.
-	want, size := st.slowObject(t)
+	want, task := st.slowObject(t)
 	h, _ := st.handler(t, fanout.Options{}, nil)
-	task := `{"runId":"r","chunk":{"bucket":"lake","key":"slow.jsonl","size":` + fmt.Sprint(size) + `,"index":0,"count":1,"start":0,"end":` + fmt.Sprint(size) + `,"format":"jsonl"}}`
 	ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
 	defer cancel()
 	resp := invoke[events.SQSEventResponse](t, h, ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "t1", Body: task, EventSource: "aws:sqs"}}})
@@ -645,17 +654,10 @@ func (s stuckS3) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...f
 // that continuation sends the rest. No record is sent twice.
 func TestReadFailsPartWay(t *testing.T) {
 	st := newStack(t, "")
-	var b strings.Builder
-	var want []string
-	for i := range 300 {
-		fmt.Fprintf(&b, `{"value":"r%03d"}`+"\n", i)
-		want = append(want, fmt.Sprintf("r%03d", i))
-	}
-	st.put(t, "half.jsonl", b.String())
-	broken := &s3fault.CutAt{S3API: st.s3, At: int64(b.Len() / 2)}
+	want, task, size := st.records(t, "half.jsonl", 300)
+	broken := &s3fault.CutAt{S3API: st.s3, At: int64(size / 2)}
 	st.s3api = broken
 	h, logs := st.handler(t, fanout.Options{}, nil)
-	task := `{"runId":"r","chunk":{"bucket":"lake","key":"half.jsonl","size":` + fmt.Sprint(b.Len()) + `,"index":0,"count":1,"start":0,"end":` + fmt.Sprint(b.Len()) + `,"format":"jsonl"}}`
 	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "t1", Body: task, EventSource: "aws:sqs"}}})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v: a task that read some records succeeds and leaves a continuation", resp.BatchItemFailures)

@@ -2,7 +2,6 @@ package sqsbatch_test
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -44,14 +43,6 @@ func receiveAll(tb testing.TB, c *sqs.Client, url string, n int) []types.Message
 	return got
 }
 
-func bodies(msgs []types.Message) []string {
-	out := make([]string, len(msgs))
-	for i, m := range msgs {
-		out[i] = aws.ToString(m.Body)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // entries makes n entries with bodies prefix-0, prefix-1, ...
 func entries(prefix string, n int) []sqsbatch.Entry {

@@ -50,7 +50,7 @@ func TestPackByCount(t *testing.T) {
 		want = append(want, e.Body)
 	}
 	slices.Sort(want)
-	if diff := cmp.Diff(want, bodies(receiveAll(t, c, url, 95))); diff != "" {
+	if diff := cmp.Diff(want, localaws.Bodies(receiveAll(t, c, url, 95))); diff != "" {
 		t.Errorf("received bodies (-want +got):\n%s", diff)
 	}
 }
@@ -168,7 +168,7 @@ func TestValidationThroughSender(t *testing.T) {
 	if res.Sent != 2 || res.Requests != 1 {
 		t.Errorf("sent %d in %d requests, want 2 in 1", res.Sent, res.Requests)
 	}
-	if diff := cmp.Diff([]string{"also fine", "fine"}, bodies(receiveAll(t, c, url, 2))); diff != "" {
+	if diff := cmp.Diff([]string{"also fine", "fine"}, localaws.Bodies(receiveAll(t, c, url, 2))); diff != "" {
 		t.Errorf("received (-want +got):\n%s", diff)
 	}
 }
@@ -522,7 +522,7 @@ func TestFIFOValidation(t *testing.T) {
 	if diff := cmp.Diff(want, failureCodes(res)); diff != "" {
 		t.Errorf("failures (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"a1", "b1"}, bodies(receiveAll(t, c, url, 2))); diff != "" {
+	if diff := cmp.Diff([]string{"a1", "b1"}, localaws.Bodies(receiveAll(t, c, url, 2))); diff != "" {
 		t.Errorf("received (-want +got):\n%s", diff)
 	}
 }
