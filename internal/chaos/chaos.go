@@ -28,7 +28,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -38,7 +37,6 @@ import (
 	"github.com/s3sqs/s3sqs/internal/faultproxy"
 	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/internal/rie"
-	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
@@ -186,7 +184,8 @@ func runFunction(ctx context.Context, c Config, name string) (Result, error) {
 		return Result{}, fmt.Errorf("chaos: create bucket: %w", err)
 	}
 	if c.Claims {
-		if r.table, err = createTable(ctx, c.MotoURL, "chaos-"+suffix); err != nil {
+		r.table = "chaos-" + suffix
+		if err := localaws.CreateClaimsTable(ctx, dynamodb.NewFromConfig(localaws.Config(c.MotoURL)), r.table); err != nil {
 			return Result{}, err
 		}
 	}
@@ -314,20 +313,6 @@ func (r *run) queues(ctx context.Context, suffix string) (queues, error) {
 		return q, err
 	}
 	return q, nil
-}
-
-func createTable(ctx context.Context, motoURL, name string) (string, error) {
-	c := dynamodb.NewFromConfig(localaws.Config(motoURL))
-	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(name),
-		BillingMode:          ddbtypes.BillingModePayPerRequest,
-		AttributeDefinitions: []ddbtypes.AttributeDefinition{{AttributeName: aws.String(claims.KeyAttribute), AttributeType: ddbtypes.ScalarAttributeTypeS}},
-		KeySchema:            []ddbtypes.KeySchemaElement{{AttributeName: aws.String(claims.KeyAttribute), KeyType: ddbtypes.KeyTypeHash}},
-	})
-	if err != nil {
-		return "", fmt.Errorf("chaos: create claims table: %w", err)
-	}
-	return name, nil
 }
 
 // object writes n JSON Lines records with ids prefix-<i> under key,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -68,6 +69,8 @@ type stack struct {
 	bucket                                string
 	ingest, ingestDLQ, ingestARN          string
 	work, workDLQ, target, output, failed string
+	// claims is the claims table both functions share, as in the stacks.
+	claims string
 }
 
 const bucket = "demo-lake"
@@ -92,7 +95,7 @@ func Run(ctx context.Context, c Config, out io.Writer) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	say("wired moto (bucket %s → SNS → ingest queue + DLQ) and fauxqs (work, target, output, failure queues)", bucket)
+	say("wired moto (bucket %s → SNS → ingest queue + DLQ, claims table) and fauxqs (work, target, output, failure queues)", bucket)
 
 	fns := map[string]*rie.Runtime{}
 	for _, name := range []string{"s3ingest", "fanout"} {
@@ -111,6 +114,7 @@ func Run(ctx context.Context, c Config, out io.Writer) (*Summary, error) {
 		defer logf.Close()
 		env := []string{
 			"AWS_ENDPOINT_URL_S3=" + c.MotoURL, "AWS_ENDPOINT_URL_SQS=" + c.SQSURL, "S3_FORCE_PATH_STYLE=true",
+			"AWS_ENDPOINT_URL_DYNAMODB=" + c.MotoURL, "CLAIMS_TABLE=" + st.claims,
 			"AWS_LAMBDA_LOG_FORMAT=JSON", "AWS_LAMBDA_FUNCTION_TIMEOUT=30", "AWS_LAMBDA_FUNCTION_NAME=" + name,
 			"OUTPUT_QUEUE_URL=" + st.output, "MAX_FILE_AGE=off",
 			"TARGET_QUEUE_URL=" + st.target, "WORK_QUEUE_URL=" + st.work, "FAILURE_QUEUE_URL=" + st.failed,
@@ -259,6 +263,10 @@ func wire(ctx context.Context, c Config) (*stack, error) {
 		if *q.url, _, err = mk(st.sqs, q.name, nil); err != nil {
 			return nil, err
 		}
+	}
+	st.claims = "demo-claims-" + suffix
+	if err := localaws.CreateClaimsTable(ctx, dynamodb.NewFromConfig(moto), st.claims); err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
 	}
 	if _, err := st.motoS3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		var owned *s3types.BucketAlreadyOwnedByYou

@@ -62,7 +62,6 @@ func batchOf(prefix string, n int) []types.SendMessageBatchRequestEntry {
 	return es
 }
 
-
 func isConnectionError(err error) bool {
 	return retry.RetryableConnectionError{}.IsErrorRetryable(err) == aws.TrueTernary
 }

@@ -16,21 +16,30 @@ import (
 
 var tables atomic.Int64
 
-// ClaimsTable creates a claims table (see pkg/claims) in moto_server, named
-// after the test, and returns a client for it and its name. The table goes
-// when the test ends.
-func ClaimsTable(tb testing.TB) (*dynamodb.Client, string) {
-	tb.Helper()
-	c := dynamodb.NewFromConfig(Moto(tb))
-	name := fmt.Sprintf("claims-%d-%d", tables.Add(1), time.Now().UnixNano()%1e12)
-	_, err := c.CreateTable(tb.Context(), &dynamodb.CreateTableInput{
+// CreateClaimsTable creates a claims table (see pkg/claims) as the stacks
+// do: partition key claims.KeyAttribute, on demand.
+func CreateClaimsTable(ctx context.Context, c *dynamodb.Client, name string) error {
+	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		BillingMode:          types.BillingModePayPerRequest,
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(claims.KeyAttribute), AttributeType: types.ScalarAttributeTypeS}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(claims.KeyAttribute), KeyType: types.KeyTypeHash}},
 	})
 	if err != nil {
-		tb.Fatalf("create claims table: %v", err)
+		return fmt.Errorf("create claims table %s: %w", name, err)
+	}
+	return nil
+}
+
+// ClaimsTable creates a claims table in moto_server, named after the
+// test, and returns a client for it and its name. The table goes when the
+// test ends.
+func ClaimsTable(tb testing.TB) (*dynamodb.Client, string) {
+	tb.Helper()
+	c := dynamodb.NewFromConfig(Moto(tb))
+	name := fmt.Sprintf("claims-%d-%d", tables.Add(1), time.Now().UnixNano()%1e12)
+	if err := CreateClaimsTable(tb.Context(), c, name); err != nil {
+		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
 		c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
