@@ -1,0 +1,80 @@
+// Package sqsextended reads and writes messages in the format of the Amazon
+// SQS Extended Client Library: a message too large for its queue is written
+// to S3, and the message carries a pointer to it. Messages written by an
+// [Offloader] are read unchanged by the Java and Python Extended Clients,
+// and a [Resolver] reads what those clients (and older ones) write.
+//
+// # The format
+//
+// An offloaded message has:
+//
+//   - the body ["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"BUCKET","s3Key":"KEY"}]
+//     ([Pointer.Body]): the Java class PayloadS3Pointer serialised by
+//     Jackson with default typing, which wraps the object in an array
+//     naming its class (awslabs/payload-offloading-java-common-lib-for-aws,
+//     src/main/java/software/amazon/payloadoffloading/PayloadS3Pointer.java
+//     and JsonDataConverter.java, enableDefaultTyping(NON_FINAL));
+//   - the message attribute ExtendedPayloadSize ([SizeAttribute]), data type
+//     Number, holding the payload's size in UTF-8 bytes
+//     (awslabs/amazon-sqs-java-extended-client-lib,
+//     src/main/java/com/amazon/sqs/javamessaging/SQSExtendedClientConstants.java
+//     and AmazonSQSExtendedClientUtil.java, updateMessageAttributePayloadSize);
+//   - the message's other attributes, unchanged;
+//   - the payload itself in S3 at BUCKET/KEY.
+//
+// A message is large when its body's UTF-8 bytes plus, for every message
+// attribute, the bytes of its name, data type and value exceed the limit:
+// the sum SQS applies to MaximumMessageSize (sqsbatch.Entry.Size), and the
+// sum the Java and Python clients compare with their threshold
+// (AmazonSQSExtendedClientUtil.java isLarge and getMsgAttributesSize;
+// awslabs/amazon-sqs-python-extended-client-lib, src/sqs_extended_client/client.py
+// _is_large). The pointer message must itself fit, so a message whose
+// attributes alone nearly fill the limit cannot be offloaded, and the size
+// attribute takes one of the ten attributes SQS allows.
+//
+// # What older clients wrote
+//
+// A [Resolver] also reads:
+//
+//   - the attribute SQSLargePayloadSize ([LegacySizeAttribute]) instead of
+//     ExtendedPayloadSize. Version 2 of the Java client still writes it by
+//     default (useLegacyReservedAttributeName = true in
+//     src/main/java/com/amazon/sqs/javamessaging/ExtendedClientConfiguration.java);
+//   - the class name com.amazon.sqs.javamessaging.MessageS3Pointer
+//     ([LegacyPointerClass]), written by Java client 1.0 and by the Python
+//     client with use_legacy_attribute set;
+//   - a bare object {"s3BucketName":"BUCKET","s3Key":"KEY"}, with field
+//     names matched without regard to case, as .NET ports write it with
+//     Json.NET ({"S3Key":...,"S3BucketName":...});
+//   - any JSON spacing and escaping, such as Python's json.dumps writes
+//     (", " and ": " separators, \uXXXX escapes).
+//
+// Whether a message is a pointer is decided by its attributes, as the Java
+// and Python clients decide it: a message with ExtendedPayloadSize or
+// SQSLargePayloadSize must carry a pointer, and any other message is
+// returned as it is, whatever its body looks like. So messages must be
+// received with their message attributes (MessageAttributeNames "All", or
+// [AttributeNames]); Lambda's SQS event source always includes them.
+//
+// # Receipt handles
+//
+// On receive, the Java client prefixes the receipt handle with
+// "-..s3BucketName..-BUCKET-..s3BucketName..--..s3Key..-KEY-..s3Key..-"
+// so that its deleteMessage can find the payload to delete
+// (AmazonSQSExtendedClientUtil.java embedS3PointerInReceiptHandle). This
+// package leaves receipt handles alone: Lambda's event source deletes
+// messages with the handles SQS gave, and a changed handle would be
+// refused. [Resolver.Resolve] returns the [Pointer] instead, and
+// [Resolver.Delete] deletes the payload when the caller is done with it,
+// as the Java client's deletePayloadFromS3 does.
+//
+// # Object keys
+//
+// The Java and Python clients name objects with a random UUID, so a
+// retried send writes a second object. An [Offloader] derives the key from
+// a stable id that the caller supplies (Prefix followed by the hex SHA-256
+// of the id), so a retried record overwrites its own object, and on a
+// versioned bucket the pointer names the same key every time. Objects are
+// written with server-side encryption: SSE-S3 (AES256) by default, or
+// SSE-KMS with a given key.
+package sqsextended
