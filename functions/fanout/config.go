@@ -90,6 +90,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	h.Concurrency = cmp.Or(o.ChunkConcurrency, fanout.DefaultChunkConcurrency)
 	c.s3PathStyle = env.Bool(envS3PathStyle, false)
 	c.claimsTable = env.ClaimsTable(envClaimsTable)
+	env.Offload(&c.runner)
 	return c, env.Err()
 }
 

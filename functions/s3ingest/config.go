@@ -99,6 +99,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	in.DeadlineMargin = env.Duration(envDeadlineMargin)
 	c.s3PathStyle = env.Bool(envS3PathStyle, false)
 	c.claimsTable = env.ClaimsTable(envClaimsTable)
+	env.Offload(&c.runner)
 	return c, env.Err()
 }
 

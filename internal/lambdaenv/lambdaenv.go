@@ -30,6 +30,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
 
 // Reader reads variables with getenv and gathers the problems it finds.
@@ -276,6 +277,33 @@ func clients(cfg aws.Config, s3PathStyle bool) (*s3.Client, *sqs.Client) {
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
 	return s3c, sqs.NewFromConfig(cfg)
+}
+
+// The variables of offload (see fanout.Options.OffloadS3URI), which both
+// functions read.
+const (
+	OffloadS3URI    = "OFFLOAD_S3_URI"
+	Offload         = "OFFLOAD"
+	OffloadKMSKeyID = "OFFLOAD_KMS_KEY_ID"
+)
+
+// Offload reads the offload variables into o.
+func (r *Reader) Offload(o *fanout.Options) {
+	o.OffloadS3URI = r.S3URI(OffloadS3URI)
+	if o.OffloadS3URI != "" {
+		if _, prefix, err := dataset.ParseS3URI(o.OffloadS3URI); err == nil {
+			if err := sqsextended.CheckPrefix(prefix); err != nil {
+				r.Bad(OffloadS3URI, "%v", err)
+			}
+		}
+	}
+	o.OffloadMode = Parse(r, Offload, sqsextended.ParseMode)
+	o.OffloadKMSKeyID = r.String(OffloadKMSKeyID)
+	for _, name := range []string{Offload, OffloadKMSKeyID} {
+		if r.String(name) != "" && o.OffloadS3URI == "" {
+			r.Bad(name, "needs %s, the bucket and prefix the records go to", OffloadS3URI)
+		}
+	}
 }
 
 // ClaimsTable is the variable that names the DynamoDB table of run-once

@@ -18,6 +18,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
 
 // Defaults used when the matching Options field is zero.
@@ -68,6 +69,17 @@ type Options struct {
 	// FailureWriter, when set, receives the failures as JSON Lines instead
 	// of the failure queue or S3 (the CLI's local file).
 	FailureWriter io.Writer
+	// OffloadS3URI (s3://bucket/prefix), when set, receives the records
+	// too large for their queue (their body and attributes, as SQS counts
+	// them), each as an object whose key derives from the record id; the
+	// message carries a pointer in the SQS Extended Client format (see
+	// pkg/sqsextended), which the Extended Client libraries read unchanged.
+	// OffloadMode sqsextended.ModeAlways offloads every record.
+	// OffloadKMSKeyID encrypts the objects with SSE-KMS under that key;
+	// without it, SSE-S3.
+	OffloadS3URI    string
+	OffloadMode     sqsextended.Mode
+	OffloadKMSKeyID string
 	// Claims, when set, runs each task once per run: a task another
 	// delivery has done does nothing and succeeds; one another delivery
 	// holds fails with claims.ErrHeld, to come back when the holder has
@@ -108,6 +120,9 @@ type Stats struct {
 	// TasksSkipped counts tasks that, by the claims store, another
 	// delivery had done.
 	TasksSkipped int `json:"tasksSkipped,omitempty"`
+	// RecordsOffloaded counts the records sent as pointers to S3 (one
+	// PutObject each), among RecordsSent.
+	RecordsOffloaded int64 `json:"recordsOffloaded,omitempty"`
 }
 
 // Add adds o to s.
@@ -124,6 +139,7 @@ func (s *Stats) Add(o Stats) {
 	s.Retries += o.Retries
 	s.BytesSent += o.BytesSent
 	s.TasksSkipped += o.TasksSkipped
+	s.RecordsOffloaded += o.RecordsOffloaded
 }
 
 // Report is the answer to a request.
@@ -145,8 +161,12 @@ type Runner struct {
 	failures failureSink
 	report   *reporter
 
-	mu      sync.Mutex
-	targets map[string]*sqsbatch.Sender
+	// offload is how records too large for their queue are offloaded;
+	// MaxMessageSize is each target's, in offloaders.
+	offload    *sqsextended.OffloaderOptions
+	mu         sync.Mutex
+	targets    map[string]*sqsbatch.Sender
+	offloaders map[*sqsbatch.Sender]*sqsextended.Offloader
 }
 
 // New resolves the queues (once) and returns a Runner.
@@ -167,7 +187,7 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{s3: s3c, sqs: sqsc, opts: opts, log: log, targets: map[string]*sqsbatch.Sender{}}
+	r := &Runner{s3: s3c, sqs: sqsc, opts: opts, log: log, targets: map[string]*sqsbatch.Sender{}, offloaders: map[*sqsbatch.Sender]*sqsextended.Offloader{}}
 	r.failures = failureSink{s3: s3c, log: log, w: opts.FailureWriter}
 	var err error
 	if opts.WorkQueueURL != "" {
@@ -184,6 +204,18 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 		if r.failures.bucket, r.failures.prefix, err = dataset.ParseS3URI(opts.FailureS3URI); err != nil {
 			return nil, fmt.Errorf("fanout: failure output: %w", err)
 		}
+	}
+	if opts.OffloadS3URI != "" {
+		o := sqsextended.OffloaderOptions{Mode: opts.OffloadMode, KMSKeyID: opts.OffloadKMSKeyID, MaxMessageSize: sqsbatch.MaxBatchBytes}
+		if o.Bucket, o.Prefix, err = dataset.ParseS3URI(opts.OffloadS3URI); err != nil {
+			return nil, fmt.Errorf("fanout: offload: %w", err)
+		}
+		// Checked now, so that a bad prefix fails at init; each target
+		// gets its own with its MaximumMessageSize.
+		if _, err := sqsextended.NewOffloader(s3c, o); err != nil {
+			return nil, fmt.Errorf("fanout: offload: %w", err)
+		}
+		r.offload = &o
 	}
 	if opts.ReportS3URI != "" {
 		r.report = &reporter{s3: s3c}
@@ -256,7 +288,21 @@ func (r *Runner) target(ctx context.Context, ov *Overrides, mode Mode) (*sqsbatc
 		return nil, &QueueError{Role: RoleTarget, Queue: cmp.Or(q.URL, q.Name), Err: err}
 	}
 	r.targets[key] = s
+	if r.offload != nil {
+		o := *r.offload
+		o.MaxMessageSize = s.MaxMessageSize()
+		if r.offloaders[s], err = sqsextended.NewOffloader(r.s3, o); err != nil {
+			return nil, fmt.Errorf("fanout: offload: %w", err)
+		}
+	}
 	return s, nil
+}
+
+// offloader returns the offloader of s's records, or nil without offload.
+func (r *Runner) offloader(s *sqsbatch.Sender) *sqsextended.Offloader {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.offloaders[s]
 }
 
 // NewRunID returns a new random run id.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/sync/errgroup"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -107,6 +109,7 @@ type taskRun struct {
 	sender     *sqsbatch.Sender
 	encode     func(rec records.Record) (sqsbatch.Entry, error)
 	packer     *chunkPacker // chunk mode
+	offload    *sqsextended.Offloader
 
 	// from is where the read starts: the task's ResumeAt, or later where
 	// an earlier attempt's claim says it stopped.
@@ -137,7 +140,7 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 	if err != nil {
 		return nil, err
 	}
-	tr := &taskRun{index: index, task: t, sender: sender, resumeAt: -1, from: t.ResumeAt}
+	tr := &taskRun{index: index, task: t, sender: sender, resumeAt: -1, from: t.ResumeAt, offload: r.offloader(sender)}
 	c, fifo := t.Chunk, sender.FIFO()
 	switch {
 	case ov.Ingest != nil:
@@ -318,6 +321,12 @@ func lanes(runs []*taskRun, fifo bool) [][]*taskRun {
 func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pending) {
 	t, c := tr.task, tr.task.Chunk
 	hand := func(e sqsbatch.Entry, held span) bool {
+		if tr.offload != nil {
+			var ok bool
+			if e, ok = r.offloadEntry(readCtx, tr, e, held); !ok {
+				return tr.readErr == nil
+			}
+		}
 		e.ID = entryRef{task: tr.groupIndex, offset: held.offset, count: held.count}.id()
 		select {
 		case ch <- pending{entry: e, run: tr}:
@@ -405,6 +414,30 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pend
 		// continuation starts after it.
 		hand(tr.packer.flush())
 	}
+}
+
+// offloadEntry returns the entry to send for e: e itself, or its pointer
+// once its body is in S3 (see Options.OffloadS3URI). When the body cannot
+// be written, its records go to the failure output (code OffloadFailed),
+// or, when ctx ended, the task fails; ok is then false.
+func (r *Runner) offloadEntry(ctx context.Context, tr *taskRun, e sqsbatch.Entry, held span) (out sqsbatch.Entry, ok bool) {
+	id := aws.ToString(e.Attributes[AttrRecordID].StringValue)
+	out, offloaded, err := tr.offload.Entry(ctx, id, e)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		tr.readErr = context.Cause(ctx)
+		return e, false
+	case err != nil:
+		var invalid *sqsextended.InvalidEntryError
+		c := tr.task.Chunk
+		tr.fails = append(tr.fails, Failure{RunID: tr.task.RunID, Source: c.URI(), Version: c.Pin(), Offset: held.offset,
+			Code: "OffloadFailed", Message: err.Error(), SenderFault: errors.As(err, &invalid)})
+		tr.res.RecordsFailed += int64(held.count)
+		return e, false
+	case offloaded:
+		tr.res.RecordsOffloaded += int64(held.count)
+	}
+	return out, true
 }
 
 // finish writes a task's failures to the failure output and the run report,

@@ -91,11 +91,8 @@ func NewOffloader(client OffloadAPI, opts OffloaderOptions) (*Offloader, error) 
 	if opts.Bucket == "" {
 		errs = append(errs, errors.New("no bucket"))
 	}
-	if len(opts.Prefix) > MaxPrefixLen {
-		errs = append(errs, fmt.Errorf("key prefix is %d bytes; at most %d are allowed", len(opts.Prefix), MaxPrefixLen))
-	}
-	if i := strings.IndexFunc(opts.Prefix, func(r rune) bool { return !prefixChar(r) }); i >= 0 {
-		errs = append(errs, fmt.Errorf("key prefix %q has %q at byte %d; only A-Z a-z 0-9 . / _ - are allowed", opts.Prefix, opts.Prefix[i:i+1], i))
+	if err := CheckPrefix(opts.Prefix); err != nil {
+		errs = append(errs, err)
 	}
 	switch opts.Mode {
 	case "":
@@ -111,6 +108,19 @@ func NewOffloader(client OffloadAPI, opts OffloaderOptions) (*Offloader, error) 
 		return nil, fmt.Errorf("sqsextended: offloader: %w", err)
 	}
 	return &Offloader{client: client, opts: opts}, nil
+}
+
+// CheckPrefix reports whether prefix may be an [Offloader]'s key prefix
+// (see OffloaderOptions.Prefix), so that configuration can be checked
+// before an Offloader is made.
+func CheckPrefix(prefix string) error {
+	if len(prefix) > MaxPrefixLen {
+		return fmt.Errorf("key prefix is %d bytes; at most %d are allowed", len(prefix), MaxPrefixLen)
+	}
+	if i := strings.IndexFunc(prefix, func(r rune) bool { return !prefixChar(r) }); i >= 0 {
+		return fmt.Errorf("key prefix %q has %q at byte %d; only A-Z a-z 0-9 . / _ - are allowed", prefix, prefix[i:i+1], i)
+	}
+	return nil
 }
 
 func prefixChar(r rune) bool {
