@@ -307,6 +307,7 @@ func (h *Handler) report(ctx context.Context, inv *Invocation, err error) {
 	metrics := []emf.Metric{
 		{Name: "RecordsRead", Unit: emf.Count, Value: float64(inv.RecordsRead)},
 		{Name: "RecordsSent", Unit: emf.Count, Value: float64(inv.RecordsSent)},
+		{Name: "RecordsOffloaded", Unit: emf.Count, Value: float64(inv.RecordsOffloaded)},
 		{Name: "RecordsFailed", Unit: emf.Count, Value: float64(inv.RecordsFailed)},
 		{Name: "BadRecords", Unit: emf.Count, Value: float64(inv.BadRecords)},
 		{Name: "Requests", Unit: emf.Count, Value: float64(inv.Requests)},

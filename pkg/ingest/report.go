@@ -35,6 +35,7 @@ type Summary struct {
 	Records          int64          `json:"records"`
 	RecordsSent      int64          `json:"recordsSent"`
 	RecordsFailed    int64          `json:"recordsFailed"`
+	RecordsOffloaded int64          `json:"recordsOffloaded,omitempty"`
 	BadRecords       int64          `json:"badRecords"`
 	Bytes            int64          `json:"bytes"`
 	BytesSent        int64          `json:"bytesSent"`
@@ -48,20 +49,21 @@ func (inv *invocation) summarize() Summary {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	s := Summary{
-		Messages:       inv.result.Messages,
-		FailedMessages: inv.result.Failed,
-		TestEvents:     inv.testEvents,
-		FIFO:           inv.result.FIFO,
-		Objects:        len(inv.objects),
-		Tasks:          inv.tasks,
-		RecordsSent:    inv.stats.RecordsSent,
-		RecordsFailed:  inv.stats.RecordsFailed,
-		BadRecords:     inv.badRecords,
-		BytesSent:      inv.stats.BytesSent,
-		Requests:       inv.stats.Requests,
-		Retries:        inv.stats.Retries,
-		Skipped:        maps.Clone(inv.skipped),
-		DurationMs:     inv.h.opts.Now().Sub(inv.start).Milliseconds(),
+		Messages:         inv.result.Messages,
+		FailedMessages:   inv.result.Failed,
+		TestEvents:       inv.testEvents,
+		FIFO:             inv.result.FIFO,
+		Objects:          len(inv.objects),
+		Tasks:            inv.tasks,
+		RecordsSent:      inv.stats.RecordsSent,
+		RecordsFailed:    inv.stats.RecordsFailed,
+		BadRecords:       inv.badRecords,
+		BytesSent:        inv.stats.BytesSent,
+		RecordsOffloaded: inv.stats.RecordsOffloaded,
+		Requests:         inv.stats.Requests,
+		Retries:          inv.stats.Retries,
+		Skipped:          maps.Clone(inv.skipped),
+		DurationMs:       inv.h.opts.Now().Sub(inv.start).Milliseconds(),
 	}
 	if len(inv.failedBy) > 0 {
 		s.FailedBy = maps.Clone(inv.failedBy)
@@ -98,6 +100,7 @@ func (h *Handler) report(ctx context.Context, inv *invocation, err error) Summar
 		{Name: "ObjectsHandedOff", Unit: emf.Count, Value: float64(s.ObjectsHandedOff)},
 		{Name: "Records", Unit: emf.Count, Value: float64(s.Records)},
 		{Name: "RecordsSent", Unit: emf.Count, Value: float64(s.RecordsSent)},
+		{Name: "RecordsOffloaded", Unit: emf.Count, Value: float64(s.RecordsOffloaded)},
 		{Name: "RecordsFailed", Unit: emf.Count, Value: float64(s.RecordsFailed)},
 		{Name: "BadRecords", Unit: emf.Count, Value: float64(s.BadRecords)},
 		{Name: "Bytes", Unit: emf.Bytes, Value: float64(s.Bytes)},
