@@ -18,6 +18,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
 
 // runFanout sends a dataset with the fanout logic, in this process.
@@ -35,6 +36,7 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 		chunkSize    string
 		maxMsgSize   string
 		failureFile  string
+		offload      string
 		pathStyle    bool
 		interval     time.Duration
 	)
@@ -58,6 +60,9 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	fs.StringVar(&opts.FailureQueueURL, "failure-queue-url", "", "send refused records to this queue `URL`")
 	fs.StringVar(&opts.FailureS3URI, "failure-s3-uri", "", "write refused records under `s3://bucket/prefix`")
 	fs.StringVar(&opts.ReportS3URI, "report-s3-uri", "", "write the run report (manifest and failed ranges) under `s3://bucket/prefix`")
+	fs.StringVar(&opts.OffloadS3URI, "offload-s3-uri", "", "write records too large for the target under `s3://bucket/prefix` and send SQS Extended Client pointers")
+	fs.StringVar(&offload, "offload", "large", "`which` records to offload: large (over the queue's limit) or always")
+	fs.StringVar(&opts.OffloadKMSKeyID, "offload-kms-key-id", "", "encrypt offloaded records with this KMS `key` (default SSE-S3)")
 	fs.StringVar(&failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-failures-RUNID.jsonl)")
 	fs.StringVar(&opts.Mapping.BodyField, "body-field", "", "record `field` sent as the body (default value)")
 	fs.StringVar(&opts.Mapping.AttributesField, "attributes-field", "", "record `field` of message attributes (default msg_attributes)")
@@ -93,6 +98,16 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 		{"-max-attempts", fanout.CheckMaxAttempts(int64(opts.Send.MaxAttempts))},
 		{"-concurrency", fanout.CheckChunkConcurrency(int64(opts.ChunkConcurrency))},
 		{"-run-id", fanout.CheckRunID(req.RunID)},
+		{"-offload", func() (err error) { opts.OffloadMode, err = sqsextended.ParseMode(offload); return }()},
+	}
+	if opts.OffloadS3URI != "" {
+		checks = append(checks, check{"-offload-s3-uri", func() error {
+			_, prefix, err := dataset.ParseS3URI(opts.OffloadS3URI)
+			if err != nil {
+				return err
+			}
+			return sqsextended.CheckPrefix(prefix)
+		}()})
 	}
 	if maxMsgSize != "" {
 		n, err := fanout.ParseMessageSize(maxMsgSize)

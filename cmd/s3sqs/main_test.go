@@ -15,6 +15,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
 
 func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
@@ -89,6 +90,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", "orders"}, `-target-queue-url: "orders" is not a queue URL`},
 		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-run-id", "a/b"}, "-run-id: runId: \"a/b\" may hold only"},
 		{[]string{"fanout", "-bucket", "b", "-prefix", "p/"}, "-target-queue-url"},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-offload-s3-uri", "s3://b/o/", "-offload", "sometimes"}, `-offload: "sometimes" is not large or always`},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-offload-s3-uri", "s3://b/date=1/"}, `-offload-s3-uri: key prefix "date=1/" has "="`},
 		// No dataset named: never the whole bucket unless -all says so.
 		{[]string{"fanout", "-bucket", "b", "-target-queue-url", q}, "the source names no dataset"},
 		{[]string{"fanout", "-bucket", "b", "-keys", "", "-target-queue-url", q}, "the source names no dataset"},
@@ -163,6 +166,45 @@ func TestFanout(t *testing.T) {
 	}
 	if n := len(localaws.Drain(t, sqsc, target, 3*time.Second)); n != 2000 {
 		t.Errorf("%d messages on the target, want 2000", n)
+	}
+}
+
+// TestFanoutOffload sends a record too large for a 256 KiB queue with
+// -offload-s3-uri: it arrives as an SQS Extended Client pointer, counted in
+// the report.
+func TestFanoutOffload(t *testing.T) {
+	s3c, sqsc := standIns(t)
+	big := `{"value":"` + strings.Repeat("x", 300<<10) + `"}`
+	if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String("big/a.jsonl"), Body: strings.NewReader(`{"value":"small"}` + "\n" + big + "\n")}); err != nil {
+		t.Fatal(err)
+	}
+	target := localaws.CreateQueue(t, sqsc, "-target", map[string]string{"MaximumMessageSize": "262144"})
+	code, out, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-key", "big/a.jsonl", "-target-queue-url", target,
+		"-s3-path-style", "-offload-s3-uri", "s3://lake/offload/", "-progress-interval", "1ms")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	var rep fanout.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.RecordsSent != 2 || rep.RecordsOffloaded != 1 {
+		t.Fatalf("report %s (%v); want 2 records sent, 1 offloaded", out, err)
+	}
+	resolver := sqsextended.NewResolver(s3c, sqsextended.ResolverOptions{})
+	var pointers int
+	for _, m := range localaws.Drain(t, sqsc, target, 2*time.Second) {
+		body, ptr, err := resolver.Resolve(t.Context(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ptr != nil {
+			pointers++
+			// The body is the record's value field, as fanout maps it.
+			if body != strings.Repeat("x", 300<<10) {
+				t.Errorf("the pointer resolves to %d bytes, not the record's value", len(body))
+			}
+		}
+	}
+	if pointers != 1 {
+		t.Errorf("%d pointers on the target, want 1", pointers)
 	}
 }
 
