@@ -24,6 +24,11 @@ const (
 	ctxAlarmTopicARN        = "alarmTopicArn"
 	ctxNag                  = "nag"
 	ctxClaims               = "claims"
+	ctxOffload              = "offload"
+	ctxOffloadBucketName    = "offloadBucketName"
+	ctxOffloadPrefix        = "offloadPrefix"
+	ctxOffloadDays          = "offloadExpirationDays"
+	ctxOffloadAlways        = "offloadAlways"
 	ctxIngest               = "ingest"
 	ctxBucketName           = "bucketName"
 	ctxBucketKeyARN         = "bucketKeyArn"
@@ -95,6 +100,13 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	}
 	p.MaxReceiveCount = r.integer(ctxMaxReceiveCount)
 	p.DisableClaims = !r.boolean(ctxClaims, true)
+	p.Offload = s3sqscdk.OffloadProps{
+		Enabled:            r.boolean(ctxOffload, false),
+		ExistingBucketName: r.str(ctxOffloadBucketName, ""),
+		Prefix:             r.str(ctxOffloadPrefix, ""),
+		ExpirationDays:     r.integer(ctxOffloadDays),
+		Always:             r.boolean(ctxOffloadAlways, false),
+	}
 	if days := r.integer(ctxLogRetentionDays); days != 0 {
 		ret, ok := retentionDays[days]
 		if !ok {

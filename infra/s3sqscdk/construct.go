@@ -64,6 +64,11 @@ type S3SQS struct {
 	// TargetDLQ is the new target queue's DLQ; nil for an existing target.
 	TargetDLQ awssqs.Queue
 
+	// OffloadBucket receives the records too large for their queue, when
+	// Props.Offload.Enabled; nil otherwise. Consumers read them with
+	// GrantReadPayloads.
+	OffloadBucket awss3.IBucket
+
 	// ClaimsTable holds the run-once claims of both functions (see
 	// pkg/claims): a DynamoDB table, on demand, with TTL. Nil with
 	// Props.DisableClaims.
@@ -108,6 +113,9 @@ func New(scope constructs.Construct, id string, props *Props) (*S3SQS, error) {
 	}
 	if !p.DisableClaims {
 		s.buildClaims()
+	}
+	if p.Offload.Enabled {
+		s.buildOffload()
 	}
 	if !p.Ingest.Disabled {
 		s.buildSource()

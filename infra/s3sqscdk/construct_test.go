@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -765,5 +766,58 @@ func TestClaimsTable(t *testing.T) {
 				t.Errorf("DisableClaims: %s may %s", *fn.Node().Id(), g)
 			}
 		}
+	}
+}
+
+// TestOffloadBucket checks the offload bucket (encrypted, TLS only, payloads
+// expiring), the variables both functions get, their s3:PutObject on the
+// prefix only, and the consumers' read grant.
+func TestOffloadBucket(t *testing.T) {
+	f := build(t, s3sqscdk.Props{Offload: s3sqscdk.OffloadProps{Enabled: true, Prefix: "big/", ExpirationDays: 3, Always: true}}, nil)
+	consumer := awsiam.NewRole(f.stack, jsii.String("Consumer"), &awsiam.RoleProps{AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil)})
+	if f.s.GrantReadPayloads(consumer, true) == nil {
+		t.Fatal("GrantReadPayloads returned nil with offload on")
+	}
+	f.synth(t)
+	bucket := f.id(f.s.OffloadBucket)
+	props := f.res(t, bucket).Properties
+	if got := canon(prop(props, "LifecycleConfiguration", "Rules")); !strings.Contains(got, `"ExpirationInDays":3`) || !strings.Contains(got, `"Prefix":"big/"`) {
+		t.Errorf("lifecycle rules %s; want payloads under big/ expiring after 3 days", got)
+	}
+	if got := canon(prop(props, "BucketEncryption")); !strings.Contains(got, "AES256") {
+		t.Errorf("encryption %s; want SSE-S3", got)
+	}
+	if !strings.Contains(canon(f.tmpl.Resources), `"aws:SecureTransport":"false"`) {
+		t.Error("no TLS-only bucket policy")
+	}
+	uri := map[string]any{"Fn::Join": []any{"", []any{"s3://", ref(bucket), "/big/"}}}
+	for _, fn := range []awslambda.Function{f.s.IngestFunction, f.s.FanoutFunction} {
+		vars := prop(f.res(t, f.id(fn)).Properties, "Environment", "Variables").(map[string]any)
+		if canon(vars["OFFLOAD_S3_URI"]) != canon(uri) || vars["OFFLOAD"] != "always" {
+			t.Errorf("%s: OFFLOAD_S3_URI %s, OFFLOAD %v", *fn.Node().Id(), canon(vars["OFFLOAD_S3_URI"]), vars["OFFLOAD"])
+		}
+		var puts []string
+		for _, g := range f.roleGrants(f.role(t, fn)) {
+			if strings.HasPrefix(g.Action, "s3:PutObject") {
+				puts = append(puts, g.Resource)
+			}
+		}
+		want := canon(s3ARN(ref(bucket), "/big/*"))
+		if len(puts) != 1 || puts[0] != want {
+			t.Errorf("%s may s3:PutObject on %v; want only %s", *fn.Node().Id(), puts, want)
+		}
+	}
+	var consumerGrants []string
+	for _, g := range f.roleGrants(f.id(consumer)) {
+		consumerGrants = append(consumerGrants, g.Action)
+	}
+	slices.Sort(consumerGrants)
+	if !slices.Equal(consumerGrants, []string{"s3:DeleteObject", "s3:GetObject"}) {
+		t.Errorf("consumer grants %v; want s3:GetObject and s3:DeleteObject", consumerGrants)
+	}
+
+	off := synth(t, s3sqscdk.Props{})
+	if off.s.OffloadBucket != nil || off.s.GrantReadPayloads(awsiam.NewAnyPrincipal(), false) != nil {
+		t.Error("offload off: a bucket or a grant")
 	}
 }

@@ -41,6 +41,7 @@ func (s *S3SQS) buildFanout() {
 		own["FAIL_ON_ERROR"] = "true"
 	}
 	grantClaims := s.useClaims(own)
+	grantOffload := s.useOffload(own)
 	if fo.TargetQueueARN == "" {
 		s.TargetDLQ = s.deadLetterQueue("TargetDLQ", "records that the target queue's consumer failed to process", fo.TargetFIFO)
 		s.TargetQueue = s.queue("TargetQueue", queueOpts{dlq: s.TargetDLQ, fifo: fo.TargetFIFO, maxSize: fo.TargetMaxMessageSize})
@@ -65,6 +66,7 @@ func (s *S3SQS) buildFanout() {
 	})
 	s.FanoutFunction = fn
 	grantClaims(role)
+	grantOffload(role)
 	eventSource(fn, s.WorkQueue, fo.BatchSize, fo.MaxBatchingWindow, fo.MaxConcurrency)
 
 	// Continuation and chunk tasks to its own work queue, refused records

@@ -222,6 +222,7 @@ func (s *S3SQS) buildIngest() {
 		sendTo = append(sendTo, s.WorkQueue.QueueArn())
 	}
 	grantClaims := s.useClaims(own)
+	grantOffload := s.useOffload(own)
 	fn, role := s.function("S3Ingest", functionOpts{
 		description: "s3sqs s3ingest: reads the objects S3 notifications name and sends their records to the output queue",
 		codeDir:     in.CodeDir,
@@ -231,6 +232,7 @@ func (s *S3SQS) buildIngest() {
 	})
 	s.IngestFunction = fn
 	grantClaims(role)
+	grantOffload(role)
 	suppress(fn, nagLambdaDLQ, "s3ingest is invoked only by its SQS event source mapping, synchronously; a notification that keeps failing moves to the ingest queue's dead-letter queue (maxReceiveCount "+itoa(s.p.MaxReceiveCount)+"). A function DLQ receives only failed asynchronous invocations, which never happen here.")
 	eventSource(fn, s.IngestQueue, in.BatchSize, in.MaxBatchingWindow, in.MaxConcurrency)
 

@@ -13,6 +13,7 @@ import (
 const (
 	nagDDB3                 = "AwsSolutions-DDB3"
 	nagIAM4                 = "AwsSolutions-IAM4"
+	nagS1                   = "AwsSolutions-S1"
 	nagIAM5                 = "AwsSolutions-IAM5"
 	nagSQS3                 = "AwsSolutions-SQS3"
 	nagLambdaDLQ            = "Serverless-LambdaDLQ"

@@ -56,6 +56,12 @@ func TestNag(t *testing.T) {
 		{"default", s3sqscdk.Props{}, []suppression{
 			{"Serverless-SQSRedrivePolicy", "TargetDLQ"},
 		}},
+		{"offload", s3sqscdk.Props{Offload: s3sqscdk.OffloadProps{Enabled: true}}, []suppression{
+			{"Serverless-SQSRedrivePolicy", "TargetDLQ"},
+			{"AwsSolutions-S1", "OffloadBucket"},
+			{"AwsSolutions-IAM5", "S3IngestRoleOffload"},
+			{"AwsSolutions-IAM5", "FanoutRoleOffload"},
+		}},
 		{"existing bucket and target, KMS, datasets", existing(), []suppression{
 			{"AwsSolutions-IAM4", "Test/BucketNotificationsHandler050a0587b7544547bf325f094a3db834/Role"},
 			{"AwsSolutions-IAM5", "FanoutReadObjects"},

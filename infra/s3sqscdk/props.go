@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -81,6 +82,8 @@ type Props struct {
 
 	Ingest IngestProps
 	Fanout FanoutProps
+	// Offload configures the bucket of records too large for their queue.
+	Offload OffloadProps
 }
 
 // IngestProps configures the ingest path: source bucket → SNS topic →
@@ -139,6 +142,34 @@ type IngestProps struct {
 	// NoncurrentVersionDays after which a new source bucket deletes
 	// noncurrent object versions. Default 30.
 	NoncurrentVersionDays int
+}
+
+// Defaults of [OffloadProps].
+const (
+	DefaultOffloadPrefix         = "offload/"
+	DefaultOffloadExpirationDays = 14
+)
+
+// OffloadProps configures offload: both functions send a record too large
+// for its queue as an SQS Extended Client pointer to an object in this
+// bucket (OFFLOAD_S3_URI). It is off by default: consumers must read
+// pointers (with an Extended Client, or pkg/sqsextended).
+type OffloadProps struct {
+	// Enabled turns offload on.
+	Enabled bool
+	// ExistingBucketName is a bucket to write to instead of a new one; its
+	// lifecycle and encryption are the owner's.
+	ExistingBucketName string
+	// Prefix of the objects. Default DefaultOffloadPrefix. Only
+	// A-Z a-z 0-9 . / _ - (the Extended Client's rule).
+	Prefix string
+	// ExpirationDays after which a new bucket's lifecycle rule deletes a
+	// payload, which its message must have been read by then. Default
+	// DefaultOffloadExpirationDays (SQS keeps a message 14 days at most).
+	ExpirationDays int
+	// Always offloads every record (OFFLOAD=always), not only those over
+	// the limit.
+	Always bool
 }
 
 // FanoutProps configures the fanout path: the fanout function, its work
@@ -349,14 +380,30 @@ func resolve(p *Props) (resolved, error) {
 		}
 		checkEnv("Fanout.Environment", fo.Environment, fanoutReservedEnv, bad)
 	}
+	if off := &r.Offload; off.Enabled {
+		if off.Prefix == "" {
+			off.Prefix = DefaultOffloadPrefix
+		}
+		if !offloadPrefix.MatchString(off.Prefix) {
+			bad("Offload.Prefix: %q may hold only A-Z a-z 0-9 . / _ - (the SQS Extended Client's rule)", off.Prefix)
+		}
+		if off.ExpirationDays == 0 {
+			off.ExpirationDays = DefaultOffloadExpirationDays
+		}
+		if off.ExpirationDays < 1 || off.ExpirationDays > 3650 {
+			bad("Offload.ExpirationDays: %d is not from 1 to 3650", off.ExpirationDays)
+		}
+	}
 	return r, errors.Join(errs...)
 }
 
 // The variables the construct sets, which Environment may not override.
 var (
-	ingestReservedEnv = []string{"OUTPUT_QUEUE_URL", "FORMAT", "KEY_PREFIX", "KEY_SUFFIX", "HANDOFF_BYTES", "FANOUT_WORK_QUEUE_URL", "CLAIMS_TABLE"}
+	ingestReservedEnv = []string{"OUTPUT_QUEUE_URL", "FORMAT", "KEY_PREFIX", "KEY_SUFFIX", "HANDOFF_BYTES", "FANOUT_WORK_QUEUE_URL", "CLAIMS_TABLE", "OFFLOAD_S3_URI", "OFFLOAD"}
 	fanoutReservedEnv = []string{"TARGET_QUEUE_URL", "TARGET_QUEUE_NAME", "TARGET_QUEUE_OWNER_ACCOUNT_ID", "TARGET_MAX_MESSAGE_SIZE",
-		"WORK_QUEUE_URL", "FAILURE_QUEUE_URL", "FAILURE_S3_URI", "FORMAT", "MODE", "CHUNK_SIZE", "MAX_IN_FLIGHT", "FAIL_ON_ERROR", "CLAIMS_TABLE"}
+		"WORK_QUEUE_URL", "FAILURE_QUEUE_URL", "FAILURE_S3_URI", "FORMAT", "MODE", "CHUNK_SIZE", "MAX_IN_FLIGHT", "FAIL_ON_ERROR", "CLAIMS_TABLE",
+		"OFFLOAD_S3_URI", "OFFLOAD"}
+	offloadPrefix = regexp.MustCompile(`^[A-Za-z0-9./_-]{1,960}$`)
 )
 
 func checkCodeDir(field, dir string, bad func(string, ...any)) {

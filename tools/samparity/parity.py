@@ -142,7 +142,7 @@ class Resolver:
                 return all(self.v(c) for c in a)
             if k == "Fn::Or":
                 return any(self.v(c) for c in a)
-            if k == "Condition":
+            if k in ("Condition", "Fn::Condition"):  # the YAML loader writes !Condition as Fn::Condition
                 return self.condition(a)
             if k == "Fn::FindInMap":
                 m, top, second = (str(self.v(p)) for p in a)
