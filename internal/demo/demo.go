@@ -114,7 +114,7 @@ func Run(ctx context.Context, c Config, out io.Writer) (*Summary, error) {
 		defer logf.Close()
 		env := []string{
 			"AWS_ENDPOINT_URL_S3=" + c.MotoURL, "AWS_ENDPOINT_URL_SQS=" + c.SQSURL, "S3_FORCE_PATH_STYLE=true",
-			"AWS_ENDPOINT_URL_DYNAMODB=" + c.MotoURL, "CLAIMS_TABLE=" + st.claims,
+			"AWS_ENDPOINT_URL_DYNAMODB=" + c.MotoURL, "CLAIMS_TABLE=" + st.claims, "OFFLOAD_S3_URI=s3://" + bucket + "/offload/",
 			"AWS_LAMBDA_LOG_FORMAT=JSON", "AWS_LAMBDA_FUNCTION_TIMEOUT=30", "AWS_LAMBDA_FUNCTION_NAME=" + name,
 			"OUTPUT_QUEUE_URL=" + st.output, "MAX_FILE_AGE=off",
 			"TARGET_QUEUE_URL=" + st.target, "WORK_QUEUE_URL=" + st.work, "FAILURE_QUEUE_URL=" + st.failed,

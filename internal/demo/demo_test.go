@@ -32,10 +32,11 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("missing records: %v", sum.Missing)
 	}
 	// 3 good ingest objects and 3 fanout objects of 60 records, less the
-	// one record SQS refuses; the broken CSV's other 60 rows are delivered
-	// and its bad row is on the failure output, beside the refused record.
-	if sum.Delivered != 4*60+3*60-1 || len(sum.OnFailureOutput) != 2 || sum.InDLQ != 0 {
-		t.Errorf("delivered %d, failure output %d, in DLQ %d; want 419, 2, 0", sum.Delivered, len(sum.OnFailureOutput), sum.InDLQ)
+	// one record SQS refuses, and the offloaded record; the broken CSV's
+	// other 60 rows are delivered and its bad row is on the failure output,
+	// beside the refused record.
+	if sum.Delivered != 4*60+3*60-1+1 || len(sum.OnFailureOutput) != 2 || sum.InDLQ != 0 {
+		t.Errorf("delivered %d, failure output %d, in DLQ %d; want 420, 2, 0", sum.Delivered, len(sum.OnFailureOutput), sum.InDLQ)
 	}
 	if len(sum.DLQ) != 1 || sum.FanoutPlan.TasksQueued == 0 || sum.WorkDLQ != 0 {
 		t.Errorf("DLQ %v, tasks %d, work DLQ %d: want the unparseable body alone, the work queue used, and no task lost", sum.DLQ, sum.FanoutPlan.TasksQueued, sum.WorkDLQ)
@@ -49,6 +50,9 @@ func TestDemo(t *testing.T) {
 	}
 	if f := codes["UnreadableRecord"]; !strings.HasSuffix(f.Source, "/broken.csv") || f.Offset == 0 || f.RunID == "" {
 		t.Errorf("failure output %+v: want s3ingest's bad CSV row with its offset", sum.OnFailureOutput)
+	}
+	if len(sum.Offloaded) != 1 || sum.Offloaded[0].size < bigRecordSize {
+		t.Errorf("offloaded %+v; want the one record over SQS's limit, read back whole", sum.Offloaded)
 	}
 	if !strings.Contains(out.String(), "every record is accounted for") {
 		t.Errorf("summary lacks the verdict:\n%s", out.String())

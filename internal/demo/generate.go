@@ -13,6 +13,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
+// bigRecordSize is about the size of the record too large for any SQS
+// queue, which is offloaded.
+const bigRecordSize = 1536 << 10
+
 // object is a generated object and the records it holds.
 type object struct {
 	key     string
@@ -75,6 +79,9 @@ func generate(ctx context.Context, st *stack, c Config) (*generated, error) {
 		{"ingest/date=2024-01-02/city=a=b & c/data.csv", csv.Bytes(), n, false},
 		{"ingest/date=2024-01-03/city=東京/part-0.jsonl.gz", zipped.Bytes(), n, false},
 		{"ingest/date=2024-01-04/city=__HIVE_DEFAULT_PARTITION__/broken.csv", broken.Bytes(), n + 1, true},
+		// One record over SQS's 1 MiB: it arrives as an SQS Extended
+		// Client pointer to its copy under OFFLOAD_S3_URI.
+		{"ingest/date=2024-01-05/city=Lagos/large.jsonl", []byte(`{"id":0,"kind":"large","doc":"` + strings.Repeat("x", bigRecordSize) + `"}` + "\n"), 1, false},
 	}
 	for _, o := range ingest {
 		if err := put(o.key, o.body); err != nil {
@@ -95,6 +102,7 @@ func generate(ctx context.Context, st *stack, c Config) (*generated, error) {
 				v = "bad\u0000record" // SQS rejects NUL: it goes to the failure output
 				obj.badRecord = true
 			}
+
 			quoted, _ := json.Marshal(v)
 			fmt.Fprintf(&b, `{"value":%s,"msg_attributes":{"object":"%d"}}`+"\n", quoted, o)
 			obj.bodies = append(obj.bodies, v)

@@ -18,6 +18,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/rie"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
 
 // Summary is what the demo saw, and its accounting of every record.
@@ -48,6 +49,15 @@ type Summary struct {
 	WorkDLQ int
 	// Missing lists records that are nowhere.
 	Missing []string
+	// Offloaded are the records that arrived as SQS Extended Client
+	// pointers, and were read back.
+	Offloaded []offloaded
+}
+
+// offloaded is a record that arrived as a pointer: where, and its size.
+type offloaded struct {
+	pointer sqsextended.Pointer
+	size    int
 }
 
 // OK reports whether every generated record is accounted for.
@@ -56,16 +66,39 @@ func (s *Summary) OK() bool { return len(s.Missing) == 0 }
 // collect drains the output, target, failure queues and DLQs and accounts
 // for every generated record.
 func (s *Summary) collect(ctx context.Context, st *stack, fns map[string]*rie.Runtime) error {
+	// A record too large for its queue arrives as a pointer: it is read
+	// back from S3, and must then be the record itself.
+	resolver := sqsextended.NewResolver(st.motoS3, sqsextended.ResolverOptions{})
+	resolve := func(m sqstypes.Message) (string, error) {
+		body, ptr, err := resolver.Resolve(ctx, m)
+		if err != nil {
+			return "", fmt.Errorf("demo: resolve a message: %w", err)
+		}
+		if ptr != nil {
+			var rec struct {
+				Doc string `json:"doc"`
+			}
+			if json.Unmarshal([]byte(body), &rec) != nil || rec.Doc != strings.Repeat("x", bigRecordSize) {
+				s.Missing = append(s.Missing, fmt.Sprintf("%s does not hold the large record", ptr))
+			}
+			s.Offloaded = append(s.Offloaded, offloaded{pointer: *ptr, size: len(body)})
+		}
+		return body, nil
+	}
 	// s3ingest's records carry their object and offset in _file.
 	offsets := map[string]map[int64]bool{}
 	for _, m := range receive(ctx, st.sqs, st.output) {
+		body, err := resolve(m)
+		if err != nil {
+			return err
+		}
 		var rec struct {
 			File struct {
 				Key    string `json:"key"`
 				Offset *int64 `json:"offset"`
 			} `json:"_file"`
 		}
-		if json.Unmarshal([]byte(aws.ToString(m.Body)), &rec) != nil || rec.File.Offset == nil {
+		if json.Unmarshal([]byte(body), &rec) != nil || rec.File.Offset == nil {
 			continue
 		}
 		if offsets[rec.File.Key] == nil {
@@ -75,7 +108,11 @@ func (s *Summary) collect(ctx context.Context, st *stack, fns map[string]*rie.Ru
 	}
 	bodies := map[string]bool{}
 	for _, m := range receive(ctx, st.sqs, st.target) {
-		bodies[aws.ToString(m.Body)] = true
+		body, err := resolve(m)
+		if err != nil {
+			return err
+		}
+		bodies[body] = true
 	}
 	// Both functions write the same failure output: fanout's records are
 	// known by body, s3ingest's by object and offset.
@@ -224,6 +261,9 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	for _, f := range s.OnFailureOutput {
 		fmt.Fprintf(w, "failure output: %s offset %d: %s: %s\n", short(f.Source), f.Offset, f.Code, truncate(f.Message, 80))
+	}
+	for _, o := range s.Offloaded {
+		fmt.Fprintf(w, "offloaded: a record of %d bytes arrived as a pointer to %s and was read back whole\n", o.size, truncate(o.pointer.String(), 60))
 	}
 	for _, m := range s.Missing {
 		fmt.Fprintf(w, "MISSING: %s\n", m)
