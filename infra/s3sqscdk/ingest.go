@@ -84,19 +84,10 @@ func (s *S3SQS) buildSource() {
 
 	logs := in.AccessLogsBucket
 	if logs == nil {
-		lb := awss3.NewBucket(s.Construct, jsii.String("AccessLogsBucket"), &awss3.BucketProps{
-			Encryption:        awss3.BucketEncryption_S3_MANAGED,
-			EnforceSSL:        jsii.Bool(true),
-			MinimumTLSVersion: jsii.Number(1.2),
-			BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
-			ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-			LifecycleRules: &[]*awss3.LifecycleRule{{
-				Id:         jsii.String("expire-access-logs"),
-				Expiration: awscdk.Duration_Days(jsii.Number(in.AccessLogsExpirationDays)),
-			}},
-			RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		logs = s.privateBucket("AccessLogsBucket", &awss3.LifecycleRule{
+			Id:         jsii.String("expire-access-logs"),
+			Expiration: awscdk.Duration_Days(jsii.Number(in.AccessLogsExpirationDays)),
 		})
-		logs = lb
 	}
 	b := awss3.NewBucket(s.Construct, jsii.String("SourceBucket"), &awss3.BucketProps{
 		BucketName:        jsii.String(name),

@@ -7,6 +7,21 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
+// privateBucket creates a bucket only this stack's roles use: SSE-S3, TLS
+// 1.2 only, no public access, no ACLs, objects expiring by rule; retained
+// when the stack goes, as what it holds outlives it by the rule's days.
+func (s *S3SQS) privateBucket(id string, rule *awss3.LifecycleRule) awss3.Bucket {
+	return awss3.NewBucket(s.Construct, jsii.String(id), &awss3.BucketProps{
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		MinimumTLSVersion: jsii.Number(1.2),
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		LifecycleRules:    &[]*awss3.LifecycleRule{rule},
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+	})
+}
+
 // buildOffload creates the offload bucket, or takes the existing one.
 func (s *S3SQS) buildOffload() {
 	off := s.p.Offload
@@ -14,20 +29,11 @@ func (s *S3SQS) buildOffload() {
 		s.OffloadBucket = awss3.Bucket_FromBucketName(s.Construct, jsii.String("OffloadBucket"), jsii.String(off.ExistingBucketName))
 		return
 	}
-	b := awss3.NewBucket(s.Construct, jsii.String("OffloadBucket"), &awss3.BucketProps{
-		Encryption:        awss3.BucketEncryption_S3_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
-		MinimumTLSVersion: jsii.Number(1.2),
-		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
-		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		LifecycleRules: &[]*awss3.LifecycleRule{{
-			Id:                                  jsii.String("expire-offloaded-records"),
-			Prefix:                              jsii.String(off.Prefix),
-			Expiration:                          awscdk.Duration_Days(jsii.Number(off.ExpirationDays)),
-			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
-		}},
-		// Payloads outlive their messages only by the lifecycle's days.
-		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	b := s.privateBucket("OffloadBucket", &awss3.LifecycleRule{
+		Id:                                  jsii.String("expire-offloaded-records"),
+		Prefix:                              jsii.String(off.Prefix),
+		Expiration:                          awscdk.Duration_Days(jsii.Number(off.ExpirationDays)),
+		AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
 	})
 	suppress(b, nagS1, "The offload bucket holds record payloads that the lifecycle rule deletes after days; each object is written by one function call that the function's log and metrics count (RecordsOffloaded). Server access logs would log every PUT and GET of payloads a second time; turn on CloudTrail data events for the bucket when an audit trail is needed.")
 	s.OffloadBucket = b

@@ -32,6 +32,14 @@ func hold(t *testing.T, store claims.Store, task string, until time.Time) claims
 	return c
 }
 
+// sent drains the target and returns the records' values, sorted.
+func (st *stack) sent(t *testing.T) []string {
+	t.Helper()
+	got, _ := received(localaws.Drain(t, st.sqs, st.target, 2*time.Second))
+	slices.Sort(got)
+	return got
+}
+
 func claimsStore(t *testing.T) *claims.Table {
 	client, name := localaws.ClaimsTable(t)
 	return claims.NewTable(client, name, claims.TableOptions{})
@@ -56,8 +64,7 @@ func TestClaimsRunTaskOnce(t *testing.T) {
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
 	}
-	got, _ := received(localaws.Drain(t, st.sqs, st.target, 2*time.Second))
-	slices.Sort(got)
+	got := st.sent(t)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
@@ -96,8 +103,7 @@ func TestClaimsResume(t *testing.T) {
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("continuation failed: %v", resp.BatchItemFailures)
 	}
-	got, _ := received(localaws.Drain(t, st.sqs, st.target, 2*time.Second))
-	slices.Sort(got)
+	got := st.sent(t)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records over three deliveries (-want +got):\n%s", diff)
 	}
@@ -115,8 +121,7 @@ func TestClaimsTakeOver(t *testing.T) {
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
 	}
-	got, _ := received(localaws.Drain(t, st.sqs, st.target, 2*time.Second))
-	slices.Sort(got)
+	got := st.sent(t)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}

@@ -43,7 +43,6 @@ func receiveAll(tb testing.TB, c *sqs.Client, url string, n int) []types.Message
 	return got
 }
 
-
 // entries makes n entries with bodies prefix-0, prefix-1, ...
 func entries(prefix string, n int) []sqsbatch.Entry {
 	out := make([]sqsbatch.Entry, n)
