@@ -43,6 +43,8 @@ const (
 	ctxIngestFormat         = "ingestFormat"
 	ctxIngestEnv            = "ingestEnv"
 	ctxIngestAgeAlarm       = "ingestAgeAlarm"
+	ctxFanoutTaskAgeAlarm   = "fanoutTaskAgeAlarm"
+	ctxDashboard            = "dashboard"
 	ctxOutputFIFO           = "outputFifo"
 	ctxHandoffBytes         = "handoffBytes"
 	ctxFanout               = "fanout"
@@ -100,6 +102,7 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	}
 	p.MaxReceiveCount = r.integer(ctxMaxReceiveCount)
 	p.DisableClaims = !r.boolean(ctxClaims, true)
+	p.DisableDashboard = !r.boolean(ctxDashboard, true)
 	p.Offload = s3sqscdk.OffloadProps{
 		Enabled:            r.boolean(ctxOffload, false),
 		ExistingBucketName: r.str(ctxOffloadBucketName, ""),
@@ -137,6 +140,7 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	fo.Disabled = !r.boolean(ctxFanout, true)
 	fo.CodeDir = r.str(ctxFanoutCodeDir, defaultFanoutCodeDir)
 	fo.Timeout = r.duration(ctxFanoutTimeout)
+	fo.OldestTaskAlarm = r.duration(ctxFanoutTaskAgeAlarm)
 	fo.MemoryMiB = r.integer(ctxFanoutMemory)
 	fo.BatchSize = r.integer(ctxFanoutBatchSize)
 	fo.MaxConcurrency = r.integer(ctxFanoutMaxConcurrency)

@@ -74,9 +74,13 @@ type S3SQS struct {
 	// Props.DisableClaims.
 	ClaimsTable awsdynamodb.Table
 
-	// Alarms on dead-letter queue depth, failure queue depth and the age of
-	// the oldest ingest message.
+	// Alarms on dead-letter queue depth, failure queue depth, the age of
+	// the oldest ingest message and chunk task, and each function's
+	// errors, throttles, failed records and bad records.
 	Alarms []awscloudwatch.Alarm
+	// Dashboard shows records, requests, failures, duration and queue
+	// depths; nil with Props.DisableDashboard.
+	Dashboard awscloudwatch.Dashboard
 
 	p     resolved
 	stack awscdk.Stack
@@ -126,6 +130,7 @@ func New(scope constructs.Construct, id string, props *Props) (*S3SQS, error) {
 	if !p.Ingest.Disabled {
 		s.buildIngest()
 	}
+	s.buildMonitoring()
 	return s, nil
 }
 

@@ -620,34 +620,70 @@ func (f *fixture) queueDeniesPlainHTTP(queue string) bool {
 }
 
 // TestAlarms checks one depth alarm per dead-letter queue and for the
-// failure queue, and the age alarm of the ingest queue.
+// failure queue, the age alarms of the ingest and work queues, and for each
+// function alarms on its errors, throttles, failed and bad records (the
+// last two on its own EMF metrics: Function and FunctionName).
 func TestAlarms(t *testing.T) {
-	f := synth(t, s3sqscdk.Props{Ingest: s3sqscdk.IngestProps{OldestMessageAlarm: 45 * time.Minute}})
+	f := synth(t, s3sqscdk.Props{Ingest: s3sqscdk.IngestProps{OldestMessageAlarm: 45 * time.Minute}, Fanout: s3sqscdk.FanoutProps{OldestTaskAlarm: 20 * time.Minute}})
 	type alarm struct {
-		metric, queue string
-		threshold     float64
+		namespace, metric, dims string
+		threshold               float64
 	}
 	var got []alarm
 	for _, id := range f.tmpl.ofType("AWS::CloudWatch::Alarm") {
 		p := f.tmpl.Resources[id].Properties
-		got = append(got, alarm{p["MetricName"].(string), prop(p, "Dimensions", 0, "Value", "Fn::GetAtt", 0).(string), p["Threshold"].(float64)})
-		if p["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" || p["Namespace"] != "AWS/SQS" {
+		got = append(got, alarm{p["Namespace"].(string), p["MetricName"].(string), canon(p["Dimensions"]), p["Threshold"].(float64)})
+		if p["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" || p["TreatMissingData"] != "notBreaching" {
 			t.Errorf("alarm %s: %s", id, canon(p))
 		}
 	}
-	want := []alarm{
-		{"ApproximateAgeOfOldestMessage", f.id(f.s.IngestQueue), 2700},
-		{"ApproximateNumberOfMessagesVisible", f.id(f.s.IngestDLQ), 1},
-		{"ApproximateNumberOfMessagesVisible", f.id(f.s.OutputDLQ), 1},
-		{"ApproximateNumberOfMessagesVisible", f.id(f.s.WorkDLQ), 1},
-		{"ApproximateNumberOfMessagesVisible", f.id(f.s.FailureQueue), 1},
-		{"ApproximateNumberOfMessagesVisible", f.id(f.s.TargetDLQ), 1},
+	queue := func(q constructs.IConstruct) string {
+		return canon([]any{map[string]any{"Name": "QueueName", "Value": map[string]any{"Fn::GetAtt": []any{f.id(q), "QueueName"}}}})
 	}
-	cmp := func(a, b alarm) int { return strings.Compare(a.metric+a.queue, b.metric+b.queue) }
+	function := func(fn constructs.IConstruct) string {
+		return canon([]any{map[string]any{"Name": "FunctionName", "Value": ref(f.id(fn))}})
+	}
+	emf := func(kind string, fn constructs.IConstruct) string {
+		return canon([]any{map[string]any{"Name": "Function", "Value": kind}, map[string]any{"Name": "FunctionName", "Value": ref(f.id(fn))}})
+	}
+	want := []alarm{
+		{"AWS/SQS", "ApproximateAgeOfOldestMessage", queue(f.s.IngestQueue), 2700},
+		{"AWS/SQS", "ApproximateAgeOfOldestMessage", queue(f.s.WorkQueue), 1200},
+		{"AWS/SQS", "ApproximateNumberOfMessagesVisible", queue(f.s.IngestDLQ), 1},
+		{"AWS/SQS", "ApproximateNumberOfMessagesVisible", queue(f.s.OutputDLQ), 1},
+		{"AWS/SQS", "ApproximateNumberOfMessagesVisible", queue(f.s.WorkDLQ), 1},
+		{"AWS/SQS", "ApproximateNumberOfMessagesVisible", queue(f.s.FailureQueue), 1},
+		{"AWS/SQS", "ApproximateNumberOfMessagesVisible", queue(f.s.TargetDLQ), 1},
+	}
+	for _, fn := range []struct {
+		kind string
+		fn   constructs.IConstruct
+	}{{"s3ingest", f.s.IngestFunction}, {"fanout", f.s.FanoutFunction}} {
+		want = append(want,
+			alarm{"AWS/Lambda", "Errors", function(fn.fn), 1},
+			alarm{"AWS/Lambda", "Throttles", function(fn.fn), 1},
+			alarm{"s3sqs", "RecordsFailed", emf(fn.kind, fn.fn), 1},
+			alarm{"s3sqs", "BadRecords", emf(fn.kind, fn.fn), 1})
+	}
+	cmp := func(a, b alarm) int { return strings.Compare(a.metric+a.dims, b.metric+b.dims) }
 	slices.SortFunc(got, cmp)
 	slices.SortFunc(want, cmp)
 	if !slices.Equal(got, want) {
 		t.Errorf("alarms:\n got %v\nwant %v", got, want)
+	}
+
+	dash := f.tmpl.ofType("AWS::CloudWatch::Dashboard")
+	if len(dash) != 1 {
+		t.Fatalf("dashboards %v, want one", dash)
+	}
+	body := canon(f.tmpl.Resources[dash[0]].Properties["DashboardBody"])
+	for _, w := range []string{"Records read, sent, offloaded", "RecordsOffloaded", "Retries", "BadRecords", "Throttles", "p99", "Messages visible", "work DLQ"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("the dashboard lacks %q", w)
+		}
+	}
+	if off := synth(t, s3sqscdk.Props{DisableDashboard: true}); len(off.tmpl.ofType("AWS::CloudWatch::Dashboard")) != 0 || off.s.Dashboard != nil {
+		t.Error("DisableDashboard: a dashboard is still there")
 	}
 }
 

@@ -28,6 +28,7 @@ const (
 	DefaultIngestBatchSize       = 10
 	DefaultFanoutBatchSize       = 2
 	DefaultOldestMessageAlarm    = 30 * time.Minute
+	DefaultOldestTaskAlarm       = 30 * time.Minute
 	DefaultAccessLogsExpiration  = 90
 	DefaultNoncurrentVersionDays = 30
 	// DefaultNewTargetMaxMessageSize is the MaximumMessageSize of a target
@@ -70,6 +71,9 @@ type Props struct {
 	MaxReceiveCount int
 	// LogRetention of the functions' log groups. Default one month.
 	LogRetention awslogs.RetentionDays
+	// DisableDashboard leaves out the CloudWatch dashboard (each dashboard
+	// beyond an account's first three costs a few dollars a month).
+	DisableDashboard bool
 	// DisableClaims leaves out the claims table (see ClaimsTable on
 	// [S3SQS]): both functions then run each task and notification at
 	// least once, and a message delivered twice sends its records twice.
@@ -193,6 +197,9 @@ type FanoutProps struct {
 	// MaxConcurrency of the work queue's event source, 2 to 1000. Default
 	// no limit beyond the account's.
 	MaxConcurrency int
+	// OldestTaskAlarm is the age of the oldest chunk task on the work queue
+	// that raises an alarm. Default DefaultOldestTaskAlarm.
+	OldestTaskAlarm time.Duration
 	// TargetQueueARN is an existing target queue, in any account of the
 	// stack's region (its queue policy must let fanout's role send).
 	// Default: a new queue with its own DLQ.
@@ -369,6 +376,12 @@ func resolve(p *Props) (resolved, error) {
 			if d.KeyARN != "" {
 				checkARN(fmt.Sprintf("Fanout.Datasets[%d].KeyARN", i), d.KeyARN, "kms", bad)
 			}
+		}
+		if fo.OldestTaskAlarm == 0 {
+			fo.OldestTaskAlarm = DefaultOldestTaskAlarm
+		}
+		if fo.OldestTaskAlarm < time.Minute {
+			bad("Fanout.OldestTaskAlarm: %v is under a minute", fo.OldestTaskAlarm)
 		}
 		if fo.MaxInFlight < 0 || fo.MaxInFlight > 1000 {
 			bad("Fanout.MaxInFlight: %d is not from 1 to 1000", fo.MaxInFlight)

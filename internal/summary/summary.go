@@ -1,7 +1,8 @@
 // Package summary writes what one Lambda invocation did, the same way for
 // both functions: one JSON log line that Logs Insights can query, whatever
 // AWS_LAMBDA_LOG_FORMAT says, and one CloudWatch Embedded Metric Format
-// document with the metrics under namespace s3sqs, dimension Function.
+// document with the metrics under namespace s3sqs, dimensions Function and,
+// on Lambda, FunctionName.
 package summary
 
 import (
@@ -34,5 +35,11 @@ func Write(ctx context.Context, w io.Writer, function string, s any, metrics []e
 		attrs = append(attrs, slog.String("err", err.Error()))
 	}
 	log.LogAttrs(ctx, level, function+" invocation", attrs...)
-	return emf.Write(w, Namespace, map[string]string{"Function": function}, metrics, now)
+	// FunctionName tells deployments apart, so that each stack's alarms
+	// and dashboard see only their own function's metrics.
+	dims := map[string]string{"Function": function}
+	if lambdacontext.FunctionName != "" {
+		dims["FunctionName"] = lambdacontext.FunctionName
+	}
+	return emf.Write(w, Namespace, dims, metrics, now)
 }

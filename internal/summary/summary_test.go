@@ -47,3 +47,30 @@ func TestWrite(t *testing.T) {
 		t.Errorf("EMF line %s (%v)", lines[1], err)
 	}
 }
+
+// TestWriteFunctionName checks that on Lambda the EMF document carries the
+// deployed function's name as a second dimension, so that each stack's
+// alarms see only their own function.
+func TestWriteFunctionName(t *testing.T) {
+	old := lambdacontext.FunctionName
+	lambdacontext.FunctionName = "S3Sqs-Fanout-1A2B"
+	defer func() { lambdacontext.FunctionName = old }()
+	var buf bytes.Buffer
+	if err := Write(t.Context(), &buf, "fanout", struct{}{}, []emf.Metric{{Name: "RecordsFailed", Unit: emf.Count, Value: 1}}, time.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	var doc struct {
+		Function, FunctionName string
+		AWS                    struct {
+			CloudWatchMetrics []struct{ Dimensions [][]string }
+		} `json:"_aws"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Function != "fanout" || doc.FunctionName != "S3Sqs-Fanout-1A2B" || len(doc.AWS.CloudWatchMetrics) != 1 ||
+		strings.Join(doc.AWS.CloudWatchMetrics[0].Dimensions[0], ",") != "Function,FunctionName" {
+		t.Errorf("EMF line %s", lines[len(lines)-1])
+	}
+}

@@ -198,7 +198,7 @@ def common_names(tpl, cdk):
 COUNTED = {"AWS::SQS::Queue", "AWS::SQS::QueuePolicy", "AWS::SNS::Topic", "AWS::SNS::TopicPolicy",
            "AWS::SNS::Subscription", "AWS::S3::Bucket", "AWS::S3::BucketPolicy", "AWS::KMS::Key",
            "AWS::Lambda::Function", "AWS::Lambda::EventSourceMapping", "AWS::CloudWatch::Alarm",
-           "AWS::Logs::LogGroup", "AWS::IAM::Role"}
+           "AWS::Logs::LogGroup", "AWS::IAM::Role", "AWS::CloudWatch::Dashboard", "AWS::DynamoDB::Table"}
 
 
 def statements(doc):
@@ -215,7 +215,7 @@ def model(tpl, cdk):
     R = Resolver(tpl, names)
     res = list(R.resources())
     m = {"counts": {}, "queues": {}, "event_sources": {}, "functions": {}, "iam": {},
-         "resource_policies": {}, "buckets": {}}
+         "resource_policies": {}, "buckets": {}, "alarms": {}}
     role_of = {}
     for lid, typ, p in res:
         n = names[lid]
@@ -266,6 +266,12 @@ def model(tpl, cdk):
                             "Resource": sorted(canon(r) for r in as_list(s["Resource"])),
                             "Condition": json.loads(canon(json.dumps(s.get("Condition"))))},
                            sort_keys=True) for s in statements(doc))
+        elif typ == "AWS::CloudWatch::Alarm":
+            dims = sorted("%s=%s" % (d["Name"], canon(d["Value"]) if not isinstance(d["Value"], str) else canon(d["Value"]))
+                          for d in p.get("Dimensions", []))
+            key = "%s %s %s" % (p.get("Namespace"), p.get("MetricName"), ",".join(dims))
+            m["alarms"][key] = {k: p.get(k) for k in ("Statistic", "Period", "EvaluationPeriods", "ComparisonOperator", "TreatMissingData")}
+            m["alarms"][key]["Threshold"] = float(p.get("Threshold"))
         elif typ == "AWS::S3::Bucket":
             m["buckets"][n] = json.loads(canon(json.dumps({k: v for k, v in p.items() if k != "BucketName"})))
     # IAM: every Allow (action, resource) pair of each function's role,
@@ -344,6 +350,8 @@ def _drifts():
     yield "IngestBatchSize default 10 -> 5", lambda t: t["Parameters"]["IngestBatchSize"].update(Default=5)
     yield "no ReportBatchItemFailures on fanout", lambda t: res(t, "FanoutFunction")["Events"]["WorkQueue"]["Properties"].pop("FunctionResponseTypes")
     yield "MaxReceiveCount default 5 -> 3", lambda t: t["Parameters"]["MaxReceiveCount"].update(Default=3)
+    yield "work queue age alarm at 900 s", lambda t: t["Parameters"]["FanoutTaskAgeAlarmSeconds"].update(Default=900)
+    yield "no throttles alarm on fanout", lambda t: t["Resources"].pop("FanoutThrottlesAlarm")
     yield "ingest visibility not 6x timeout", lambda t: t["Mappings"]["VisibilityFor"]["120"].update(Seconds=120)
     yield "fanout gets sqs:GetQueueAttributes on the target", fanout_wider
     yield "topic policy loses aws:SourceAccount", topic_condition
