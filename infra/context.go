@@ -45,6 +45,8 @@ const (
 	ctxIngestAgeAlarm       = "ingestAgeAlarm"
 	ctxFanoutTaskAgeAlarm   = "fanoutTaskAgeAlarm"
 	ctxDashboard            = "dashboard"
+	ctxTracing              = "tracing"
+	ctxTracingLayer         = "tracingCollectorLayerArn"
 	ctxOutputFIFO           = "outputFifo"
 	ctxHandoffBytes         = "handoffBytes"
 	ctxFanout               = "fanout"
@@ -103,6 +105,7 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	p.MaxReceiveCount = r.integer(ctxMaxReceiveCount)
 	p.DisableClaims = !r.boolean(ctxClaims, true)
 	p.DisableDashboard = !r.boolean(ctxDashboard, true)
+	p.Tracing = s3sqscdk.TracingProps{Enabled: r.boolean(ctxTracing, false), CollectorLayerARN: r.str(ctxTracingLayer, "")}
 	p.Offload = s3sqscdk.OffloadProps{
 		Enabled:            r.boolean(ctxOffload, false),
 		ExistingBucketName: r.str(ctxOffloadBucketName, ""),

@@ -4,6 +4,7 @@ import (
 	"cmp"
 
 	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/tracing"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -36,6 +37,7 @@ const (
 	envCSVNoQuotedNewline = "CSV_NO_QUOTED_NEWLINES"
 	envSkipGroupOnError   = "SKIP_GROUP_ON_ERROR"
 	envClaimsTable        = lambdaenv.ClaimsTable
+	envTracing            = lambdaenv.Tracing
 	envS3PathStyle        = lambdaenv.S3PathStyle
 )
 
@@ -45,6 +47,7 @@ type config struct {
 	handler     fanout.HandlerOptions
 	s3PathStyle bool
 	claimsTable string
+	tracing     tracing.Mode
 }
 
 // loadConfig reads the configuration with getenv and reports every
@@ -91,6 +94,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.s3PathStyle = env.Bool(envS3PathStyle, false)
 	c.claimsTable = env.ClaimsTable(envClaimsTable)
 	env.Offload(&c.runner)
+	c.tracing = env.Tracing()
 	return c, env.Err()
 }
 

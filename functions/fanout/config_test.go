@@ -67,6 +67,8 @@ func TestLoadConfig(t *testing.T) {
 		{lambdaenv.EventTypes, "ObjectCreate:*", `"ObjectCreate:*" is not an S3 event type`},
 		{envReportS3URI, "bucket/prefix", "is not an s3://bucket/prefix URI"},
 		{envClaimsTable, "arn:aws:dynamodb:us-east-1:111122223333:table/claims", "is not a DynamoDB table name"},
+		{envTracing, "xray", `"xray" is not off, otlp or stdout`},
+		{"OFFLOAD", "sometimes", `"sometimes" is not large or always`},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			kv := []string{tc.name, tc.value}

@@ -4,6 +4,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 
@@ -13,8 +15,8 @@ import (
 
 func main() {
 	cfg, err := loadConfig(os.Getenv)
-	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, ClaimsTable: cfg.claimsTable, QueueVariable: cfg.queueVariable}
-	lambdaenv.Start(fn, err, func(r *fanout.Runner, log *slog.Logger) any {
+	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, ClaimsTable: cfg.claimsTable, Name: "fanout", Tracing: cfg.tracing, QueueVariable: cfg.queueVariable}
+	lambdaenv.Start(fn, err, func(r *fanout.Runner, log *slog.Logger) func(context.Context, json.RawMessage) (any, error) {
 		cfg.handler.Logger, cfg.handler.Out = log, os.Stdout
 		return fanout.NewHandler(r, cfg.handler).Invoke
 	})

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/tracing"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/ingest"
@@ -34,6 +35,7 @@ const (
 	envCSVNoQuotedNewlines = "CSV_NO_QUOTED_NEWLINES"
 	envDeadlineMargin      = "DEADLINE_MARGIN"
 	envClaimsTable         = lambdaenv.ClaimsTable
+	envTracing             = lambdaenv.Tracing
 	envS3PathStyle         = lambdaenv.S3PathStyle
 )
 
@@ -44,6 +46,7 @@ type config struct {
 	ingest      ingest.Options
 	s3PathStyle bool
 	claimsTable string
+	tracing     tracing.Mode
 }
 
 // loadConfig reads the configuration with getenv and reports every problem
@@ -100,6 +103,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.s3PathStyle = env.Bool(envS3PathStyle, false)
 	c.claimsTable = env.ClaimsTable(envClaimsTable)
 	env.Offload(&c.runner)
+	c.tracing = env.Tracing()
 	return c, env.Err()
 }
 

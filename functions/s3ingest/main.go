@@ -7,6 +7,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 
@@ -17,9 +19,10 @@ import (
 
 func main() {
 	cfg, err := loadConfig(os.Getenv)
-	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, ClaimsTable: cfg.claimsTable, QueueVariable: queueVariable}
-	lambdaenv.Start(fn, err, func(r *fanout.Runner, log *slog.Logger) any {
+	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, ClaimsTable: cfg.claimsTable, Name: "s3ingest", Tracing: cfg.tracing, QueueVariable: queueVariable}
+	lambdaenv.Start(fn, err, func(r *fanout.Runner, log *slog.Logger) func(context.Context, json.RawMessage) (any, error) {
 		cfg.ingest.Logger, cfg.ingest.Out = log, os.Stdout
-		return ingest.New(r, cfg.ingest).Invoke
+		h := ingest.New(r, cfg.ingest)
+		return func(ctx context.Context, payload json.RawMessage) (any, error) { return h.Invoke(ctx, payload) }
 	})
 }

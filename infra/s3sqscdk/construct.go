@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
 
 // FeatureFlagRestrictSqsDecryption is the CDK feature flag (context key)
@@ -248,6 +249,14 @@ func (s *S3SQS) function(id string, o functionOpts) (awslambda.Function, awsiam.
 		Description: jsii.String("s3sqs " + id + " function"),
 	})
 	role.AddToPolicy(allow([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, logs.LogGroupArn()))
+	tracing, layers := awslambda.Tracing_DISABLED, []awslambda.ILayerVersion{}
+	if tr := s.p.Tracing; tr.Enabled {
+		tracing = awslambda.Tracing_ACTIVE
+		if tr.CollectorLayerARN != "" {
+			layers = append(layers, awslambda.LayerVersion_FromLayerVersionArn(s.Construct, jsii.String(id+"CollectorLayer"), jsii.String(tr.CollectorLayerARN)))
+			o.env["TRACING"] = jsii.String("otlp")
+		}
+	}
 	fn := awslambda.NewFunction(s.Construct, jsii.String(id), &awslambda.FunctionProps{
 		Description:           jsii.String(o.description),
 		Runtime:               awslambda.Runtime_PROVIDED_AL2023(),
@@ -263,8 +272,18 @@ func (s *S3SQS) function(id string, o functionOpts) (awslambda.Function, awsiam.
 		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
 		Environment:           &o.env,
 		DeadLetterQueue:       o.dlq,
+		Tracing:               tracing,
+		Layers:                &layers,
 	})
-	suppress(fn, nagLambdaTracing, "Active tracing is off: the functions carry no X-Ray instrumentation (they report per-invocation metrics as CloudWatch EMF and log JSON), and tracing would need xray:PutTraceSegments and xray:PutTelemetryRecords on Resource \"*\", which this stack's IAM excludes.")
+	if s.p.Tracing.Enabled {
+		cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{{
+			Id:        jsii.String(nagIAM5),
+			Reason:    jsii.String("xray:PutTraceSegments and xray:PutTelemetryRecords, which active tracing needs, have no resource-level permissions: X-Ray accepts only Resource \"*\" for them."),
+			AppliesTo: &[]any{jsii.String("Resource::*")},
+		}}, jsii.Bool(true))
+	} else {
+		suppress(fn, nagLambdaTracing, "Tracing is off by default, at no cost (Props.Tracing turns on X-Ray active tracing and, with the ADOT collector layer, the functions' own spans); without it the functions report per-invocation metrics as CloudWatch EMF and log JSON.")
+	}
 	return fn, role
 }
 

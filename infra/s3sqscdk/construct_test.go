@@ -857,3 +857,33 @@ func TestOffloadBucket(t *testing.T) {
 		t.Error("offload off: a bucket or a grant")
 	}
 }
+
+// TestTracing checks that tracing turns on X-Ray active tracing with its
+// two actions on the roles, and with the collector layer TRACING=otlp; off,
+// neither is there.
+func TestTracing(t *testing.T) {
+	const layer = "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1"
+	f := synth(t, s3sqscdk.Props{Tracing: s3sqscdk.TracingProps{Enabled: true, CollectorLayerARN: layer}})
+	for _, fn := range []awslambda.Function{f.s.IngestFunction, f.s.FanoutFunction} {
+		p := f.res(t, f.id(fn)).Properties
+		if canon(p["TracingConfig"]) != `{"Mode":"Active"}` || canon(p["Layers"]) != canon([]any{layer}) || prop(p, "Environment", "Variables", "TRACING") != "otlp" {
+			t.Errorf("%s: tracing %s, layers %s, TRACING %v", *fn.Node().Id(), canon(p["TracingConfig"]), canon(p["Layers"]), prop(p, "Environment", "Variables", "TRACING"))
+		}
+		var xray []string
+		for _, g := range f.roleGrants(f.role(t, fn)) {
+			if strings.HasPrefix(g.Action, "xray:") {
+				xray = append(xray, g.String())
+			}
+		}
+		if len(xray) != 2 {
+			t.Errorf("%s: X-Ray grants %v, want PutTraceSegments and PutTelemetryRecords", *fn.Node().Id(), xray)
+		}
+	}
+	off := synth(t, s3sqscdk.Props{})
+	for _, fn := range []awslambda.Function{off.s.IngestFunction, off.s.FanoutFunction} {
+		p := off.res(t, off.id(fn)).Properties
+		if p["TracingConfig"] != nil && canon(p["TracingConfig"]) != `{"Mode":"PassThrough"}` || prop(p, "Environment", "Variables", "TRACING") != nil {
+			t.Errorf("tracing off: %s has %s, TRACING %v", *fn.Node().Id(), canon(p["TracingConfig"]), prop(p, "Environment", "Variables", "TRACING"))
+		}
+	}
+}

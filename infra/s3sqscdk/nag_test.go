@@ -43,26 +43,34 @@ func TestNag(t *testing.T) {
 		{"Serverless-LambdaDLQ", "S3Ingest"},
 		{"Serverless-LambdaEventSourceMappingDestination", "S3Ingest/SqsEventSource:TestS3SQSIngestQueue61080465"},
 		{"Serverless-LambdaEventSourceMappingDestination", "Fanout/SqsEventSource:TestS3SQSWorkQueueCD89A3A1"},
-		{"Serverless-LambdaTracing", "S3Ingest"},
-		{"Serverless-LambdaTracing", "Fanout"},
 		{"AwsSolutions-IAM5", "S3IngestReadObjects"},
 		{"AwsSolutions-DDB3", "ClaimsTable"},
 	}
+	// Without tracing, its finding is suppressed with a reason; with it,
+	// the roles' X-Ray statements on "*" are.
+	untraced := []suppression{{"Serverless-LambdaTracing", "S3Ingest"}, {"Serverless-LambdaTracing", "Fanout"}}
 	for _, tc := range []struct {
 		name  string
 		props s3sqscdk.Props
 		extra []suppression
 	}{
-		{"default", s3sqscdk.Props{}, []suppression{
+		{"default", s3sqscdk.Props{}, append(untraced,
+			suppression{"Serverless-SQSRedrivePolicy", "TargetDLQ"},
+		)},
+		{"tracing", s3sqscdk.Props{Tracing: s3sqscdk.TracingProps{Enabled: true, CollectorLayerARN: "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-117-0:1"}}, []suppression{
 			{"Serverless-SQSRedrivePolicy", "TargetDLQ"},
+			{"AwsSolutions-IAM5", "S3IngestRole"},
+			{"AwsSolutions-IAM5", "FanoutRole"},
 		}},
 		{"offload", s3sqscdk.Props{Offload: s3sqscdk.OffloadProps{Enabled: true}}, []suppression{
+			untraced[0], untraced[1],
 			{"Serverless-SQSRedrivePolicy", "TargetDLQ"},
 			{"AwsSolutions-S1", "OffloadBucket"},
 			{"AwsSolutions-IAM5", "S3IngestRoleOffload"},
 			{"AwsSolutions-IAM5", "FanoutRoleOffload"},
 		}},
 		{"existing bucket and target, KMS, datasets", existing(), []suppression{
+			untraced[0], untraced[1],
 			{"AwsSolutions-IAM4", "Test/BucketNotificationsHandler050a0587b7544547bf325f094a3db834/Role"},
 			{"AwsSolutions-IAM5", "FanoutReadObjects"},
 		}},

@@ -88,6 +88,8 @@ type Props struct {
 	Fanout FanoutProps
 	// Offload configures the bucket of records too large for their queue.
 	Offload OffloadProps
+	// Tracing configures AWS X-Ray tracing of both functions. Default off.
+	Tracing TracingProps
 }
 
 // IngestProps configures the ingest path: source bucket → SNS topic →
@@ -146,6 +148,21 @@ type IngestProps struct {
 	// NoncurrentVersionDays after which a new source bucket deletes
 	// noncurrent object versions. Default 30.
 	NoncurrentVersionDays int
+}
+
+// TracingProps configures tracing. Off by default, at no cost.
+type TracingProps struct {
+	// Enabled turns on X-Ray active tracing of both functions: Lambda's
+	// own segments (invocation, init), and xray:PutTraceSegments and
+	// xray:PutTelemetryRecords on the roles (X-Ray has no resource-level
+	// permissions).
+	Enabled bool
+	// CollectorLayerARN, with Enabled, is the AWS Distro for OpenTelemetry
+	// collector layer (arm64) of the stack's region: the functions then
+	// also send their own spans to it (TRACING=otlp), a span per
+	// invocation, per chunk task and per AWS call (SendMessageBatch,
+	// GetObject, ...), which it forwards to X-Ray.
+	CollectorLayerARN string
 }
 
 // Defaults of [OffloadProps].
@@ -393,6 +410,12 @@ func resolve(p *Props) (resolved, error) {
 		}
 		checkEnv("Fanout.Environment", fo.Environment, fanoutReservedEnv, bad)
 	}
+	if r.Tracing.CollectorLayerARN != "" && !r.Tracing.Enabled {
+		bad("Tracing.CollectorLayerARN: needs Tracing.Enabled")
+	}
+	if a := r.Tracing.CollectorLayerARN; a != "" && !strings.HasPrefix(a, "arn:") {
+		bad("Tracing.CollectorLayerARN: %q is not a layer version ARN", a)
+	}
 	if off := &r.Offload; off.Enabled {
 		if off.Prefix == "" {
 			off.Prefix = DefaultOffloadPrefix
@@ -412,10 +435,10 @@ func resolve(p *Props) (resolved, error) {
 
 // The variables the construct sets, which Environment may not override.
 var (
-	ingestReservedEnv = []string{"OUTPUT_QUEUE_URL", "FORMAT", "KEY_PREFIX", "KEY_SUFFIX", "HANDOFF_BYTES", "FANOUT_WORK_QUEUE_URL", "CLAIMS_TABLE", "OFFLOAD_S3_URI", "OFFLOAD"}
+	ingestReservedEnv = []string{"OUTPUT_QUEUE_URL", "FORMAT", "KEY_PREFIX", "KEY_SUFFIX", "HANDOFF_BYTES", "FANOUT_WORK_QUEUE_URL", "CLAIMS_TABLE", "OFFLOAD_S3_URI", "OFFLOAD", "TRACING"}
 	fanoutReservedEnv = []string{"TARGET_QUEUE_URL", "TARGET_QUEUE_NAME", "TARGET_QUEUE_OWNER_ACCOUNT_ID", "TARGET_MAX_MESSAGE_SIZE",
 		"WORK_QUEUE_URL", "FAILURE_QUEUE_URL", "FAILURE_S3_URI", "FORMAT", "MODE", "CHUNK_SIZE", "MAX_IN_FLIGHT", "FAIL_ON_ERROR", "CLAIMS_TABLE",
-		"OFFLOAD_S3_URI", "OFFLOAD"}
+		"OFFLOAD_S3_URI", "OFFLOAD", "TRACING"}
 	offloadPrefix = regexp.MustCompile(`^[A-Za-z0-9./_-]{1,960}$`)
 )
 

@@ -7,6 +7,7 @@ package lambdaenv
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
+	"github.com/s3sqs/s3sqs/internal/tracing"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
@@ -306,6 +308,15 @@ func (r *Reader) Offload(o *fanout.Options) {
 	}
 }
 
+// Tracing is the variable that turns on tracing (see internal/tracing):
+// off, otlp or stdout.
+const Tracing = "TRACING"
+
+// Tracing reads TRACING.
+func (r *Reader) Tracing() tracing.Mode {
+	return Parse(r, Tracing, tracing.ParseMode)
+}
+
 // ClaimsTable is the variable that names the DynamoDB table of run-once
 // claims (see pkg/claims), which both functions read.
 const ClaimsTable = "CLAIMS_TABLE"
@@ -339,6 +350,10 @@ func claimsStore(ctx context.Context, cfg aws.Config, table string) (*claims.Tab
 
 // Function is what a function's start-up needs from its configuration.
 type Function struct {
+	// Name is the function's kind, fanout or s3ingest, for its spans.
+	Name string
+	// Tracing says where spans go (TRACING).
+	Tracing tracing.Mode
 	// Runner configures the engine; its Logger is set here.
 	Runner fanout.Options
 	// S3PathStyle turns on path-style S3 requests.
@@ -356,7 +371,7 @@ type Function struct {
 // and hands the runner to handler, whose result goes to lambda.Start. A
 // configuration error (cfgErr, or one found here) is logged and ends the
 // process before the runtime starts. Start does not return.
-func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, log *slog.Logger) any) {
+func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, log *slog.Logger) func(context.Context, json.RawMessage) (any, error)) {
 	log := lambdacontext.NewLogger()
 	slog.SetDefault(log)
 	fail := func(err error) {
@@ -371,6 +386,11 @@ func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, log *slog.L
 	if err != nil {
 		fail(fmt.Errorf("AWS config: %w", err))
 	}
+	tr, err := tracing.Setup(ctx, fn.Tracing, fn.Name, os.Stdout)
+	if err != nil {
+		fail(fmt.Errorf("%s: %w", Tracing, err))
+	}
+	tr.AWS(&cfg)
 	s3c, sqsc := clients(cfg, fn.S3PathStyle)
 	if fn.ClaimsTable == "" {
 		log.Info("no " + ClaimsTable + ": tasks and notifications run at least once, and one delivered twice sends its records twice")
@@ -391,5 +411,5 @@ func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, log *slog.L
 		}
 		fail(err)
 	}
-	lambda.Start(handler(runner, log))
+	lambda.Start(tr.Handler(fn.Name, handler(runner, log)))
 }

@@ -10,6 +10,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3sqs/s3sqs/pkg/claims"
@@ -22,6 +26,10 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
+
+// tracer makes the engine's spans; without a tracer provider (tracing
+// off) they are no-ops.
+var tracer = otel.Tracer("github.com/s3sqs/s3sqs/pkg/fanout")
 
 // TaskResult is what a task did.
 type TaskResult struct {
@@ -351,6 +359,20 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pend
 	// continuation, from next.
 	ioCtx, stopIO := context.WithCancelCause(readCtx)
 	defer stopIO(nil)
+	// A span per task (a no-op unless the function traces): its reads of S3
+	// are its children.
+	_, taskSpan := tracer.Start(work, "fanout.task", trace.WithAttributes(
+		attribute.String("s3sqs.object", c.URI()), attribute.String("s3sqs.task", t.ID()),
+		attribute.Int64("s3sqs.chunk.start", c.Start), attribute.Int64("s3sqs.chunk.end", c.End), attribute.Int64("s3sqs.resume_at", tr.from)))
+	ioCtx = trace.ContextWithSpan(ioCtx, taskSpan)
+	defer func() {
+		taskSpan.SetAttributes(attribute.Int64("s3sqs.records_read", tr.res.RecordsRead), attribute.Int("s3sqs.messages", tr.produced))
+		if tr.readErr != nil {
+			taskSpan.RecordError(tr.readErr)
+			taskSpan.SetStatus(codes.Error, tr.readErr.Error())
+		}
+		taskSpan.End()
+	}()
 	defer context.AfterFunc(work, func() { stopIO(context.Cause(work)) })()
 	next := tr.from
 	for rec, err := range records.Read(ioCtx, r.s3, c, records.Options{}) {

@@ -255,7 +255,9 @@ def model(tpl, cdk):
                 "DeadLetterTarget": canon((p.get("DeadLetterConfig") or {}).get("TargetArn")),
                 "LoggingConfig": {k: canon(v) for k, v in (p.get("LoggingConfig") or {}).items()},
                 "Role": canon(p.get("Role")),
-                "TracingConfig": p.get("TracingConfig"),
+                # SAM writes TracingConfig {Mode: NoValue} when tracing is off: none.
+                "TracingConfig": p.get("TracingConfig") or None,
+                "Layers": [canon(l) for l in p.get("Layers") or []],
             }
             role_of[canon(p.get("Role"))] = n
         elif typ in ("AWS::SNS::TopicPolicy", "AWS::SQS::QueuePolicy", "AWS::S3::BucketPolicy", "AWS::KMS::Key"):
