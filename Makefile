@@ -24,6 +24,13 @@ CDK_CLI := $(CDK_CLI_DIR)/node_modules/.s3sqs-installed
 # depend on the binaries); `make synth` uses the real ones from `make build`.
 SYNTH_CODE := .local/infra-synth-code
 SYNTH_OUT := .local/cdk.out
+SYNTH_CTX = -c s3ingestCodeDir=$(CURDIR)/$(SYNTH_CODE)/s3ingest -c fanoutCodeDir=$(CURDIR)/$(SYNTH_CODE)/fanout
+# The parameter sets at which template.yaml is compared with the CDK stack
+# (tools/samparity/sets.json): test-infra synthesizes each non-default set
+# into $(SYNTH_SETS_OUT)/<name>/ with the set's context.
+PARITY := python3 tools/samparity/parity.py
+PARITY_SETS := tools/samparity/sets.json
+SYNTH_SETS_OUT := .local/cdk.out-sets
 
 # How a function is built for Lambda: provided.al2023 on arm64.
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
@@ -43,23 +50,27 @@ test: ## install and start the local AWS stand-ins, then vet and run every test 
 	tools/with-local-aws sh -c '$(GO) vet ./... && $(GO) test -race -count=1 ./...'
 	$(MAKE) --no-print-directory test-infra
 
-test-infra: $(CDK_CLI) ## vet and test the CDK app in infra/, cdk synth it offline (cdk-nag included) and cfn-lint the template
+test-infra: $(CDK_CLI) ## vet and test the CDK app in infra/, cdk synth it offline (cdk-nag included) at each parity set, cfn-lint, then test-sam
 	@command -v cfn-lint >/dev/null || { echo "cfn-lint is not on PATH (Python cfn-lint 1.51.0 comes with the machine image)" >&2; exit 1; }
 	mkdir -p $(CDK_HOME_DIR) $(SYNTH_CODE)/s3ingest $(SYNTH_CODE)/fanout
 	cd infra && $(INFRA_ENV) $(GO) vet ./... && $(INFRA_ENV) $(GO) test -count=1 ./...
 	printf 'placeholder\n' >$(SYNTH_CODE)/s3ingest/bootstrap
 	printf 'placeholder\n' >$(SYNTH_CODE)/fanout/bootstrap
-	rm -rf $(SYNTH_OUT)
-	cd infra && $(INFRA_ENV) _cdk-cli/node_modules/.bin/cdk synth -q --no-notices -o $(CURDIR)/$(SYNTH_OUT) \
-		-c s3ingestCodeDir=$(CURDIR)/$(SYNTH_CODE)/s3ingest -c fanoutCodeDir=$(CURDIR)/$(SYNTH_CODE)/fanout
-	cfn-lint --ignore-checks W3005 -- $(SYNTH_OUT)/*.template.json
+	rm -rf $(SYNTH_OUT) $(SYNTH_SETS_OUT)
+	cd infra && $(INFRA_ENV) _cdk-cli/node_modules/.bin/cdk synth -q --no-notices -o $(CURDIR)/$(SYNTH_OUT) $(SYNTH_CTX)
+	@for set in $$($(PARITY) --list-sets $(PARITY_SETS)); do \
+		ctx=$$($(PARITY) --context $(PARITY_SETS) $$set) || exit 1; \
+		echo "cdk synth (parity set $$set) $$ctx"; \
+		(cd infra && $(INFRA_ENV) _cdk-cli/node_modules/.bin/cdk synth -q --no-notices -o $(CURDIR)/$(SYNTH_SETS_OUT)/$$set $(SYNTH_CTX) $$ctx) || exit 1; \
+	done
+	cfn-lint --ignore-checks W3005 -- $(SYNTH_OUT)/*.template.json $(SYNTH_SETS_OUT)/*/*.template.json
 	$(MAKE) --no-print-directory test-sam
 
-test-sam: ## cfn-lint template.yaml (SAM transform offline) and check its parity with the synthesized CDK stack
+test-sam: ## cfn-lint template.yaml (SAM transform offline) and check its parity with the synthesized CDK stack at each parameter set
 	@test -f $(SYNTH_OUT)/S3Sqs.template.json || { echo "no $(SYNTH_OUT)/S3Sqs.template.json: run make test-infra" >&2; exit 1; }
 	cfn-lint -- template.yaml
-	python3 tools/samparity/parity.py template.yaml $(SYNTH_OUT)/S3Sqs.template.json
-	python3 tools/samparity/parity.py --selftest template.yaml $(SYNTH_OUT)/S3Sqs.template.json 2>/dev/null
+	$(PARITY) --sets $(PARITY_SETS) --cdk $(SYNTH_OUT) --cdk-sets $(SYNTH_SETS_OUT) template.yaml
+	$(PARITY) --selftest --sets $(PARITY_SETS) --cdk $(SYNTH_OUT) --cdk-sets $(SYNTH_SETS_OUT) template.yaml
 
 synth: build $(CDK_CLI) ## cdk synth infra/ offline with the built functions, into infra/cdk.out (CDK_ARGS='-c key=value ...')
 	mkdir -p $(CDK_HOME_DIR)

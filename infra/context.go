@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,12 +55,18 @@ const (
 	ctxFanoutTimeout        = "fanoutTimeout"
 	ctxFanoutMemory         = "fanoutMemoryMiB"
 	ctxFanoutBatchSize      = "fanoutBatchSize"
+	ctxFanoutBatchingWindow = "fanoutBatchingWindow"
 	ctxFanoutMaxConcurrency = "fanoutMaxConcurrency"
 	ctxTargetQueueARN       = "targetQueueArn"
 	ctxTargetKeyARN         = "targetKeyArn"
 	ctxTargetMaxSize        = "targetMaxMessageSize"
 	ctxTargetFIFO           = "targetFifo"
 	ctxDatasets             = "datasets"
+	ctxDatasetKeys          = "datasetKeys"
+	ctxReport               = "report"
+	ctxReportBucketName     = "reportBucketName"
+	ctxReportPrefix         = "reportPrefix"
+	ctxReportDays           = "reportExpirationDays"
 	ctxFanoutFormat         = "fanoutFormat"
 	ctxFanoutMode           = "fanoutMode"
 	ctxChunkSize            = "chunkSize"
@@ -146,12 +153,20 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	fo.OldestTaskAlarm = r.duration(ctxFanoutTaskAgeAlarm)
 	fo.MemoryMiB = r.integer(ctxFanoutMemory)
 	fo.BatchSize = r.integer(ctxFanoutBatchSize)
+	fo.MaxBatchingWindow = r.duration(ctxFanoutBatchingWindow)
 	fo.MaxConcurrency = r.integer(ctxFanoutMaxConcurrency)
 	fo.TargetQueueARN = r.str(ctxTargetQueueARN, "")
 	fo.TargetKeyARN = r.str(ctxTargetKeyARN, "")
 	fo.TargetMaxMessageSize = r.integer(ctxTargetMaxSize)
 	fo.TargetFIFO = r.boolean(ctxTargetFIFO, false)
 	fo.Datasets = parseDatasets(r.str(ctxDatasets, ""))
+	r.datasetKeys(fo.Datasets, ctxDatasetKeys)
+	fo.Report = s3sqscdk.ReportProps{
+		Enabled:            r.boolean(ctxReport, false),
+		ExistingBucketName: r.str(ctxReportBucketName, ""),
+		Prefix:             r.str(ctxReportPrefix, ""),
+		ExpirationDays:     r.integer(ctxReportDays),
+	}
 	fo.Format = r.str(ctxFanoutFormat, "")
 	fo.Mode = r.str(ctxFanoutMode, "")
 	fo.ChunkSize = r.str(ctxChunkSize, "")
@@ -183,6 +198,20 @@ func parseDatasets(s string) []s3sqscdk.Dataset {
 		}
 	}
 	return out
+}
+
+// datasetKeys reads "bucket=keyArn,..." (or an object in cdk.json) into the
+// KeyARN of the datasets of those buckets: the buckets that use SSE-KMS.
+func (r *ctxReader) datasetKeys(datasets []s3sqscdk.Dataset, key string) {
+	keys := r.env(key)
+	for bucket, arn := range keys {
+		i := slices.IndexFunc(datasets, func(d s3sqscdk.Dataset) bool { return d.Bucket == bucket })
+		if i < 0 {
+			r.bad(key, "bucket %q is not one of the datasets", bucket)
+			continue
+		}
+		datasets[i].KeyARN = arn
+	}
 }
 
 // retentionDays maps days to the retentions CloudWatch Logs offers.

@@ -51,6 +51,9 @@ func newStack(scope constructs.Construct, cfg appConfig, env *awscdk.Environment
 		if s.TargetDLQ != nil {
 			out("TargetDLQUrl", "DLQ of the target queue", s.TargetDLQ.QueueUrl())
 		}
+		if uri := s.ReportS3URI(); uri != "" {
+			out("ReportS3Uri", "where fanout writes its run reports (REPORT_S3_URI)", &uri)
+		}
 	}
 	if s.QueueKey != nil {
 		out("QueueKeyArn", "KMS key of the queues; consumers need kms:Decrypt on it", s.QueueKey.KeyArn())

@@ -85,6 +85,8 @@ func TestContext(t *testing.T) {
 				"handoffBytes": "64MiB", "fanout": "true", "targetQueueArn": "arn:aws:sqs:eu-west-1:444455556666:orders",
 				"targetMaxMessageSize": "262144", "datasets": "lake/exports/,s3://lake/backfill/,other",
 				"fanoutTimeout": "10m", "failOnError": "true", "nag": "false", "alarmTopicArn": "arn:aws:sns:eu-west-1:111122223333:ops",
+				"fanoutBatchingWindow": "30s", "datasetKeys": "lake=arn:aws:kms:eu-west-1:111122223333:key/lake",
+				"report": "true", "reportBucketName": "runs", "reportPrefix": "fanout/", "reportExpirationDays": "30",
 			},
 			want: appConfig{stackName: "Lake", alarmTopicARN: "arn:aws:sns:eu-west-1:111122223333:ops", props: s3sqscdk.Props{
 				Encryption: s3sqscdk.EncryptionKMS, MaxReceiveCount: 8, LogRetention: awslogs.RetentionDays_THREE_MONTHS,
@@ -95,9 +97,14 @@ func TestContext(t *testing.T) {
 				},
 				Fanout: s3sqscdk.FanoutProps{
 					CodeDir: "../dist/fanout", TargetQueueARN: "arn:aws:sqs:eu-west-1:444455556666:orders", TargetMaxMessageSize: 262144,
-					Datasets:    []s3sqscdk.Dataset{{Bucket: "lake", Prefixes: []string{"exports/", "backfill/"}}, {Bucket: "other"}},
-					Timeout:     10 * time.Minute,
-					FailOnError: true,
+					Datasets: []s3sqscdk.Dataset{
+						{Bucket: "lake", Prefixes: []string{"exports/", "backfill/"}, KeyARN: "arn:aws:kms:eu-west-1:111122223333:key/lake"},
+						{Bucket: "other"},
+					},
+					Timeout:           10 * time.Minute,
+					MaxBatchingWindow: 30 * time.Second,
+					FailOnError:       true,
+					Report:            s3sqscdk.ReportProps{Enabled: true, ExistingBucketName: "runs", Prefix: "fanout/", ExpirationDays: 30},
 				},
 			}},
 		},
@@ -112,9 +119,10 @@ func TestContext(t *testing.T) {
 			}},
 		},
 		{
-			name:    "bad values",
-			ctx:     map[string]any{"encryption": "aes", "maxReceiveCount": "many", "logRetentionDays": "42", "ingestTimeout": "soon", "fanout": "maybe", "fanoutEnv": "NOEQUALS"},
-			wantErr: []string{"encryption", "maxReceiveCount", "logRetentionDays", "ingestTimeout", "fanout:", "fanoutEnv"},
+			name: "bad values",
+			ctx: map[string]any{"encryption": "aes", "maxReceiveCount": "many", "logRetentionDays": "42", "ingestTimeout": "soon", "fanout": "maybe", "fanoutEnv": "NOEQUALS",
+				"datasets": "lake", "datasetKeys": "other=arn:aws:kms:eu-west-1:111122223333:key/other", "report": "sometimes"},
+			wantErr: []string{"encryption", "maxReceiveCount", "logRetentionDays", "ingestTimeout", "fanout:", "fanoutEnv", "datasetKeys", "report:"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,11 +163,12 @@ func TestStack(t *testing.T) {
 			"S3IngestFunctionName", "FanoutFunctionName", "FanoutRoleArn", "WorkQueueUrl", "WorkDLQUrl", "FailureQueueUrl",
 			"TargetQueueUrl", "TargetQueueArn", "TargetDLQUrl",
 		}},
-		{"fanout only, KMS, existing target, alarm topic", map[string]any{
+		{"fanout only, KMS, existing target, alarm topic, report", map[string]any{
 			"ingest": "false", "encryption": "kms", "targetQueueArn": "arn:aws:sqs:eu-west-1:444455556666:orders",
-			"alarmTopicArn": "arn:aws:sns:eu-west-1:111122223333:ops", "datasets": "lake/exports/",
+			"alarmTopicArn": "arn:aws:sns:eu-west-1:111122223333:ops", "datasets": "lake/exports/", "report": "true",
 		}, []string{
 			"FanoutFunctionName", "FanoutRoleArn", "WorkQueueUrl", "WorkDLQUrl", "FailureQueueUrl", "TargetQueueUrl", "TargetQueueArn", "QueueKeyArn",
+			"ReportS3Uri",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

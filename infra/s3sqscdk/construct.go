@@ -70,6 +70,10 @@ type S3SQS struct {
 	// GrantReadPayloads.
 	OffloadBucket awss3.IBucket
 
+	// ReportBucket receives fanout's run reports, when
+	// FanoutProps.Report.Enabled; nil otherwise.
+	ReportBucket awss3.IBucket
+
 	// ClaimsTable holds the run-once claims of both functions (see
 	// pkg/claims): a DynamoDB table, on demand, with TTL. Nil with
 	// Props.DisableClaims.

@@ -732,6 +732,8 @@ func TestPropsErrors(t *testing.T) {
 			Ingest:     s3sqscdk.IngestProps{Timeout: 20 * time.Minute, BatchSize: 50, MaxConcurrency: 1, KeyPrefix: "a*"},
 			Fanout:     s3sqscdk.FanoutProps{TargetQueueARN: "orders", TargetMaxMessageSize: 2 << 20, Mode: "bulk"},
 		}, []string{"Encryption", "Ingest.Timeout", "Ingest.BatchSize", "Ingest.MaxConcurrency", "Ingest.KeyPrefix", "Fanout.TargetQueueARN", "Fanout.TargetMaxMessageSize", "Fanout.Mode"}},
+		{"report prefix", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{Report: s3sqscdk.ReportProps{Enabled: true, Prefix: "runs", ExpirationDays: -1}}},
+			[]string{"Fanout.Report.Prefix", "Fanout.Report.ExpirationDays"}},
 		{"handoff without fanout", s3sqscdk.Props{Ingest: s3sqscdk.IngestProps{HandoffBytes: "1GiB"}, Fanout: s3sqscdk.FanoutProps{Disabled: true}}, []string{"Ingest.HandoffBytes"}},
 		{"reserved variable", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{Environment: map[string]string{"TARGET_QUEUE_URL": "x"}}}, []string{"Fanout.Environment", "TARGET_QUEUE_URL"}},
 		{"own key for topic and queues", s3sqscdk.Props{Encryption: s3sqscdk.EncryptionKMS, EncryptionKey: ownKey}, []string{"EncryptionKey"}},
@@ -885,5 +887,75 @@ func TestTracing(t *testing.T) {
 		if p["TracingConfig"] != nil && canon(p["TracingConfig"]) != `{"Mode":"PassThrough"}` || prop(p, "Environment", "Variables", "TRACING") != nil {
 			t.Errorf("tracing off: %s has %s, TRACING %v", *fn.Node().Id(), canon(p["TracingConfig"]), prop(p, "Environment", "Variables", "TRACING"))
 		}
+	}
+}
+
+// TestReportBucket checks the run report: a new bucket whose reports
+// expire, REPORT_S3_URI, and s3:PutObject under the prefix only; or an
+// existing bucket, left as it is.
+func TestReportBucket(t *testing.T) {
+	f := synth(t, s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{Report: s3sqscdk.ReportProps{Enabled: true, Prefix: "runs/", ExpirationDays: 7}}})
+	bucket := f.id(f.s.ReportBucket)
+	props := f.res(t, bucket).Properties
+	if got := canon(prop(props, "LifecycleConfiguration", "Rules")); !strings.Contains(got, `"ExpirationInDays":7`) || !strings.Contains(got, `"Prefix":"runs/"`) {
+		t.Errorf("lifecycle rules %s; want reports under runs/ expiring after 7 days", got)
+	}
+	if got := canon(prop(props, "BucketEncryption")); !strings.Contains(got, "AES256") {
+		t.Errorf("encryption %s; want SSE-S3", got)
+	}
+	uri := map[string]any{"Fn::Join": []any{"", []any{"s3://", ref(bucket), "/runs/"}}}
+	vars := prop(f.res(t, f.id(f.s.FanoutFunction)).Properties, "Environment", "Variables").(map[string]any)
+	if canon(vars["REPORT_S3_URI"]) != canon(uri) {
+		t.Errorf("REPORT_S3_URI %s, want %s", canon(vars["REPORT_S3_URI"]), canon(uri))
+	}
+	ingestVars := prop(f.res(t, f.id(f.s.IngestFunction)).Properties, "Environment", "Variables").(map[string]any)
+	if _, ok := ingestVars["REPORT_S3_URI"]; ok {
+		t.Error("s3ingest has REPORT_S3_URI")
+	}
+	var puts []string
+	for _, g := range f.roleGrants(f.role(t, f.s.FanoutFunction)) {
+		if strings.HasPrefix(g.Action, "s3:") {
+			puts = append(puts, g.Action+" "+g.Resource)
+		}
+	}
+	if want := "s3:PutObject " + canon(s3ARN(ref(bucket), "/runs/*")); len(puts) != 1 || puts[0] != want {
+		t.Errorf("fanout's S3 grants %v; want only %s", puts, want)
+	}
+	f.noWildcards(t)
+
+	ex := synth(t, s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{Report: s3sqscdk.ReportProps{Enabled: true, ExistingBucketName: "runs"}}})
+	if n := len(ex.tmpl.ofType("AWS::S3::Bucket")); n != 2 { // the source and access logs buckets
+		t.Errorf("existing report bucket: %d buckets, want the 2 of the source", n)
+	}
+	if got := ex.s.ReportS3URI(); got != "s3://runs/reports/" {
+		t.Errorf("ReportS3URI %q, want s3://runs/reports/", got)
+	}
+
+	off := synth(t, s3sqscdk.Props{})
+	if off.s.ReportBucket != nil || off.s.ReportS3URI() != "" {
+		t.Error("report off: a bucket or a URI")
+	}
+}
+
+// TestHandoffWithoutIngest: HandoffBytes is s3ingest's; without the ingest
+// path it grants fanout nothing on a source bucket that does not exist.
+func TestHandoffWithoutIngest(t *testing.T) {
+	f := synth(t, s3sqscdk.Props{
+		Ingest: s3sqscdk.IngestProps{Disabled: true, HandoffBytes: "64MiB"},
+		Fanout: s3sqscdk.FanoutProps{Datasets: []s3sqscdk.Dataset{{Bucket: "lake"}}},
+	})
+	var s3 []string
+	for _, g := range f.roleGrants(f.role(t, f.s.FanoutFunction)) {
+		if strings.HasPrefix(g.Action, "s3:") {
+			s3 = append(s3, g.Action+" "+g.Resource)
+		}
+	}
+	slices.Sort(s3)
+	want := []string{
+		"s3:GetObject " + canon(s3ARN("lake", "/*")), "s3:GetObjectVersion " + canon(s3ARN("lake", "/*")), "s3:ListBucket " + canon(s3ARN("lake", "")),
+	}
+	slices.Sort(want)
+	if !slices.Equal(s3, want) {
+		t.Errorf("fanout's S3 grants %v; want %v", s3, want)
 	}
 }

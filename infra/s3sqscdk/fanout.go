@@ -42,6 +42,7 @@ func (s *S3SQS) buildFanout() {
 	}
 	grantClaims := s.useClaims(own)
 	grantOffload := s.useOffload(own)
+	grantReport := s.useReport(own)
 	if fo.TargetQueueARN == "" {
 		s.TargetDLQ = s.deadLetterQueue("TargetDLQ", "records that the target queue's consumer failed to process", fo.TargetFIFO)
 		s.TargetQueue = s.queue("TargetQueue", queueOpts{dlq: s.TargetDLQ, fifo: fo.TargetFIFO, maxSize: fo.TargetMaxMessageSize})
@@ -67,6 +68,7 @@ func (s *S3SQS) buildFanout() {
 	s.FanoutFunction = fn
 	grantClaims(role)
 	grantOffload(role)
+	grantReport(role)
 	eventSource(fn, s.WorkQueue, fo.BatchSize, fo.MaxBatchingWindow, fo.MaxConcurrency)
 
 	// Continuation and chunk tasks to its own work queue, refused records
@@ -85,7 +87,7 @@ func (s *S3SQS) buildFanout() {
 	// Read-only S3 on the datasets: objects (pinned reads ask for a
 	// version), and listing limited to the prefixes.
 	datasets := fo.Datasets
-	if s.p.Ingest.HandoffBytes != "" {
+	if !s.p.Ingest.Disabled && s.p.Ingest.HandoffBytes != "" {
 		var pre []string
 		if s.p.Ingest.KeyPrefix != "" {
 			pre = []string{s.p.Ingest.KeyPrefix}
@@ -117,7 +119,7 @@ func (s *S3SQS) buildFanout() {
 		Roles:      &[]awsiam.IRole{role},
 		Statements: &[]awsiam.PolicyStatement{allow([]string{"s3:GetObject", "s3:GetObjectVersion"}, objects...)},
 	})
-	suppressObjectARNs(read, "fanout reads every object of the datasets (buckets and prefixes) it is given", datasetPrefixes(datasets)...)
+	suppressObjectARNs(read, "fanout reads every object of the datasets (buckets and prefixes) it is given, pinned to versions (s3:GetObjectVersion)", datasetPrefixes(datasets)...)
 	fn.Node().AddDependency(read)
 	if len(keys) > 0 {
 		role.AddToPolicy(allow([]string{"kms:Decrypt"}, keys...))

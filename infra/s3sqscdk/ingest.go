@@ -239,7 +239,7 @@ func (s *S3SQS) buildIngest() {
 		Roles:      &[]awsiam.IRole{role},
 		Statements: &[]awsiam.PolicyStatement{allow([]string{"s3:GetObject", "s3:GetObjectVersion"}, objectARNs(srcARN, in.KeyPrefix)...)},
 	})
-	suppressObjectARNs(read, "s3ingest reads the objects that notifications name, which can be any object", in.KeyPrefix)
+	suppressObjectARNs(read, "s3ingest reads the objects that notifications name, which can be any object, pinned to versions (s3:GetObjectVersion)", in.KeyPrefix)
 	fn.Node().AddDependency(read)
 	// With s3:ListBucket, S3 answers 404 for an object deleted before it was
 	// read, which s3ingest skips; without it, 403, which fails the message

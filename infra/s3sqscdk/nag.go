@@ -31,8 +31,8 @@ func suppress(c constructs.IConstruct, rule, reason string) {
 }
 
 // suppressObjectARNs suppresses AwsSolutions-IAM5 on policy for the object
-// ARNs under prefixes only ("<bucket ARN>/<prefix>*"): reading every object
-// of a prefix is the job, and S3 has no narrower resource for it. Any other
+// ARNs under prefixes only ("<bucket ARN>/<prefix>*"): reading or writing
+// any object of a prefix is the job, and S3 has no narrower resource for it. Any other
 // wildcard in the policy still fails the check.
 func suppressObjectARNs(policy constructs.IConstruct, why string, prefixes ...string) {
 	if len(prefixes) == 0 {
@@ -50,7 +50,7 @@ func suppressObjectARNs(policy constructs.IConstruct, why string, prefixes ...st
 	}
 	cdknag.NagSuppressions_AddResourceSuppressions(policy, &[]*cdknag.NagPackSuppression{{
 		Id:        jsii.String(nagIAM5),
-		Reason:    jsii.String("Object ARNs ending in '*' under the given prefixes: " + why + ", pinned to versions (s3:GetObjectVersion). The wildcard is only in the object key, within the named bucket."),
+		Reason:    jsii.String("Object ARNs ending in '*' under the given prefixes: " + why + ". The wildcard is only in the object key, within the named bucket."),
 		AppliesTo: &applies,
 	}}, jsii.Bool(true))
 }

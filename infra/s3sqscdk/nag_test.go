@@ -69,6 +69,12 @@ func TestNag(t *testing.T) {
 			{"AwsSolutions-IAM5", "S3IngestRoleOffload"},
 			{"AwsSolutions-IAM5", "FanoutRoleOffload"},
 		}},
+		{"report", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{Report: s3sqscdk.ReportProps{Enabled: true}}}, []suppression{
+			untraced[0], untraced[1],
+			{"Serverless-SQSRedrivePolicy", "TargetDLQ"},
+			{"AwsSolutions-S1", "ReportBucket"},
+			{"AwsSolutions-IAM5", "FanoutRoleReport"},
+		}},
 		{"existing bucket and target, KMS, datasets", existing(), []suppression{
 			untraced[0], untraced[1],
 			{"AwsSolutions-IAM4", "Test/BucketNotificationsHandler050a0587b7544547bf325f094a3db834/Role"},

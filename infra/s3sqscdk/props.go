@@ -193,6 +193,31 @@ type OffloadProps struct {
 	Always bool
 }
 
+// Defaults of [ReportProps].
+const (
+	DefaultReportPrefix         = "reports/"
+	DefaultReportExpirationDays = 90
+)
+
+// ReportProps configures fanout's run report: with REPORT_S3_URI, each run
+// writes <prefix><runId>/manifest.json, and each task with failed records
+// <prefix><runId>/failed/<taskId>.json, the tasks to send again.
+// fanout gets s3:PutObject under the prefix only.
+type ReportProps struct {
+	// Enabled turns the run report on.
+	Enabled bool
+	// ExistingBucketName is a bucket to write to instead of a new one; its
+	// lifecycle and encryption are the owner's.
+	ExistingBucketName string
+	// Prefix of the reports. Default DefaultReportPrefix. It ends with "/"
+	// (fanout writes <prefix><runId>/...), does not start with one, and
+	// holds no wildcard.
+	Prefix string
+	// ExpirationDays after which a new bucket's lifecycle rule deletes a
+	// report. Default DefaultReportExpirationDays.
+	ExpirationDays int
+}
+
 // FanoutProps configures the fanout path: the fanout function, its work
 // queue (with DLQ), its failure queue and the target queue.
 type FanoutProps struct {
@@ -209,7 +234,8 @@ type FanoutProps struct {
 	// BatchSize of the work queue's event source. Default 2 (fanout runs
 	// two tasks of a batch at once).
 	BatchSize int
-	// MaxBatchingWindow of the work queue's event source. Default none.
+	// MaxBatchingWindow of the work queue's event source, up to 5
+	// minutes; needed for BatchSize above 10. Default none.
 	MaxBatchingWindow time.Duration
 	// MaxConcurrency of the work queue's event source, 2 to 1000. Default
 	// no limit beyond the account's.
@@ -231,6 +257,9 @@ type FanoutProps struct {
 	TargetMaxMessageSize int
 	// TargetFIFO makes a new target queue FIFO. Default false.
 	TargetFIFO bool
+	// Report configures the run report fanout writes to S3
+	// (REPORT_S3_URI). Default off.
+	Report ReportProps
 	// Datasets fanout may read. With HandoffBytes, the source bucket is
 	// added. Default none.
 	Datasets []Dataset
@@ -400,6 +429,23 @@ func resolve(p *Props) (resolved, error) {
 		if fo.OldestTaskAlarm < time.Minute {
 			bad("Fanout.OldestTaskAlarm: %v is under a minute", fo.OldestTaskAlarm)
 		}
+		if rp := &fo.Report; rp.Enabled {
+			if rp.Prefix == "" {
+				rp.Prefix = DefaultReportPrefix
+			}
+			if !reportPrefix.MatchString(rp.Prefix) {
+				bad("Fanout.Report.Prefix: %q must end with /, not start with one, and hold no wildcard", rp.Prefix)
+			}
+			if rp.ExpirationDays == 0 {
+				rp.ExpirationDays = DefaultReportExpirationDays
+			}
+			if rp.ExpirationDays < 1 || rp.ExpirationDays > 3650 {
+				bad("Fanout.Report.ExpirationDays: %d is not from 1 to 3650", rp.ExpirationDays)
+			}
+			if rp.ExistingBucketName != "" && strings.ContainsAny(rp.ExistingBucketName, "/*?:") {
+				bad("Fanout.Report.ExistingBucketName: %q is not a bucket name", rp.ExistingBucketName)
+			}
+		}
 		if fo.MaxInFlight < 0 || fo.MaxInFlight > 1000 {
 			bad("Fanout.MaxInFlight: %d is not from 1 to 1000", fo.MaxInFlight)
 		}
@@ -438,8 +484,9 @@ var (
 	ingestReservedEnv = []string{"OUTPUT_QUEUE_URL", "FORMAT", "KEY_PREFIX", "KEY_SUFFIX", "HANDOFF_BYTES", "FANOUT_WORK_QUEUE_URL", "CLAIMS_TABLE", "OFFLOAD_S3_URI", "OFFLOAD", "TRACING"}
 	fanoutReservedEnv = []string{"TARGET_QUEUE_URL", "TARGET_QUEUE_NAME", "TARGET_QUEUE_OWNER_ACCOUNT_ID", "TARGET_MAX_MESSAGE_SIZE",
 		"WORK_QUEUE_URL", "FAILURE_QUEUE_URL", "FAILURE_S3_URI", "FORMAT", "MODE", "CHUNK_SIZE", "MAX_IN_FLIGHT", "FAIL_ON_ERROR", "CLAIMS_TABLE",
-		"OFFLOAD_S3_URI", "OFFLOAD", "TRACING"}
+		"OFFLOAD_S3_URI", "OFFLOAD", "TRACING", "REPORT_S3_URI"}
 	offloadPrefix = regexp.MustCompile(`^[A-Za-z0-9./_-]{1,960}$`)
+	reportPrefix  = regexp.MustCompile(`^[^/*?][^*?]*/$`)
 )
 
 func checkCodeDir(field, dir string, bad func(string, ...any)) {
