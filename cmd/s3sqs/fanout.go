@@ -162,7 +162,7 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	shown := make(chan struct{})
 	go func() {
 		defer close(shown)
-		showProgress(stderr, opts.Progress, tty, interval, done)
+		showProgress(stderr, func(elapsed time.Duration, bar bool) string { return progressLine(opts.Progress, elapsed, bar) }, tty, interval, done)
 	}()
 	start := time.Now()
 	rep, err := runner.Run(ctx, req)
@@ -211,8 +211,9 @@ func (l *lazyFile) Close() error {
 }
 
 // showProgress draws a live bar on a terminal, or writes a line every
-// interval otherwise, until done closes.
-func showProgress(w io.Writer, p *fanout.Progress, tty bool, interval time.Duration, done <-chan struct{}) {
+// interval otherwise, until done closes. line describes the progress after
+// elapsed, as a bar or as key=value pairs.
+func showProgress(w io.Writer, line func(elapsed time.Duration, bar bool) string, tty bool, interval time.Duration, done <-chan struct{}) {
 	if interval <= 0 {
 		interval = 5 * time.Second
 		if tty {
@@ -226,14 +227,14 @@ func showProgress(w io.Writer, p *fanout.Progress, tty bool, interval time.Durat
 		select {
 		case <-done:
 			if tty {
-				fmt.Fprintf(w, "\r%s\n", progressLine(p, time.Since(start), true))
+				fmt.Fprintf(w, "\r%s\n", line(time.Since(start), true))
 			}
 			return
 		case <-t.C:
 			if tty {
-				fmt.Fprintf(w, "\r%s", progressLine(p, time.Since(start), true))
+				fmt.Fprintf(w, "\r%s", line(time.Since(start), true))
 			} else {
-				fmt.Fprintf(w, "progress %s\n", progressLine(p, time.Since(start), false))
+				fmt.Fprintf(w, "progress %s\n", line(time.Since(start), false))
 			}
 		}
 	}

@@ -3,6 +3,7 @@
 //	s3sqs fanout [flags]        send an S3 dataset's records to SQS, in-process
 //	s3sqs ingest [flags] [file] run s3ingest's logic on a notification or an object
 //	s3sqs parse [file]          show the S3 objects an SQS message body names
+//	s3sqs redrive SOURCE [flags] send failed work again: a run report, the failure output, a DLQ
 //
 // It uses the AWS SDK's standard configuration: credentials, region, and
 // AWS_ENDPOINT_URL... for stand-ins. Run `s3sqs COMMAND -h` for the flags.
@@ -27,6 +28,9 @@ Commands:
            or on one object (-bucket, -key), in-process
   parse    show the S3 objects, decoded keys and partition values that an SQS
            message body or a Lambda event names, or why it names none
+  redrive  send failed work again: a fanout run report's failed tasks or records
+           (-report), the failure output's records (-from-queue, -from-s3), or
+           a dead-letter queue's messages back to their queue (-dlq)
 
 Run "s3sqs COMMAND -h" for a command's flags. AWS credentials, region and
 endpoints (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_SQS) come
@@ -54,6 +58,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runIngest(ctx, args[1:], stdin, stdout, stderr)
 	case "parse":
 		return runParse(args[1:], stdin, stdout, stderr)
+	case "redrive":
+		return runRedrive(ctx, args[1:], stdout, stderr, tty)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -131,6 +132,12 @@ type taskRun struct {
 	stopped  error // why the read stopped at resumeAt, if not for the deadline
 	produced int
 	consumed int
+	// only, when set, is the offsets of the only records to send
+	// (RunRecords), and last the highest of them; found collects those
+	// that start a record of the chunk.
+	only  map[int64]bool
+	last  int64
+	found map[int64]bool
 }
 
 // prepare reads a task's overrides and builds how its records become
@@ -379,7 +386,7 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pend
 		if err != nil {
 			var re *records.RecordError
 			if errors.As(err, &re) {
-				if re.Offset >= tr.from {
+				if re.Offset >= tr.from && tr.wants(re.Offset) {
 					tr.res.RecordsRead++
 					fail(re.Offset, "UnreadableRecord", re.Error(), "")
 					next = re.Offset + 1
@@ -405,6 +412,14 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pend
 		}
 		if rec.Offset < tr.from {
 			continue
+		}
+		if tr.only != nil {
+			if rec.Offset > tr.last {
+				break // the records asked for are behind
+			}
+			if !tr.wants(rec.Offset) {
+				continue
+			}
 		}
 		if work.Err() != nil {
 			tr.resumeAt = rec.Offset
@@ -436,6 +451,68 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pend
 		// continuation starts after it.
 		hand(tr.packer.flush())
 	}
+}
+
+// wants reports whether the record at offset is to be sent, and notes it
+// as found when only some records are.
+func (tr *taskRun) wants(offset int64) bool {
+	if tr.only == nil {
+		return true
+	}
+	if !tr.only[offset] {
+		return false
+	}
+	tr.found[offset] = true
+	return true
+}
+
+// RunRecords runs t for the records at offsets only, as RunTasks runs a
+// task: they are encoded by t's overrides, carry the record ids and FIFO
+// group and deduplication ids the engine gives them, and go to t's target;
+// those SQS refuses, or that cannot be read or mapped, go to the failure
+// output. It is how a redrive sends again only the failed records that a
+// run report or the failure output lists. The claims store is not asked:
+// these records are not the task.
+//
+// In chunk mode an offset is the first record of a message, whose other
+// records a run report does not list: the chunk is then read from the first
+// of offsets to its end, and messages packed from there again hold the same
+// records, and the same record ids, as the ones that failed when the
+// target's size limit is the same.
+//
+// missing lists, in record mode, the offsets at which no record of the
+// chunk starts (or only before t.ResumeAt): the offset is not a record's,
+// or the object is not what the caller took it for. It is nil when the
+// task failed (res.Err) or stopped at ctx's end (res.Continuation).
+func (r *Runner) RunRecords(ctx context.Context, t worktask.Task, offsets []int64) (res TaskResult, missing []int64) {
+	if len(offsets) == 0 {
+		return TaskResult{}, nil
+	}
+	tr, err := r.prepare(ctx, 0, t)
+	if err != nil {
+		return TaskResult{Err: err}, nil
+	}
+	first := slices.Min(offsets)
+	tr.from = max(tr.from, first)
+	if tr.packer == nil {
+		tr.only, tr.found = make(map[int64]bool, len(offsets)), make(map[int64]bool, len(offsets))
+		for _, o := range offsets {
+			tr.only[o] = true
+		}
+		tr.last = slices.Max(offsets)
+	}
+	r.runGroup(ctx, []*taskRun{tr}, 1)
+	res = r.result(ctx, tr)
+	if tr.only != nil && res.Err == nil && res.Continuation == nil {
+		for _, o := range offsets {
+			if !tr.found[o] {
+				missing = append(missing, o)
+			}
+		}
+		slices.Sort(missing)
+		missing = slices.Compact(missing)
+	}
+	return res, missing
 }
 
 // offloadEntry returns the entry to send for e: e itself, or its pointer

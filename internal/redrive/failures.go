@@ -1,0 +1,518 @@
+package redrive
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
+)
+
+// pending is a failure output record on its way.
+type pending struct {
+	f fanout.Failure
+	// obj is the record's object, pinned as the failure says (its
+	// version id or ETag, in Pin), for its record id.
+	obj  dataset.Object
+	item Item
+	// dupOf is the record of this run with the same record id, which is
+	// sent in its stead.
+	dupOf *pending
+	// msg is the failure queue message that holds it.
+	msg string
+	// sentBefore: a message sent earlier in this run had the same record.
+	sentBefore bool
+}
+
+// delivered reports whether the record reached the target in this run,
+// itself or as the duplicate of one that did.
+func (p *pending) delivered() bool {
+	if p.sentBefore {
+		return true
+	}
+	if p.dupOf != nil {
+		return p.dupOf.item.Outcome == Sent
+	}
+	return p.item.Outcome == Sent
+}
+
+// newPending reads a failure output record; the item says why when it is
+// not one (Outcome Skipped).
+func newPending(body []byte, from string) *pending {
+	p := &pending{item: Item{From: from}}
+	if err := json.Unmarshal(body, &p.f); err != nil || p.f.Source == "" {
+		if err == nil {
+			err = errors.New("no source")
+		}
+		p.item.Outcome, p.item.Reason = Skipped, "not a failure record (fanout.Failure): "+err.Error()
+		return p
+	}
+	bucket, key, err := dataset.ParseS3URI(p.f.Source)
+	if err != nil {
+		p.item.Outcome, p.item.Reason = Skipped, "not a failure record (fanout.Failure): source: "+err.Error()
+		return p
+	}
+	p.obj = dataset.Object{Bucket: bucket, Key: key, VersionID: p.f.Version}
+	p.item.ID = fanout.RecordID(p.obj, p.f.Offset)
+	p.item.Source, p.item.Offset, p.item.Code = p.f.Source, ptr(p.f.Offset), p.f.Code
+	return p
+}
+
+// choose applies the code filter; it reports whether p is still to send.
+func (r *Redriver) choose(p *pending) bool {
+	if p.item.Outcome != "" {
+		return false
+	}
+	if ok, why := r.opts.Codes.allows(p.f.Code); !ok {
+		p.item.Outcome, p.item.Reason = Skipped, why
+		return false
+	}
+	return true
+}
+
+// sendFailures sends the records of ps still to send (no Outcome yet),
+// each once per record id, and sets every one's outcome.
+func (r *Redriver) sendFailures(ctx context.Context, ps []*pending, pace *pace) {
+	first := map[string]*pending{}
+	var direct, again []*pending
+	for _, p := range ps {
+		if p.item.Outcome != "" {
+			continue
+		}
+		p.item.To = r.opts.TargetQueueURL
+		if q, ok := first[p.item.ID]; ok {
+			p.dupOf = q
+			continue
+		}
+		first[p.item.ID] = p
+		if p.f.Body != "" && !p.f.Truncated && !r.opts.Reread {
+			direct = append(direct, p)
+		} else {
+			again = append(again, p)
+		}
+	}
+	r.sendBodies(ctx, direct, pace)
+	r.readAgain(ctx, again, pace)
+	for _, p := range ps {
+		if p.dupOf == nil {
+			continue
+		}
+		p.item.Outcome = Skipped
+		if p.dupOf.item.Outcome == Sent || p.dupOf.item.Outcome == WouldSend {
+			p.item.Reason = "the same record as " + p.dupOf.item.From + ", sent once"
+		} else {
+			p.item.Reason = "the same record as " + p.dupOf.item.From + ", which was not sent"
+		}
+	}
+}
+
+// sendBodies sends the records whose whole body the failure output holds,
+// as the engine sent them: the body, the record id, and in fanout's
+// encoding the source and version attributes; on a FIFO target the
+// object's group and the record id as deduplication id.
+func (r *Redriver) sendBodies(ctx context.Context, ps []*pending, pace *pace) {
+	if len(ps) == 0 {
+		return
+	}
+	if r.opts.DryRun {
+		for _, p := range ps {
+			p.item.Outcome, p.item.Reason = WouldSend, "its body as the failure output holds it"
+		}
+		return
+	}
+	entries := make([]sqsbatch.Entry, len(ps))
+	for i, p := range ps {
+		entries[i] = r.bodyEntry(p)
+	}
+	if err := pace.wait(ctx, len(ps)); err != nil {
+		for _, p := range ps {
+			p.item.Outcome, p.item.Reason = Failed, "not sent: "+err.Error()
+		}
+		return
+	}
+	res, _ := r.target.SendEntries(ctx, entries)
+	failed := map[int]*sqsbatch.EntryError{}
+	for _, f := range res.Failures {
+		failed[f.Seq] = f
+	}
+	for i, p := range ps {
+		if f, ok := failed[i]; ok {
+			p.item.Outcome, p.item.Reason = Failed, f.Code+": "+f.Message
+			continue
+		}
+		p.item.Outcome, p.item.Reason = Sent, ""
+	}
+}
+
+func (r *Redriver) bodyEntry(p *pending) sqsbatch.Entry {
+	id := p.item.ID
+	attrs := map[string]types.MessageAttributeValue{fanout.AttrRecordID: stringAttr(id)}
+	if r.opts.Ingest == nil {
+		attrs[fanout.AttrSource] = stringAttr(p.obj.URI())
+		if v := p.obj.Pin(); v != "" {
+			attrs[fanout.AttrVersion] = stringAttr(v)
+		}
+	}
+	e := sqsbatch.Entry{Body: p.f.Body, Attributes: attrs}
+	if r.target.FIFO() {
+		e.GroupID, e.DeduplicationID = fanout.GroupID(p.obj), id
+	}
+	return e
+}
+
+func stringAttr(v string) types.MessageAttributeValue {
+	return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+}
+
+// readAgain reads the records of ps from their objects, pinned to the
+// version each failed at, and sends them as the engine does (see
+// Options.Mapping and Options.Ingest). A record whose object cannot be
+// read at that version is skipped, with why.
+func (r *Redriver) readAgain(ctx context.Context, ps []*pending, pace *pace) {
+	type group struct {
+		source, version string
+		ps              []*pending
+	}
+	var groups []*group
+	index := map[string]*group{}
+	for _, p := range ps {
+		k := p.f.Source + "\x00" + p.f.Version
+		g, ok := index[k]
+		if !ok {
+			g = &group{source: p.f.Source, version: p.f.Version}
+			index[k] = g
+			groups = append(groups, g)
+		}
+		g.ps = append(g.ps, p)
+	}
+	planner := dataset.NewPlanner(r.s3, dataset.PlanOptions{Format: r.opts.Format, RowGroupsPerChunk: math.MaxInt32})
+	for _, g := range groups {
+		skip := func(why string) {
+			for _, p := range g.ps {
+				if p.item.Outcome == "" {
+					p.item.Outcome, p.item.Reason = Skipped, whyReread(p)+"and "+why
+				}
+			}
+		}
+		obj, err := r.pinned(ctx, g.source, g.version)
+		if err != nil {
+			skip("the object cannot be read again at its version: " + err.Error())
+			continue
+		}
+		chunks, err := planner.Plan(ctx, obj)
+		if err != nil {
+			skip("the object cannot be read again: " + err.Error())
+			continue
+		}
+		byChunk := map[int][]*pending{}
+		for _, p := range g.ps {
+			i := chunkOf(chunks, p.f.Offset)
+			if i < 0 {
+				p.item.Outcome, p.item.Reason = Skipped, whyReread(p)+fmt.Sprintf("and offset %d is past the end of %s", p.f.Offset, obj)
+				continue
+			}
+			byChunk[i] = append(byChunk[i], p)
+		}
+		for i, c := range chunks {
+			cps := byChunk[i]
+			if len(cps) == 0 {
+				continue
+			}
+			if r.opts.DryRun {
+				for _, p := range cps {
+					p.item.Outcome, p.item.Reason = WouldSend, whyReread(p)+"so it is read again from "+obj.String()
+					if readError(p.f.Code) {
+						p.item.Reason += ", and sent if it can be read now"
+					}
+				}
+				continue
+			}
+			offsets := make([]int64, len(cps))
+			items := make(map[int64]*Item, len(cps))
+			for j, p := range cps {
+				offsets[j] = p.f.Offset
+				items[p.f.Offset] = &p.item
+			}
+			if err := pace.wait(ctx, len(cps)); err != nil {
+				for _, p := range cps {
+					p.item.Outcome, p.item.Reason = Failed, "not sent: "+err.Error()
+				}
+				continue
+			}
+			task := worktask.Task{RunID: r.rereadRun(cps[0].f.RunID), Chunk: c, Overrides: r.rereadOverrides()}
+			res, missing := r.runner.RunRecords(ctx, task, offsets)
+			r.settleRun(items, res, missing, obj)
+		}
+	}
+}
+
+// whyReread says why a record is read from its object, as the start of a
+// reason.
+func whyReread(p *pending) string {
+	switch {
+	case p.f.Body == "":
+		return "it has no body (it could not be read when it failed), "
+	case p.f.Truncated:
+		return "its body was cut to fit the failure queue, "
+	}
+	return "it is read again (-reread), "
+}
+
+// chunkOf returns the index of the chunk that holds the record at offset,
+// or -1.
+func chunkOf(chunks []dataset.Chunk, offset int64) int {
+	if len(chunks) == 1 {
+		return 0 // a whole object: offsets of rows, or of decompressed bytes
+	}
+	for i, c := range chunks {
+		if offset >= c.Start && offset < c.End {
+			return i
+		}
+	}
+	return -1
+}
+
+// rereadRun is the run id of a task that reads records again; it names
+// nothing that is kept.
+func (r *Redriver) rereadRun(runID string) string {
+	if fanout.CheckRunID(runID) != nil || runID == "" {
+		return "redrive"
+	}
+	return RedriveRunID(runID)
+}
+
+// rereadOverrides are the overrides of a task that reads records again:
+// record mode, in fanout's mapping or s3ingest's encoding.
+func (r *Redriver) rereadOverrides() json.RawMessage {
+	ov := fanout.Overrides{Mode: fanout.ModeRecord, Ingest: r.opts.Ingest}
+	b, _ := json.Marshal(ov)
+	return b
+}
+
+// pinned returns the object source names, pinned as the failure was:
+// version is its version id or its ETag (the engine writes either, as
+// dataset.Object.Pin), or empty for an object read unpinned.
+func (r *Redriver) pinned(ctx context.Context, source, version string) (dataset.Object, error) {
+	bucket, key, err := dataset.ParseS3URI(source)
+	if err != nil {
+		return dataset.Object{}, err
+	}
+	latest, err := dataset.Head(ctx, r.s3, bucket, key, "")
+	if err == nil {
+		switch {
+		case version == "":
+			return dataset.Object{Bucket: bucket, Key: key, Size: latest.Size}, nil
+		case latest.VersionID == version:
+			return latest, nil
+		case latest.ETag == version:
+			// Pinned by ETag, as in a bucket without versioning.
+			latest.VersionID = ""
+			return latest, nil
+		}
+	}
+	if old, verr := r.version(ctx, bucket, key, version); verr == nil {
+		return old, nil
+	}
+	if err != nil {
+		return dataset.Object{}, err
+	}
+	return dataset.Object{}, fmt.Errorf("%s is now at version %s (ETag %s), and %s is neither its ETag nor a version id it keeps: %w",
+		source, latest.VersionID, latest.ETag, version, dataset.ErrChanged)
+}
+
+// version returns the object's version id, with its size. It asks with a
+// one-byte GetObject rather than HeadObject, which some S3 stand-ins
+// (gofakes3) answer with the latest version whatever the id.
+func (r *Redriver) version(ctx context.Context, bucket, key, id string) (dataset.Object, error) {
+	out, err := r.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: aws.String(id), Range: aws.String("bytes=0-0")})
+	if err != nil {
+		return dataset.Object{}, err
+	}
+	out.Body.Close()
+	obj := dataset.Object{Bucket: bucket, Key: key, VersionID: aws.ToString(out.VersionId), ETag: strings.Trim(aws.ToString(out.ETag), `"`)}
+	if obj.VersionID != id {
+		return dataset.Object{}, fmt.Errorf("asked for version %s of s3://%s/%s, got %q", id, bucket, key, obj.VersionID)
+	}
+	// Content-Range: bytes 0-0/SIZE
+	cr := aws.ToString(out.ContentRange)
+	size, err := strconv.ParseInt(cr[strings.LastIndexByte(cr, '/')+1:], 10, 64)
+	if err != nil {
+		return dataset.Object{}, fmt.Errorf("s3://%s/%s version %s: Content-Range %q", bucket, key, id, cr)
+	}
+	obj.Size = size
+	return obj, nil
+}
+
+// FailureS3 redrives the failure output under uri (FAILURE_S3_URI's
+// s3://bucket/prefix, or one .jsonl file of it) to the target. The record
+// ids sent from a file are recorded in <file>.redriven, which the next run
+// reads to skip them; with Delete, a file all of whose records have been
+// sent is deleted, with its marker.
+func (r *Redriver) FailureS3(ctx context.Context, uri string) (*Summary, error) {
+	t := newTally(r.opts, uri, r.opts.TargetQueueURL)
+	bucket, prefix, err := dataset.ParseS3URI(uri)
+	if err != nil {
+		return t.summary(), err
+	}
+	if r.target == nil {
+		return t.summary(), errors.New("redrive: the failure output goes to a target queue; none is set")
+	}
+	keys := []string{prefix}
+	if !strings.HasSuffix(prefix, ".jsonl") {
+		if keys, err = listKeys(ctx, r.s3, bucket, prefix, ".jsonl"); err != nil {
+			return t.summary(), err
+		}
+	}
+	pace := newPace(r.opts.Rate)
+	for _, key := range keys {
+		if err := ctx.Err(); err != nil {
+			return t.summary(), err
+		}
+		if err := r.failureFile(ctx, t, bucket, key, pace); err != nil {
+			return t.summary(), err
+		}
+	}
+	return t.summary(), nil
+}
+
+// sendBatch is how many records are sent at a time, for the rate and the
+// progress.
+const sendBatch = 10
+
+// failureFile redrives one failure output file.
+func (r *Redriver) failureFile(ctx context.Context, t *tally, bucket, key string, pace *pace) error {
+	file := "s3://" + bucket + "/" + key
+	body, err := getObject(ctx, r.s3, bucket, key)
+	if notFound(err) {
+		return nil // deleted since it was listed
+	}
+	if err != nil {
+		return err
+	}
+	markerKey := key + ".redriven"
+	m, err := getMarker(ctx, r.s3, bucket, markerKey)
+	if err != nil {
+		return err
+	}
+	var ps []*pending
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(nil, 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		ps = append(ps, newPending(sc.Bytes(), fmt.Sprintf("%s line %d", file, n)))
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", file, err)
+	}
+	t.expect(len(ps))
+	for _, p := range ps {
+		if r.choose(p) && m.has(p.item.ID) {
+			p.item.Outcome, p.item.Reason = Skipped, "sent by an earlier redrive (marker s3://"+bucket+"/"+markerKey+")"
+		}
+	}
+	for start := 0; start < len(ps); start += sendBatch {
+		batch := ps[start:min(start+sendBatch, len(ps))]
+		r.sendFailures(ctx, batch, pace)
+		for _, p := range batch {
+			t.add(p.item)
+		}
+	}
+	if r.opts.DryRun {
+		return nil
+	}
+	var sent []string
+	all := true
+	for _, p := range ps {
+		switch {
+		case p.delivered():
+			sent = append(sent, p.item.ID)
+		case p.item.ID == "" || !m.has(p.item.ID):
+			all = false
+		}
+	}
+	if r.opts.Delete && all {
+		for _, k := range []string{key, markerKey} {
+			if _, err := r.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)}); err != nil {
+				r.log.WarnContext(ctx, "the failure file's records are all sent, but it was not deleted", "file", "s3://"+bucket+"/"+k, "err", err)
+				r.mark(ctx, t, bucket, markerKey, m, r.opts.TargetQueueURL, sent)
+				return nil
+			}
+		}
+		return nil
+	}
+	r.mark(ctx, t, bucket, markerKey, m, r.opts.TargetQueueURL, sent)
+	return nil
+}
+
+// FailureQueue redrives the failure queue at url to the target. Each
+// message whose record was sent is deleted, after the send; the others
+// (skipped, failed, or all in a dry run) are left on the queue and made
+// visible again when the run ends.
+func (r *Redriver) FailureQueue(ctx context.Context, url string) (*Summary, error) {
+	t := newTally(r.opts, url, r.opts.TargetQueueURL)
+	if r.target == nil {
+		return t.summary(), errors.New("redrive: the failure output goes to a target queue; none is set")
+	}
+	q := r.newQueueReader(url)
+	if v, _, err := q.counts(ctx); err != nil {
+		return t.summary(), &fanout.QueueError{Role: fanout.RoleFailure, Queue: url, Err: err}
+	} else {
+		t.expect(int(v))
+	}
+	defer func() { t.sum.Left = q.left(context.WithoutCancel(ctx)) }()
+	defer q.release(context.WithoutCancel(ctx))
+	pace := newPace(r.opts.Rate)
+	// sent holds the record ids sent in this run, so that a record on the
+	// queue twice (its task failed twice) is sent once.
+	sent := map[string]bool{}
+	for msgs, err := range q.receive(ctx) {
+		if err != nil {
+			return t.summary(), err
+		}
+		ps := make([]*pending, len(msgs))
+		for i, msg := range msgs {
+			ps[i] = newPending([]byte(aws.ToString(msg.Body)), url+" message "+aws.ToString(msg.MessageId))
+			ps[i].msg = aws.ToString(msg.MessageId)
+			if r.choose(ps[i]) && sent[ps[i].item.ID] {
+				ps[i].item.Outcome, ps[i].item.Reason = Skipped, "the same record as a message sent earlier in this run, sent once"
+				ps[i].item.To, ps[i].sentBefore = r.opts.TargetQueueURL, true
+			}
+		}
+		r.sendFailures(ctx, ps, pace)
+		var del []string
+		for _, p := range ps {
+			if p.delivered() {
+				del = append(del, p.msg)
+			}
+			if p.item.Outcome == Sent {
+				sent[p.item.ID] = true
+			}
+		}
+		var undeleted map[string]string
+		if !r.opts.DryRun {
+			undeleted = q.delete(ctx, del)
+		}
+		for _, p := range ps {
+			if why, ok := undeleted[p.msg]; ok {
+				p.item.Outcome, p.item.Reason = Failed, "sent, but not deleted from the failure queue ("+why+"); the next redrive sends it again"
+			}
+			t.add(p.item)
+		}
+	}
+	return t.summary(), nil
+}

@@ -1,0 +1,141 @@
+package redrive
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+)
+
+// Marker records what redrives sent from one failure output file or one
+// run report task, as <file>.redriven next to the file, or
+// <run>/redriven/<taskId>.json in the run report. A redrive skips the
+// records a marker lists, so that running it again sends them no second
+// time; delete the marker to send them again.
+type Marker struct {
+	// Sent lists the record ids sent, by every redrive so far, sorted.
+	Sent []string `json:"sent"`
+	// Queued lists the tasks sent to the work queue, by id.
+	Queued []string `json:"queued,omitempty"`
+	// To lists the queues they were sent to.
+	To []string `json:"to"`
+	// UpdatedAt is when a redrive last wrote the marker.
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// has reports whether the marker lists record id.
+func (m *Marker) has(id string) bool {
+	_, ok := slices.BinarySearch(m.Sent, id)
+	return ok
+}
+
+// add adds record ids sent to queue.
+func (m *Marker) add(queue string, ids ...string) {
+	m.Sent = append(m.Sent, ids...)
+	slices.Sort(m.Sent)
+	m.Sent = slices.Compact(m.Sent)
+	if !slices.Contains(m.To, queue) {
+		m.To = append(m.To, queue)
+	}
+}
+
+// getMarker reads the marker at key; a missing one is empty.
+func getMarker(ctx context.Context, c S3API, bucket, key string) (*Marker, error) {
+	m := &Marker{}
+	found, err := getJSON(ctx, c, bucket, key, m)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return &Marker{}, nil
+	}
+	slices.Sort(m.Sent)
+	return m, nil
+}
+
+func putMarker(ctx context.Context, c S3API, bucket, key string, m *Marker) error {
+	m.UpdatedAt = time.Now().UTC()
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
+		Body: bytes.NewReader(b), ContentType: aws.String("application/json")})
+	if err != nil {
+		return fmt.Errorf("write the marker s3://%s/%s: %w", bucket, key, err)
+	}
+	return nil
+}
+
+// getJSON reads the JSON object at key into v; found is false when there is
+// no such object.
+func getJSON(ctx context.Context, c S3API, bucket, key string, v any) (found bool, err error) {
+	b, err := getObject(ctx, c, bucket, key)
+	if err != nil {
+		if notFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return true, fmt.Errorf("s3://%s/%s: %w", bucket, key, err)
+	}
+	return true, nil
+}
+
+func getObject(ctx context.Context, c S3API, bucket, key string) ([]byte, error) {
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, fmt.Errorf("read s3://%s/%s: %w", bucket, key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read s3://%s/%s: %w", bucket, key, err)
+	}
+	return b, nil
+}
+
+// listKeys returns the keys under prefix, in order, whose names end with
+// suffix.
+func listKeys(ctx context.Context, c S3API, bucket, prefix, suffix string) ([]string, error) {
+	var keys []string
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)}
+	for {
+		out, err := c.ListObjectsV2(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("list s3://%s/%s: %w", bucket, prefix, err)
+		}
+		for _, o := range out.Contents {
+			if k := aws.ToString(o.Key); len(k) >= len(suffix) && k[len(k)-len(suffix):] == suffix {
+				keys = append(keys, k)
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
+			break
+		}
+		in.ContinuationToken = out.NextContinuationToken
+	}
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// notFound reports an S3 answer that says there is no such key.
+func notFound(err error) bool {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "NoSuchKey", "NotFound":
+			return true
+		}
+	}
+	return false
+}
