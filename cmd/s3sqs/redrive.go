@@ -85,6 +85,7 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 	fs.IntVar(&rate, "rate", redrive.DefaultRate, "send at most `N` messages per second from the failure output or a DLQ (0: no limit)")
 	fs.DurationVar(&visibility, "visibility-timeout", redrive.DefaultVisibility, "how long a received message stays hidden while this run holds it (`duration`)")
 	fs.IntVar(&opts.Send.MaxAttempts, "max-attempts", sqsbatch.DefaultMaxAttempts, "`attempts` per message")
+	fs.BoolVar(&opts.Send.ReplaceInvalidCharacters, "replace-invalid-characters", false, "replace the characters SQS rejects with U+FFFD, for records refused with InvalidCharacters")
 	fs.BoolVar(&pathStyle, "s3-path-style", false, "path-style S3 addressing, for S3 stand-ins")
 	fs.DurationVar(&interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
 	if code, ok := parseFlags(fs, args); !ok {

@@ -26,7 +26,9 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/esm"
 	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/redrive"
 	"github.com/s3sqs/s3sqs/internal/rie"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
 // Config says where the stand-ins are and how much data to make.
@@ -161,11 +163,39 @@ func Run(ctx context.Context, c Config, out io.Writer) (*Summary, error) {
 	sum.FanoutTime = time.Since(t0)
 	say("fanout: %d tasks over %d invocations", sum.FanoutPlan.TasksQueued, sum.Fanout.Invocations)
 
+	// The record SQS refused for its NUL character is fixed as a user
+	// would: sent again from the failure output, the character replaced.
+	if sum.Redrive, err = redriveRefused(ctx, st); err != nil {
+		return nil, err
+	}
+	say("redrive: %d of the failure output's records sent again (InvalidCharacters, with U+FFFD)", sum.Redrive.Sent)
+
 	if err := sum.collect(ctx, st, fns); err != nil {
 		return nil, err
 	}
 	sum.Total = time.Since(start)
 	sum.Print(out)
+	return sum, nil
+}
+
+// redriveRefused sends the failure output's InvalidCharacters records to
+// the target again, as `s3sqs redrive -from-queue ... -code
+// InvalidCharacters -replace-invalid-characters` does; the other failures
+// stay where they are.
+func redriveRefused(ctx context.Context, st *stack) (*redrive.Summary, error) {
+	r, err := redrive.New(ctx, st.motoS3, st.sqs, redrive.Options{
+		TargetQueueURL: st.target,
+		Codes:          redrive.CodeFilter{Only: []string{"InvalidCharacters"}},
+		Send:           sqsbatch.Options{ReplaceInvalidCharacters: true},
+		Visibility:     2 * time.Second,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("demo: redrive: %w", err)
+	}
+	sum, err := r.FailureQueue(ctx, st.failed)
+	if err != nil {
+		return nil, fmt.Errorf("demo: redrive: %w", err)
+	}
 	return sum, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/esm"
 	"github.com/s3sqs/s3sqs/internal/rie"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/internal/redrive"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
@@ -52,6 +53,10 @@ type Summary struct {
 	// Offloaded are the records that arrived as SQS Extended Client
 	// pointers, and were read back.
 	Offloaded []offloaded
+	// Redrive is what the closing redrive of the failure output did;
+	// Redriven counts the records it delivered.
+	Redrive  *redrive.Summary
+	Redriven int
 }
 
 // offloaded is a record that arrived as a pointer: where, and its size.
@@ -152,6 +157,10 @@ func (s *Summary) collect(ctx context.Context, st *stack, fns map[string]*rie.Ru
 				switch {
 				case bodies[b]:
 					s.Delivered++
+				case bodies[strings.ReplaceAll(b, "\x00", "\uFFFD")]:
+					// Refused for its NUL, sent again by the redrive.
+					s.Delivered++
+					s.Redriven++
 				case refused[b]:
 				default:
 					s.Missing = append(s.Missing, fmt.Sprintf("%s: %q", o.key, b))
@@ -261,6 +270,10 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	for _, f := range s.OnFailureOutput {
 		fmt.Fprintf(w, "failure output: %s offset %d: %s: %s\n", short(f.Source), f.Offset, f.Code, truncate(f.Message, 80))
+	}
+	if s.Redrive != nil {
+		fmt.Fprintf(w, "redrive: the failure output's InvalidCharacters records sent again with U+FFFD: %d sent, %d skipped, %d failed; %d now delivered\n",
+			s.Redrive.Sent, s.Redrive.Skipped, s.Redrive.Failed, s.Redriven)
 	}
 	for _, o := range s.Offloaded {
 		fmt.Fprintf(w, "offloaded: a record of %d bytes arrived as a pointer to %s and was read back whole\n", o.size, truncate(o.pointer.String(), 60))
