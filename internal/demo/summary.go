@@ -15,9 +15,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/s3sqs/s3sqs/internal/esm"
+	"github.com/s3sqs/s3sqs/internal/redrive"
 	"github.com/s3sqs/s3sqs/internal/rie"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
-	"github.com/s3sqs/s3sqs/internal/redrive"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
