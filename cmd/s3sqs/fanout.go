@@ -246,23 +246,34 @@ func progressLine(p *fanout.Progress, elapsed time.Duration, bar bool) string {
 	planned, read := p.BytesPlanned.Load(), p.BytesRead.Load()
 	recs, msgs, failed := p.RecordsRead.Load(), p.Messages.Load(), p.RecordsFailed.Load()
 	secs := max(elapsed.Seconds(), 0.001)
-	frac := 0.0
-	if planned > 0 {
-		frac = min(float64(read)/float64(planned), 1)
-	}
-	eta := "?"
-	if frac > 0 && frac < 1 {
-		eta = (time.Duration(float64(elapsed) * (1 - frac) / frac)).Round(time.Second).String()
-	} else if frac >= 1 {
-		eta = "0s"
-	}
+	frac, eta := progressOf(read, planned, elapsed)
 	if !bar {
 		return fmt.Sprintf("records=%d mb=%.1f planned_mb=%.1f messages=%d msgs_per_s=%.0f failed=%d eta=%s",
 			recs, float64(read)/1e6, float64(planned)/1e6, msgs, float64(msgs)/secs, failed, eta)
 	}
+	return fmt.Sprintf("%s %s records %.1f/%.1f MB %.0f msg/s %d failed ETA %s ",
+		progressBar(frac), strconv.FormatInt(recs, 10), float64(read)/1e6, float64(planned)/1e6, float64(msgs)/secs, failed, eta)
+}
+
+// progressOf returns done's share of total, from 0 to 1, and the time
+// left at the pace so far ("?" before any progress).
+func progressOf(done, total int64, elapsed time.Duration) (float64, string) {
+	frac := 0.0
+	if total > 0 {
+		frac = min(float64(done)/float64(total), 1)
+	}
+	switch {
+	case frac >= 1:
+		return frac, "0s"
+	case frac > 0:
+		return frac, (time.Duration(float64(elapsed) * (1 - frac) / frac)).Round(time.Second).String()
+	}
+	return frac, "?"
+}
+
+// progressBar draws frac as a bar and a percentage.
+func progressBar(frac float64) string {
 	const width = 24
 	n := int(frac * width)
-	return fmt.Sprintf("[%s%s] %3.0f%% %s records %.1f/%.1f MB %.0f msg/s %d failed ETA %s ",
-		strings.Repeat("=", n), strings.Repeat(" ", width-n), frac*100, strconv.FormatInt(recs, 10),
-		float64(read)/1e6, float64(planned)/1e6, float64(msgs)/secs, failed, eta)
+	return fmt.Sprintf("[%s%s] %3.0f%%", strings.Repeat("=", n), strings.Repeat(" ", width-n), frac*100)
 }

@@ -275,24 +275,13 @@ func redriveLine(p *redrive.Progress, elapsed time.Duration, bar bool) string {
 	total, done := p.Total.Load(), p.Done.Load()
 	sent, skipped, failed := p.Sent.Load(), p.Skipped.Load(), p.Failed.Load()
 	secs := max(elapsed.Seconds(), 0.001)
-	frac := 0.0
-	if total > 0 {
-		frac = min(float64(done)/float64(total), 1)
-	}
-	eta := "?"
-	if frac > 0 && frac < 1 {
-		eta = (time.Duration(float64(elapsed) * (1 - frac) / frac)).Round(time.Second).String()
-	} else if frac >= 1 {
-		eta = "0s"
-	}
+	frac, eta := progressOf(done, total, elapsed)
 	if !bar {
 		return fmt.Sprintf("total=%d done=%d sent=%d skipped=%d failed=%d msgs_per_s=%.0f eta=%s",
 			total, done, sent, skipped, failed, float64(sent)/secs, eta)
 	}
-	const width = 24
-	n := int(frac * width)
-	return fmt.Sprintf("[%s%s] %3.0f%% %d/%d sent %d skipped %d failed %d %.0f msg/s ETA %s ",
-		strings.Repeat("=", n), strings.Repeat(" ", width-n), frac*100, done, total, sent, skipped, failed, float64(sent)/secs, eta)
+	return fmt.Sprintf("%s %d/%d sent %d skipped %d failed %d %.0f msg/s ETA %s ",
+		progressBar(frac), done, total, sent, skipped, failed, float64(sent)/secs, eta)
 }
 
 // maxListed bounds the items not sent that the summary lists on stderr;

@@ -436,12 +436,7 @@ func resolve(p *Props) (resolved, error) {
 			if !reportPrefix.MatchString(rp.Prefix) {
 				bad("Fanout.Report.Prefix: %q must end with /, not start with one, and hold no wildcard", rp.Prefix)
 			}
-			if rp.ExpirationDays == 0 {
-				rp.ExpirationDays = DefaultReportExpirationDays
-			}
-			if rp.ExpirationDays < 1 || rp.ExpirationDays > 3650 {
-				bad("Fanout.Report.ExpirationDays: %d is not from 1 to 3650", rp.ExpirationDays)
-			}
+			rp.ExpirationDays = checkDays("Fanout.Report.ExpirationDays", rp.ExpirationDays, DefaultReportExpirationDays, bad)
 			if rp.ExistingBucketName != "" && strings.ContainsAny(rp.ExistingBucketName, "/*?:") {
 				bad("Fanout.Report.ExistingBucketName: %q is not a bucket name", rp.ExistingBucketName)
 			}
@@ -469,12 +464,7 @@ func resolve(p *Props) (resolved, error) {
 		if !offloadPrefix.MatchString(off.Prefix) {
 			bad("Offload.Prefix: %q may hold only A-Z a-z 0-9 . / _ - (the SQS Extended Client's rule)", off.Prefix)
 		}
-		if off.ExpirationDays == 0 {
-			off.ExpirationDays = DefaultOffloadExpirationDays
-		}
-		if off.ExpirationDays < 1 || off.ExpirationDays > 3650 {
-			bad("Offload.ExpirationDays: %d is not from 1 to 3650", off.ExpirationDays)
-		}
+		off.ExpirationDays = checkDays("Offload.ExpirationDays", off.ExpirationDays, DefaultOffloadExpirationDays, bad)
 	}
 	return r, errors.Join(errs...)
 }
@@ -488,6 +478,18 @@ var (
 	offloadPrefix = regexp.MustCompile(`^[A-Za-z0-9./_-]{1,960}$`)
 	reportPrefix  = regexp.MustCompile(`^[^/*?][^*?]*/$`)
 )
+
+// checkDays returns days, or def when it is zero, and reports a value
+// outside 1 to 3650 (what an S3 lifecycle rule takes here).
+func checkDays(field string, days, def int, bad func(string, ...any)) int {
+	if days == 0 {
+		days = def
+	}
+	if days < 1 || days > 3650 {
+		bad("%s: %d is not from 1 to 3650", field, days)
+	}
+	return days
+}
 
 func checkCodeDir(field, dir string, bad func(string, ...any)) {
 	if _, err := os.Stat(filepath.Join(dir, "bootstrap")); err != nil {
