@@ -11,10 +11,7 @@ import (
 	"strings"
 	"time"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
+	"github.com/s3sqs/s3sqs/internal/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -136,9 +133,9 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	// With no work queue, the whole dataset is sent here, however large.
 	opts.InlineMaxBytes = 1 << 62
 
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	s3c, sqsc, err := lambdaenv.Clients(ctx, pathStyle)
 	if err != nil {
-		fmt.Fprintf(stderr, "s3sqs fanout: AWS config: %v\n", err)
+		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", err)
 		return 1
 	}
 	var failures *lazyFile
@@ -149,11 +146,7 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	}
 	opts.Progress = &fanout.Progress{}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		o.UsePathStyle = pathStyle
-		o.DisableLogOutputChecksumValidationSkipped = true
-	})
-	runner, err := fanout.New(ctx, s3c, sqs.NewFromConfig(cfg), opts)
+	runner, err := fanout.New(ctx, s3c, sqsc, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", err)
 		return 1
