@@ -7,21 +7,6 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// privateBucket creates a bucket only this stack's roles use: SSE-S3, TLS
-// 1.2 only, no public access, no ACLs, objects expiring by rule; retained
-// when the stack goes, as what it holds outlives it by the rule's days.
-func (s *S3SQS) privateBucket(id string, rule *awss3.LifecycleRule) awss3.Bucket {
-	return awss3.NewBucket(s.Construct, jsii.String(id), &awss3.BucketProps{
-		Encryption:        awss3.BucketEncryption_S3_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
-		MinimumTLSVersion: jsii.Number(1.2),
-		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
-		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		LifecycleRules:    &[]*awss3.LifecycleRule{rule},
-		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
-	})
-}
-
 // buildOffload creates the offload bucket, or takes the existing one.
 func (s *S3SQS) buildOffload() {
 	off := s.p.Offload
@@ -51,11 +36,7 @@ func (s *S3SQS) useOffload(own map[string]string) func(role awsiam.Role) {
 		own["OFFLOAD"] = "always"
 	}
 	return func(role awsiam.Role) {
-		policy := awsiam.NewPolicy(s.Construct, jsii.String(*role.Node().Id()+"Offload"), &awsiam.PolicyProps{
-			Roles:      &[]awsiam.IRole{role},
-			Statements: &[]awsiam.PolicyStatement{allow([]string{"s3:PutObject"}, objectARNs(bucketARN(*s.OffloadBucket.BucketName()), off.Prefix)...)},
-		})
-		suppressObjectARNs(policy, "the functions write offloaded records under the offload prefix, one object per record", off.Prefix)
+		s.grantPutUnder(role, "Offload", *s.OffloadBucket.BucketName(), off.Prefix, "the functions write offloaded records under the offload prefix, one object per record")
 	}
 }
 

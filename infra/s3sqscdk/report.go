@@ -29,11 +29,7 @@ func (s *S3SQS) useReport(own map[string]string) func(role awsiam.Role) {
 	name := *s.ReportBucket.BucketName()
 	own["REPORT_S3_URI"] = s.ReportS3URI()
 	return func(role awsiam.Role) {
-		policy := awsiam.NewPolicy(s.Construct, jsii.String(*role.Node().Id()+"Report"), &awsiam.PolicyProps{
-			Roles:      &[]awsiam.IRole{role},
-			Statements: &[]awsiam.PolicyStatement{allow([]string{"s3:PutObject"}, objectARNs(bucketARN(name), rp.Prefix)...)},
-		})
-		suppressObjectARNs(policy, "fanout writes its run reports under the report prefix, objects named by run and task", rp.Prefix)
+		s.grantPutUnder(role, "Report", name, rp.Prefix, "fanout writes its run reports under the report prefix, objects named by run and task")
 	}
 }
 
