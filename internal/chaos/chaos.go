@@ -492,7 +492,7 @@ func (r *run) drain(ctx context.Context, fns []*rie.Runtime, url, arn string) (i
 				return ctx.Err()
 			case <-time.After(time.Second):
 			}
-			visible, inFlight, err := depth(ctx, r.sqs, url)
+			visible, inFlight, err := localaws.Depth(ctx, r.sqs, url)
 			if err != nil {
 				return err
 			}
@@ -511,22 +511,11 @@ func (r *run) drain(ctx context.Context, fns []*rie.Runtime, url, arn string) (i
 	return int(invocations.Load()), int(redelivered.Load()), err
 }
 
-func depth(ctx context.Context, c *sqs.Client, url string) (visible, inFlight int, err error) {
-	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
-		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
-	if err != nil {
-		return 0, 0, err
-	}
-	visible, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
-	inFlight, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
-	return visible, inFlight, nil
-}
-
 // account reads the target, the failure output and the DLQ, and fills in
 // res.
 func (r *run) account(ctx context.Context, q queues, res *Result) error {
 	copies := map[string]int{}
-	for _, m := range receiveAll(ctx, r.sqs, q.target) {
+	for _, m := range localaws.ReceiveAll(ctx, r.sqs, q.target, 5*time.Minute) {
 		id, err := recordID(aws.ToString(m.Body))
 		if err != nil {
 			return err
@@ -535,7 +524,7 @@ func (r *run) account(ctx context.Context, q queues, res *Result) error {
 	}
 	failed := map[string]string{}
 	res.FailureCodes = map[string]int{}
-	for _, m := range receiveAll(ctx, r.sqs, q.failure) {
+	for _, m := range localaws.ReceiveAll(ctx, r.sqs, q.failure, 5*time.Minute) {
 		var f fanout.Failure
 		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &f); err != nil {
 			return fmt.Errorf("chaos: failure output: %w", err)
@@ -546,7 +535,7 @@ func (r *run) account(ctx context.Context, q queues, res *Result) error {
 		}
 		failed[id] = f.Code
 	}
-	res.DLQ = len(receiveAll(ctx, r.sqs, q.dlq))
+	res.DLQ = len(localaws.ReceiveAll(ctx, r.sqs, q.dlq, 5*time.Minute))
 	lostAnswers := map[string]int{}
 	for _, e := range r.sqsProxy.LostAnswers() {
 		if e.QueueURL != q.target {
@@ -584,29 +573,4 @@ func recordID(body string) (string, error) {
 		return "", fmt.Errorf("chaos: a message on the target is not a generated record: %.200s", body)
 	}
 	return rec.ID, nil
-}
-
-// receiveAll drains a queue. fauxqs now and then loses a receive's answer,
-// hiding its messages for their visibility timeout (2 s here): the drain
-// ends only after the queue stayed empty for longer.
-func receiveAll(ctx context.Context, c *sqs.Client, url string) []sqstypes.Message {
-	var (
-		got   []sqstypes.Message
-		empty int
-	)
-	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline) && empty < 4; {
-		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 2})
-		if err != nil || len(out.Messages) == 0 {
-			empty++
-			continue
-		}
-		empty = 0
-		var del []sqstypes.DeleteMessageBatchRequestEntry
-		for i, m := range out.Messages {
-			del = append(del, sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
-		}
-		c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del})
-		got = append(got, out.Messages...)
-	}
-	return got
 }

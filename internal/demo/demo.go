@@ -221,7 +221,7 @@ func drain(ctx context.Context, p *esm.Poller, c *sqs.Client, url string) (esm.S
 			idle = 0
 			continue
 		}
-		visible, inFlight, err := depth(ctx, c, url)
+		visible, inFlight, err := localaws.Depth(ctx, c, url)
 		if err != nil {
 			return total, err
 		}
@@ -232,17 +232,6 @@ func drain(ctx context.Context, p *esm.Poller, c *sqs.Client, url string) (esm.S
 		}
 	}
 	return total, errors.New("demo: the queue did not drain in 4 minutes")
-}
-
-func depth(ctx context.Context, c *sqs.Client, url string) (visible, inFlight int, err error) {
-	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
-		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
-	if err != nil {
-		return 0, 0, err
-	}
-	fmt.Sscan(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], &visible)
-	fmt.Sscan(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)], &inFlight)
-	return visible, inFlight, nil
 }
 
 // wire creates what the stacks create, on the stand-ins.

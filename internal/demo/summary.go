@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/s3sqs/s3sqs/internal/esm"
+	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/internal/redrive"
 	"github.com/s3sqs/s3sqs/internal/rie"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
@@ -92,7 +92,7 @@ func (s *Summary) collect(ctx context.Context, st *stack, fns map[string]*rie.Ru
 	}
 	// s3ingest's records carry their object and offset in _file.
 	offsets := map[string]map[int64]bool{}
-	for _, m := range receive(ctx, st.sqs, st.output) {
+	for _, m := range localaws.ReceiveAll(ctx, st.sqs, st.output, time.Minute) {
 		body, err := resolve(m)
 		if err != nil {
 			return err
@@ -112,7 +112,7 @@ func (s *Summary) collect(ctx context.Context, st *stack, fns map[string]*rie.Ru
 		offsets[rec.File.Key][*rec.File.Offset] = true
 	}
 	bodies := map[string]bool{}
-	for _, m := range receive(ctx, st.sqs, st.target) {
+	for _, m := range localaws.ReceiveAll(ctx, st.sqs, st.target, time.Minute) {
 		body, err := resolve(m)
 		if err != nil {
 			return err
@@ -123,7 +123,7 @@ func (s *Summary) collect(ctx context.Context, st *stack, fns map[string]*rie.Ru
 	// known by body, s3ingest's by object and offset.
 	refused := map[string]bool{}
 	refusedAt := map[string]map[int64]bool{}
-	for _, m := range receive(ctx, st.sqs, st.failed) {
+	for _, m := range localaws.ReceiveAll(ctx, st.sqs, st.failed, time.Minute) {
 		var f fanout.Failure
 		if json.Unmarshal([]byte(aws.ToString(m.Body)), &f) != nil {
 			continue
@@ -137,7 +137,7 @@ func (s *Summary) collect(ctx context.Context, st *stack, fns map[string]*rie.Ru
 		refusedAt[key][f.Offset] = true
 	}
 	dead := map[string]bool{}
-	for _, m := range receive(ctx, st.motoSQS, st.ingestDLQ) {
+	for _, m := range localaws.ReceiveAll(ctx, st.motoSQS, st.ingestDLQ, time.Minute) {
 		body := aws.ToString(m.Body)
 		n, err := s3event.Parse([]byte(body))
 		if err != nil {
@@ -149,7 +149,7 @@ func (s *Summary) collect(ctx context.Context, st *stack, fns map[string]*rie.Ru
 			s.DLQ = append(s.DLQ, fmt.Sprintf("%s: a bad record (see s3ingest.log)", short(o.Key)))
 		}
 	}
-	s.WorkDLQ = len(receive(ctx, st.sqs, st.workDLQ))
+	s.WorkDLQ = len(localaws.ReceiveAll(ctx, st.sqs, st.workDLQ, time.Minute))
 
 	for _, o := range s.gen.objects {
 		if o.bodies != nil {
@@ -217,28 +217,6 @@ func sumSummaries(logs, function, records string) (requests, recs int64) {
 		}
 	}
 	return requests, recs
-}
-
-// receive drains a queue, for the accounting. fauxqs now and then loses a
-// receive's answer, which hides its messages until their visibility
-// timeout: that timeout is short, and the queue must stay empty for longer
-// than it before the drain ends.
-func receive(ctx context.Context, c *sqs.Client, url string) []sqstypes.Message {
-	var got []sqstypes.Message
-	empty := 0
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && empty < 4; {
-		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 2})
-		if err != nil || len(out.Messages) == 0 {
-			empty++
-			continue
-		}
-		empty = 0
-		got = append(got, out.Messages...)
-		for _, m := range out.Messages {
-			c.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: m.ReceiptHandle})
-		}
-	}
-	return got
 }
 
 // Print writes the summary a person reads at a glance.

@@ -1,9 +1,11 @@
 package localaws
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,4 +87,42 @@ func Bodies(msgs []types.Message) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Depth returns how many messages a queue holds visible and in flight.
+func Depth(ctx context.Context, c *sqs.Client, url string) (visible, inFlight int, err error) {
+	out, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{
+		types.QueueAttributeNameApproximateNumberOfMessages, types.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		return 0, 0, err
+	}
+	visible, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+	inFlight, _ = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+	return visible, inFlight, nil
+}
+
+// ReceiveAll drains a queue for an accounting, deleting what it receives,
+// for at most limit. fauxqs now and then loses a receive's answer, hiding
+// its messages for their visibility timeout (2 s here): the drain ends
+// only after four receives in a row came back empty, longer than that.
+func ReceiveAll(ctx context.Context, c *sqs.Client, url string, limit time.Duration) []types.Message {
+	var (
+		got   []types.Message
+		empty int
+	)
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && empty < 4; {
+		out, err := c.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 2})
+		if err != nil || len(out.Messages) == 0 {
+			empty++
+			continue
+		}
+		empty = 0
+		var del []types.DeleteMessageBatchRequestEntry
+		for i, m := range out.Messages {
+			del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+		}
+		c.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: del})
+		got = append(got, out.Messages...)
+	}
+	return got
 }
