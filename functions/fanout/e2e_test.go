@@ -376,6 +376,11 @@ func TestRefusals(t *testing.T) {
 			"WORK_QUEUE_URL: queue " + work + "-gone cannot be used: AWS.SimpleQueueService.NonExistentQueue"},
 		{"missing failure queue", []string{envTargetQueueURL + "=" + target, envFailureQueueURL + "=" + failure + "-gone"},
 			"FAILURE_QUEUE_URL: queue " + failure + "-gone cannot be used"},
+		{"missing claims table", []string{envTargetQueueURL + "=" + target, "AWS_ENDPOINT_URL_DYNAMODB=" + localaws.Endpoint(t, localaws.EnvMoto), envClaimsTable + "=no-such-table"},
+			"CLAIMS_TABLE: cannot read DynamoDB table no-such-table"},
+		{"offload prefix S3 keys allow but the Extended Client does not", []string{envTargetQueueURL + "=" + target, "OFFLOAD_S3_URI=s3://lake/date=1/"},
+			`OFFLOAD_S3_URI: key prefix \"date=1/\" has \"=\"`},
+		{"tracing typo", []string{envTargetQueueURL + "=" + target, envTracing + "=xray"}, `TRACING: \"xray\" is not off, otlp or stdout`},
 	}
 	for _, tc := range inits {
 		t.Run(tc.name, func(t *testing.T) {
