@@ -263,3 +263,111 @@ func TestManifests(t *testing.T) {
 		}
 	})
 }
+
+// listInSteps lists src a few objects at a time, each step resuming from
+// the cursor of the last object the step before took, as planning steps
+// do, and returns the keys in order and the number of steps.
+func listInSteps(t *testing.T, c *s3.Client, src dataset.Source, per int) (keys []string, steps int) {
+	t.Helper()
+	var at dataset.Cursor
+	for steps = 1; ; steps++ {
+		n := 0
+		for l, err := range dataset.List(t.Context(), c, src, at, dataset.ListOptions{PinConcurrency: 3}) {
+			if err != nil {
+				t.Fatalf("step %d from %+v: %v", steps, at, err)
+			}
+			if l.Size < 0 || l.ETag == "" {
+				t.Errorf("object %+v is not pinned", l.Object)
+			}
+			keys = append(keys, l.Key)
+			at = l.Next
+			if n++; n == per {
+				break
+			}
+		}
+		if n < per {
+			return keys, steps
+		}
+		if steps > 1000 {
+			t.Fatal("listing does not end")
+		}
+	}
+}
+
+func TestListResumes(t *testing.T) {
+	c := localaws.FakeS3(t)
+	b := newBucket(t, c, "steps")
+	m := newBucket(t, c, "steps-manifests")
+	var all []string
+	for i := range 23 {
+		k := fmt.Sprintf("p/%02d %s.jsonl", i, []string{"a", "ü+", "b=c"}[i%3])
+		put(t, c, b, k, []byte("{}\n"))
+		all = append(all, k)
+	}
+	put(t, c, b, "p/_SUCCESS", nil)
+	var batchCSV strings.Builder
+	for _, k := range all {
+		fmt.Fprintf(&batchCSV, "steps,%s\r\n", url.QueryEscape(k))
+	}
+	put(t, c, m, "job.csv", []byte(batchCSV.String()))
+	var files []string
+	for f := 0; f*10 < len(all); f++ {
+		var rows strings.Builder
+		for _, k := range all[f*10 : min(f*10+10, len(all))] {
+			fmt.Fprintf(&rows, "\"steps\",\"%s\",\"false\"\n", url.QueryEscape(k))
+		}
+		fmt.Fprintf(&rows, "\"steps\",\"%s\",\"true\"\n", url.QueryEscape(fmt.Sprintf("p/deleted-%d.jsonl", f)))
+		var gz bytes.Buffer
+		w := gzip.NewWriter(&gz)
+		w.Write([]byte(rows.String()))
+		w.Close()
+		key := fmt.Sprintf("inv/data/%d.csv.gz", f)
+		put(t, c, m, key, gz.Bytes())
+		files = append(files, fmt.Sprintf(`{"key":%q}`, key))
+	}
+	put(t, c, m, "inv/manifest.json", []byte(`{"destinationBucket":"arn:aws:s3:::steps-manifests","fileFormat":"CSV",
+		"fileSchema":"Bucket, Key, IsDeleteMarker","files":[`+strings.Join(files, ",")+`]}`))
+
+	for _, tt := range []struct {
+		name string
+		src  dataset.Source
+	}{
+		{"prefix", dataset.Source{Bucket: b, Prefix: "p/"}},
+		{"keys", dataset.Source{Bucket: b, Keys: all}},
+		{"batch operations manifest", dataset.Source{Manifest: "s3://steps-manifests/job.csv"}},
+		{"inventory", dataset.Source{Manifest: "s3://steps-manifests/inv/manifest.json"}},
+	} {
+		for _, per := range []int{1, 4, 10, 23} {
+			t.Run(fmt.Sprintf("%s/%d per step", tt.name, per), func(t *testing.T) {
+				got, steps := listInSteps(t, c, tt.src, per)
+				if diff := cmp.Diff(all, got); diff != "" {
+					t.Errorf("keys over %d steps (-want +got):\n%s", steps, diff)
+				}
+				if want := len(all)/per + 1; steps != want {
+					t.Errorf("%d steps, want %d", steps, want)
+				}
+			})
+		}
+	}
+
+	t.Run("manifest replaced between steps", func(t *testing.T) {
+		src := dataset.Source{Manifest: "s3://steps-manifests/job2.csv"}
+		put(t, c, m, "job2.csv", []byte(batchCSV.String()))
+		var at dataset.Cursor
+		for l, err := range dataset.List(t.Context(), c, src, at, dataset.ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			at = l.Next
+			break
+		}
+		put(t, c, m, "job2.csv", []byte("steps,other.jsonl\n"+batchCSV.String()))
+		var errs []error
+		for _, err := range dataset.List(t.Context(), c, src, at, dataset.ListOptions{}) {
+			errs = append(errs, err)
+		}
+		if len(errs) != 1 || !errors.Is(errs[0], dataset.ErrChanged) {
+			t.Errorf("resuming a replaced manifest: %v, want one error wrapping ErrChanged", errs)
+		}
+	})
+}

@@ -11,62 +11,73 @@ import (
 	"io"
 	"iter"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
 )
 
 // maxManifestJSON bounds the size of an S3 Inventory manifest.json, which
 // lists data files, not objects.
 const maxManifestJSON = 64 << 20
 
-// manifestObjects yields the objects a manifest lists. A key ending in
-// manifest.json is an S3 Inventory manifest; anything else is a CSV of
-// bucket,key[,versionId] lines as S3 Batch Operations uses, with URL-encoded
-// keys.
-func manifestObjects(ctx context.Context, client ListAPI, src Source) iter.Seq2[Object, error] {
-	return func(yield func(Object, error) bool) {
-		bucket, key, err := ParseS3URI(src.Manifest)
-		if err != nil {
-			yield(Object{}, err)
-			return
-		}
-		body, err := getBody(ctx, client, bucket, key)
-		if err != nil {
-			yield(Object{}, err)
-			return
-		}
-		defer body.Close()
-		if strings.HasSuffix(key, "manifest.json") {
-			inventoryObjects(ctx, client, src, body, yield)
-			return
-		}
-		// A Batch Operations manifest names objects without their size or
-		// ETag.
-		readManifestCSV(src, src.Manifest, body, nil, pinEach(ctx, client, yield))
-	}
-}
-
-func getBody(ctx context.Context, client ListAPI, bucket, key string) (io.ReadCloser, error) {
-	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+// listManifest lists the objects a manifest names from cursor from on. A
+// key ending in manifest.json is an S3 Inventory manifest; anything else is
+// a CSV of bucket,key[,versionId] lines as S3 Batch Operations uses, with
+// URL-encoded keys.
+func listManifest(ctx context.Context, client ListAPI, src Source, from Cursor, yield func(Listed, error) bool) {
+	bucket, key, err := ParseS3URI(src.Manifest)
 	if err != nil {
-		return nil, fmt.Errorf("dataset: get manifest s3://%s/%s: %w", bucket, key, err)
+		yield(Listed{}, err)
+		return
 	}
-	return out.Body, nil
+	if strings.HasSuffix(key, "manifest.json") {
+		listInventory(ctx, client, src, Object{Bucket: bucket, Key: key, ETag: from.ETag}, from, yield)
+		return
+	}
+	body, etag, err := getManifest(ctx, client, Object{Bucket: bucket, Key: key, ETag: from.ETag}, from.Offset)
+	if err != nil {
+		yield(Listed{}, err)
+		return
+	}
+	if body == nil {
+		return // the cursor is at the end
+	}
+	defer body.Close()
+	// A Batch Operations manifest names objects without their size or
+	// ETag: List pins them.
+	readManifestCSV(src.Manifest, body, nil, func(row inventoryRow, offset int64, err error) bool {
+		if err == nil && !src.keep(row.Key) {
+			return true
+		}
+		o := Object{Bucket: row.Bucket, Key: row.Key, VersionID: row.VersionID, Size: -1}
+		return yield(Listed{Object: o, Next: Cursor{Offset: from.Offset + offset, ETag: etag}}, err)
+	})
 }
 
-// pinEach wraps yield so that each object is pinned with HeadObject first,
-// for manifests that do not give sizes and ETags.
-func pinEach(ctx context.Context, client ListAPI, yield func(Object, error) bool) func(Object, error) bool {
-	return func(o Object, err error) bool {
-		if err == nil {
-			o, err = Head(ctx, client, o.Bucket, o.Key, o.VersionID)
-		}
-		return yield(o, err)
+// getManifest reads obj from byte offset on, pinned to obj.ETag when set,
+// and returns its body and ETag. A nil body means offset is at the end.
+func getManifest(ctx context.Context, client ListAPI, obj Object, offset int64) (io.ReadCloser, string, error) {
+	in := &s3.GetObjectInput{Bucket: aws.String(obj.Bucket), Key: aws.String(obj.Key)}
+	if obj.ETag != "" {
+		in.IfMatch = aws.String(`"` + obj.ETag + `"`)
 	}
+	if offset > 0 {
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", offset))
+	}
+	out, err := client.GetObject(ctx, in)
+	var ae smithy.APIError
+	switch {
+	case offset > 0 && errors.As(err, &ae) && ae.ErrorCode() == "InvalidRange":
+		return nil, obj.ETag, nil
+	case errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed":
+		return nil, "", fmt.Errorf("dataset: manifest %s changed while the run was planned: %w", obj.URI(), ErrChanged)
+	case err != nil:
+		return nil, "", fmt.Errorf("dataset: get manifest %s: %w", obj.URI(), err)
+	}
+	return out.Body, trimETag(aws.ToString(out.ETag)), nil
 }
 
 // inventoryManifest is the part of an S3 Inventory manifest.json that
@@ -81,53 +92,110 @@ type inventoryManifest struct {
 	} `json:"files"`
 }
 
-func inventoryObjects(ctx context.Context, client ListAPI, src Source, r io.Reader, yield func(Object, error) bool) {
+// inventoryRow is a row of an S3 Inventory data file, in any of its
+// formats.
+type inventoryRow struct {
+	Bucket, Key, VersionID, ETag string
+	// Size is -1 when the report has no Size field.
+	Size int64
+	// Latest and DeleteMarker are the IsLatest and IsDeleteMarker fields
+	// (true and false when the report has none).
+	Latest, DeleteMarker bool
+}
+
+// inventoryReader reads the rows of one inventory data file, whose
+// fields fileSchema (from manifest.json) names.
+type inventoryReader func(ctx context.Context, client ListAPI, file Object, fileSchema string) iter.Seq2[inventoryRow, error]
+
+// inventoryReaders are the readers of each fileFormat, by upper-case name.
+var inventoryReaders = map[string]inventoryReader{
+	"CSV": csvInventoryRows,
+}
+
+// listInventory lists the objects of an S3 Inventory report from cursor
+// from on: data file from.Index, after its first from.Offset rows.
+func listInventory(ctx context.Context, client ListAPI, src Source, manifest Object, from Cursor, yield func(Listed, error) bool) {
+	body, etag, err := getManifest(ctx, client, manifest, 0)
+	if err != nil {
+		yield(Listed{}, err)
+		return
+	}
 	var m inventoryManifest
-	if err := json.NewDecoder(io.LimitReader(r, maxManifestJSON)).Decode(&m); err != nil {
-		yield(Object{}, fmt.Errorf("dataset: inventory manifest %s: %w", src.Manifest, err))
+	err = json.NewDecoder(io.LimitReader(body, maxManifestJSON)).Decode(&m)
+	body.Close()
+	if err != nil {
+		yield(Listed{}, fmt.Errorf("dataset: inventory manifest %s: %w", src.Manifest, err))
 		return
 	}
-	if !strings.EqualFold(m.FileFormat, "CSV") {
-		yield(Object{}, fmt.Errorf("dataset: inventory manifest %s: fileFormat %q is not supported (want CSV)", src.Manifest, m.FileFormat))
+	read, ok := inventoryReaders[strings.ToUpper(m.FileFormat)]
+	if !ok {
+		yield(Listed{}, fmt.Errorf("dataset: inventory manifest %s: fileFormat %q is not supported (want CSV)", src.Manifest, m.FileFormat))
 		return
-	}
-	schema := strings.Split(m.FileSchema, ",")
-	for i := range schema {
-		schema[i] = strings.TrimSpace(schema[i])
 	}
 	dest := m.DestinationBucket
 	if i := strings.LastIndex(dest, ":"); i >= 0 {
 		dest = dest[i+1:] // arn:aws:s3:::bucket
 	}
-	for _, f := range m.Files {
-		body, err := getBody(ctx, client, dest, f.Key)
-		if err != nil {
-			yield(Object{}, err)
-			return
+	for i := from.Index; i < len(m.Files); i++ {
+		var n, skip int64
+		if i == from.Index {
+			skip = from.Offset
 		}
-		gz, err := gzip.NewReader(body)
-		if err != nil {
-			body.Close()
-			yield(Object{}, fmt.Errorf("dataset: inventory file s3://%s/%s: %w", dest, f.Key, err))
-			return
-		}
-		emit := yield
-		if !slices.Contains(schema, "Size") {
-			emit = pinEach(ctx, client, yield)
-		}
-		ok := readManifestCSV(src, Object{Bucket: dest, Key: f.Key}.URI(), gz, schema, emit)
-		body.Close()
-		if !ok {
-			return
+		for row, err := range read(ctx, client, Object{Bucket: dest, Key: m.Files[i].Key}, m.FileSchema) {
+			if err != nil {
+				yield(Listed{}, err)
+				return
+			}
+			if n++; n <= skip || !row.Latest || row.DeleteMarker || !src.keep(row.Key) {
+				continue
+			}
+			o := Object{Bucket: row.Bucket, Key: row.Key, VersionID: row.VersionID, ETag: row.ETag, Size: row.Size}
+			if !yield(Listed{Object: o, Next: Cursor{Index: i, Offset: n, ETag: etag}}, nil) {
+				return
+			}
 		}
 	}
 }
 
-// readManifestCSV yields the objects of a manifest CSV. schema names the
-// columns (S3 Inventory); nil means bucket,key[,versionId] (Batch
-// Operations). Keys are URL-encoded in both. It returns false when yield
-// did, or after yielding an error.
-func readManifestCSV(src Source, name string, r io.Reader, schema []string, yield func(Object, error) bool) bool {
+// csvInventoryRows reads a gzipped CSV inventory data file, whose columns
+// fileSchema names ("Bucket, Key, Size, ..."). Keys are URL-encoded.
+func csvInventoryRows(ctx context.Context, client ListAPI, file Object, fileSchema string) iter.Seq2[inventoryRow, error] {
+	return func(yield func(inventoryRow, error) bool) {
+		schema := strings.Split(fileSchema, ",")
+		for i := range schema {
+			schema[i] = strings.TrimSpace(schema[i])
+		}
+		body, err := getBody(ctx, client, file.Bucket, file.Key)
+		if err != nil {
+			yield(inventoryRow{}, err)
+			return
+		}
+		defer body.Close()
+		gz, err := gzip.NewReader(body)
+		if err != nil {
+			yield(inventoryRow{}, fmt.Errorf("dataset: inventory file %s: %w", file.URI(), err))
+			return
+		}
+		readManifestCSV(file.URI(), gz, schema, func(row inventoryRow, _ int64, err error) bool {
+			return yield(row, err)
+		})
+	}
+}
+
+func getBody(ctx context.Context, client ListAPI, bucket, key string) (io.ReadCloser, error) {
+	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, fmt.Errorf("dataset: get manifest s3://%s/%s: %w", bucket, key, err)
+	}
+	return out.Body, nil
+}
+
+// readManifestCSV yields the rows of a manifest CSV, each with the byte
+// offset just after it. schema names the columns (S3 Inventory); nil means
+// bucket,key[,versionId] (Batch Operations). Keys are URL-encoded in both.
+// A row without a Size field has Size -1. It returns false when yield did,
+// or after yielding an error.
+func readManifestCSV(name string, r io.Reader, schema []string, yield func(inventoryRow, int64, error) bool) bool {
 	col := map[string]int{"Bucket": 0, "Key": 1, "VersionId": 2}
 	if schema != nil {
 		col = map[string]int{}
@@ -135,7 +203,7 @@ func readManifestCSV(src Source, name string, r io.Reader, schema []string, yiel
 			col[c] = i
 		}
 		if _, ok := col["Key"]; !ok {
-			return yield(Object{}, fmt.Errorf("dataset: inventory %s: schema has no Key column", name))
+			return yield(inventoryRow{}, 0, fmt.Errorf("dataset: inventory %s: schema has no Key column", name))
 		}
 	}
 	field := func(rec []string, name string) string {
@@ -152,30 +220,25 @@ func readManifestCSV(src Source, name string, r io.Reader, schema []string, yiel
 			return true
 		}
 		if err != nil {
-			return yield(Object{}, fmt.Errorf("dataset: manifest %s: %w", name, err))
+			return yield(inventoryRow{}, 0, fmt.Errorf("dataset: manifest %s: %w", name, err))
 		}
 		line, _ := cr.FieldPos(0)
 		if len(rec) < 2 {
-			return yield(Object{}, fmt.Errorf("dataset: manifest %s line %d: want bucket,key, got %d fields", name, line, len(rec)))
+			return yield(inventoryRow{}, 0, fmt.Errorf("dataset: manifest %s line %d: want bucket,key, got %d fields", name, line, len(rec)))
 		}
 		key, err := url.QueryUnescape(field(rec, "Key"))
 		if err != nil {
-			return yield(Object{}, fmt.Errorf("dataset: manifest %s line %d: key %q: %w", name, line, field(rec, "Key"), err))
+			return yield(inventoryRow{}, 0, fmt.Errorf("dataset: manifest %s line %d: key %q: %w", name, line, field(rec, "Key"), err))
 		}
-		if field(rec, "IsDeleteMarker") == "true" || field(rec, "IsLatest") == "false" {
-			continue
-		}
-		if !src.keep(key) {
-			continue
-		}
-		o := Object{Bucket: field(rec, "Bucket"), Key: key, VersionID: field(rec, "VersionId"), ETag: field(rec, "ETag")}
+		row := inventoryRow{Bucket: field(rec, "Bucket"), Key: key, VersionID: field(rec, "VersionId"), ETag: field(rec, "ETag"), Size: -1,
+			Latest: field(rec, "IsLatest") != "false", DeleteMarker: field(rec, "IsDeleteMarker") == "true"}
 		if s := field(rec, "Size"); s != "" {
-			o.Size, err = strconv.ParseInt(s, 10, 64)
+			row.Size, err = strconv.ParseInt(s, 10, 64)
 			if err != nil {
-				return yield(Object{}, fmt.Errorf("dataset: manifest %s line %d: size %q: %w", name, line, s, err))
+				return yield(inventoryRow{}, 0, fmt.Errorf("dataset: manifest %s line %d: size %q: %w", name, line, s, err))
 			}
 		}
-		if !yield(o, nil) {
+		if !yield(row, cr.InputOffset(), nil) {
 			return false
 		}
 	}

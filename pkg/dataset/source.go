@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3sqs/s3sqs/internal/inorder"
 )
 
 // Object is one S3 object of a dataset, pinned to the version that was
@@ -166,42 +169,104 @@ var _ ListAPI = (*s3.Client)(nil)
 // Listing stops at the first error, which is yielded last.
 func Objects(ctx context.Context, client ListAPI, src Source) iter.Seq2[Object, error] {
 	return func(yield func(Object, error) bool) {
-		if err := src.Validate(); err != nil {
-			yield(Object{}, err)
-			return
-		}
-		switch {
-		case src.Key != "":
-			obj, err := Head(ctx, client, src.Bucket, src.Key, "")
-			yield(obj, err)
-		case len(src.Keys) > 0:
-			for _, k := range src.Keys {
-				obj, err := Head(ctx, client, src.Bucket, k, "")
-				if !yield(obj, err) || err != nil {
-					return
-				}
+		for l, err := range List(ctx, client, src, Cursor{}, ListOptions{}) {
+			if !yield(l.Object, err) || err != nil {
+				return
 			}
-		case src.Manifest != "":
-			for obj, err := range manifestObjects(ctx, client, src) {
-				if !yield(obj, err) || err != nil {
-					return
-				}
-			}
-		default:
-			listPrefix(ctx, client, src, yield)
 		}
 	}
 }
 
-func listPrefix(ctx context.Context, client ListAPI, src Source, yield func(Object, error) bool) {
-	p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{
-		Bucket: aws.String(src.Bucket),
-		Prefix: aws.String(src.Prefix),
-	})
+// Cursor is where a listing resumes: just after the objects it has
+// yielded. The zero Cursor is the start. It is small and encodes as JSON,
+// so that a planning step that runs out of time hands the rest of a
+// listing to the next one.
+type Cursor struct {
+	// After is the last key listed under a prefix: the next step lists
+	// from after it (ListObjectsV2's StartAfter).
+	After string `json:"after,omitempty"`
+	// Index is the next key of a key list, or the next data file of an S3
+	// Inventory report.
+	Index int `json:"index,omitempty"`
+	// Offset is the byte offset of the next line of a Batch Operations
+	// manifest, or how many rows of inventory data file Index were read.
+	Offset int64 `json:"offset,omitempty"`
+	// ETag pins the manifest the listing reads, so that every step reads
+	// the same one; a manifest replaced in between fails the step.
+	ETag string `json:"etag,omitempty"`
+}
+
+// IsZero reports whether c is the start of a listing.
+func (c Cursor) IsZero() bool { return c == Cursor{} }
+
+// Listed is an object of a listing and the cursor just after it.
+type Listed struct {
+	Object
+	Next Cursor
+}
+
+// DefaultPinConcurrency is the number of HeadObject calls in flight when
+// ListOptions.PinConcurrency is zero.
+const DefaultPinConcurrency = 16
+
+// ListOptions configures List. The zero value is ready to use.
+type ListOptions struct {
+	// PinConcurrency bounds the HeadObject calls that pin the objects of
+	// a key list or of a manifest without sizes; zero means
+	// DefaultPinConcurrency. Objects are yielded in listing order all the
+	// same.
+	PinConcurrency int
+}
+
+// List yields the objects of the dataset src names from cursor from on,
+// pinned, each with the cursor that resumes the listing after it. Objects
+// whose size the listing does not give (a key, a key list, a Batch
+// Operations manifest) are pinned with HeadObject, several at once. The
+// first error is yielded last.
+func List(ctx context.Context, client ListAPI, src Source, from Cursor, opts ListOptions) iter.Seq2[Listed, error] {
+	raw := func(yield func(Listed, error) bool) {
+		if err := src.Validate(); err != nil {
+			yield(Listed{}, err)
+			return
+		}
+		switch {
+		case src.Key != "":
+			if from.Index == 0 {
+				yield(Listed{Object: Object{Bucket: src.Bucket, Key: src.Key, Size: -1}, Next: Cursor{Index: 1}}, nil)
+			}
+		case len(src.Keys) > 0:
+			for i := from.Index; i < len(src.Keys); i++ {
+				if !yield(Listed{Object: Object{Bucket: src.Bucket, Key: src.Keys[i], Size: -1}, Next: Cursor{Index: i + 1}}, nil) {
+					return
+				}
+			}
+		case src.Manifest != "":
+			listManifest(ctx, client, src, from, yield)
+		default:
+			listPrefix(ctx, client, src, from, yield)
+		}
+	}
+	pin := func(ctx context.Context, l Listed) (Listed, error) {
+		if l.Size >= 0 {
+			return l, nil
+		}
+		obj, err := Head(ctx, client, l.Bucket, l.Key, l.VersionID)
+		l.Object = obj
+		return l, err
+	}
+	return inorder.Map(ctx, raw, cmp.Or(opts.PinConcurrency, DefaultPinConcurrency), pin)
+}
+
+func listPrefix(ctx context.Context, client ListAPI, src Source, from Cursor, yield func(Listed, error) bool) {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(src.Bucket), Prefix: aws.String(src.Prefix)}
+	if from.After != "" {
+		in.StartAfter = aws.String(from.After)
+	}
+	p := s3.NewListObjectsV2Paginator(client, in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			yield(Object{}, fmt.Errorf("dataset: list s3://%s/%s: %w", src.Bucket, src.Prefix, err))
+			yield(Listed{}, fmt.Errorf("dataset: list s3://%s/%s: %w", src.Bucket, src.Prefix, err))
 			return
 		}
 		for _, o := range page.Contents {
@@ -210,7 +275,7 @@ func listPrefix(ctx context.Context, client ListAPI, src Source, yield func(Obje
 				continue
 			}
 			obj := Object{Bucket: src.Bucket, Key: key, Size: aws.ToInt64(o.Size), ETag: trimETag(aws.ToString(o.ETag))}
-			if !yield(obj, nil) {
+			if !yield(Listed{Object: obj, Next: Cursor{After: key}}, nil) {
 				return
 			}
 		}
