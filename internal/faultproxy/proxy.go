@@ -333,10 +333,6 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	if d.fault != noFault {
 		p.log.Debug("faultproxy: fault", "op", op, "fault", d.fault, "requestId", d.id)
 	}
-	if d.delay > 0 {
-		p.count(func(s *Stats) { s.Delayed++ })
-	}
-
 	switch d.fault {
 	case faultSQS500, faultSQSThrottled, faultS3500, faultResetBefore:
 		if !p.wait(r.Context(), d.delay) {
@@ -421,6 +417,9 @@ func (p *Proxy) wait(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
+	// Counted as the wait starts, so that a caller that sees it knows the
+	// request is held here (after its forward, when it has one).
+	p.count(func(s *Stats) { s.Delayed++ })
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

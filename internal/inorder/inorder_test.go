@@ -130,6 +130,7 @@ func TestMapErrors(t *testing.T) {
 	})
 	t.Run("context ends", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
 		var returned atomic.Bool
 		var last error
 		n := 0

@@ -2,6 +2,7 @@ package localaws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -25,6 +26,12 @@ func CreateClaimsTable(ctx context.Context, c *dynamodb.Client, name string) err
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(claims.KeyAttribute), AttributeType: types.ScalarAttributeTypeS}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(claims.KeyAttribute), KeyType: types.KeyTypeHash}},
 	})
+	var inUse *types.ResourceInUseException
+	if errors.As(err, &inUse) {
+		// A retry of a CreateTable whose first answer was lost (a loaded
+		// moto_server): the names are unique, so the table is this one.
+		err = nil
+	}
 	if err != nil {
 		return fmt.Errorf("create claims table %s: %w", name, err)
 	}

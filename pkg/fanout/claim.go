@@ -30,13 +30,7 @@ func (r *Runner) claim(ctx context.Context, tr *taskRun) error {
 	if r.opts.Claims == nil {
 		return nil
 	}
-	until := time.Now().Add(leaseWithoutDeadline)
-	if d, ok := partialbatch.SendContext(ctx).Deadline(); ok {
-		// An invocation does not live past its deadline: a lease to then
-		// lets the next delivery take over the task of one that died.
-		until = d.Add(leaseSlack)
-	}
-	c, err := r.opts.Claims.Acquire(ctx, ClaimKey(tr.task), until)
+	c, err := r.opts.Claims.Acquire(ctx, ClaimKey(tr.task), r.leaseUntil(ctx))
 	if err != nil {
 		return err
 	}
@@ -49,8 +43,19 @@ func (r *Runner) claim(ctx context.Context, tr *taskRun) error {
 	return nil
 }
 
-// settle tells the claims store what became of tr: done, or released
-// where the next attempt (a continuation, or the message again) resumes.
+// leaseUntil is when a claim taken now ends.
+func (r *Runner) leaseUntil(ctx context.Context) time.Time {
+	if d, ok := partialbatch.SendContext(ctx).Deadline(); ok {
+		// An invocation does not live past its deadline: a lease to then
+		// lets the next delivery take over the task of one that died.
+		return d.Add(leaseSlack)
+	}
+	return time.Now().Add(leaseWithoutDeadline)
+}
+
+// settle tells the claims store what became of tr: done (also when what
+// follows is its chain's next chunk), or released where the next attempt
+// (a continuation, or the message again) resumes.
 func (r *Runner) settle(ctx context.Context, tr *taskRun, res TaskResult) {
 	if tr.claim == nil {
 		return
@@ -61,7 +66,7 @@ func (r *Runner) settle(ctx context.Context, tr *taskRun, res TaskResult) {
 	switch {
 	case res.Err != nil:
 		err = r.opts.Claims.Release(ctx, *tr.claim, tr.from)
-	case res.Continuation != nil:
+	case res.Continuation != nil && res.Continuation.Chunk.ID() == tr.task.Chunk.ID():
 		err = r.opts.Claims.Release(ctx, *tr.claim, max(res.Continuation.ResumeAt, tr.from))
 	default:
 		err = r.opts.Claims.Done(ctx, *tr.claim)

@@ -86,6 +86,8 @@ type Invocation struct {
 	SQSMessages    int    `json:"sqsMessages,omitempty"`
 	FailedMessages int    `json:"failedMessages,omitempty"`
 	Continuations  int    `json:"continuations,omitempty"`
+	PlanSteps      int    `json:"planSteps,omitempty"`
+	PlanContinued  bool   `json:"planContinued,omitempty"`
 	BadRecords     int64  `json:"badRecords,omitempty"`
 	Skipped        int    `json:"skippedObjects,omitempty"`
 	DurationMs     int64  `json:"durationMs"`
@@ -133,7 +135,7 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 		defer cancel()
 		var rep Report
 		rep, err = h.runner.Run(ctx, req)
-		inv.RunID, inv.Queued = rep.RunID, rep.Queued
+		inv.RunID, inv.Queued, inv.PlanContinued = rep.RunID, rep.Queued, rep.PlanContinued
 		inv.Stats.Add(rep.Stats)
 		out = rep
 	}
@@ -170,19 +172,27 @@ func kindOf(payload []byte) string {
 }
 
 // messages returns the partial-batch handler of an SQS event's messages:
-// chunk tasks run together, so that small ones share requests; each
-// notification is a run of its own.
+// chunk tasks run together, so that small ones share requests; planning
+// steps run beside them; each notification is a run of its own.
 func (h *Handler) messages(inv *Invocation) partialbatch.Handler {
 	return func(ctx context.Context, msgs []events.SQSMessage) []error {
 		errs := make([]error, len(msgs))
 		var (
 			tasks   []worktask.Task
 			taskMsg []int
+			plans   []int
+			steps   = make([]worktask.Plan, len(msgs))
 			notes   []s3event.Message
 			noteMsg = map[string][]int{}
 		)
 		for i, m := range msgs {
 			t, err := worktask.Parse(m.Body)
+			if errors.Is(err, worktask.ErrNotTask) {
+				if steps[i], err = worktask.ParsePlan(m.Body); err == nil {
+					plans = append(plans, i)
+					continue
+				}
+			}
 			switch {
 			case err == nil:
 				tasks = append(tasks, t)
@@ -196,7 +206,29 @@ func (h *Handler) messages(inv *Invocation) partialbatch.Handler {
 				errs[i] = err
 			}
 		}
-		for j, res := range h.runner.RunTasks(ctx, tasks, 0) {
+		// Planning steps list and queue while the tasks send: they wait
+		// mostly on S3 and SQS, not on the CPU.
+		var planning errgroup.Group
+		planning.SetLimit(h.opts.Concurrency)
+		planned := make([]Report, len(msgs))
+		for _, i := range plans {
+			planning.Go(func() error {
+				planned[i], errs[i] = h.runner.PlanStep(ctx, steps[i])
+				return nil
+			})
+		}
+		defer func() {
+			planning.Wait()
+			for _, i := range plans {
+				rep := planned[i]
+				inv.PlanSteps++
+				inv.Stats.Add(rep.Stats)
+				inv.Queued = inv.Queued || rep.Queued
+				inv.PlanContinued = inv.PlanContinued || rep.PlanContinued
+				inv.RunID = cmp.Or(inv.RunID, rep.RunID)
+			}
+		}()
+		for j, res := range h.runner.runChains(ctx, tasks) {
 			i := taskMsg[j]
 			inv.Stats.Add(res.Stats)
 			inv.BadRecords += res.BadRecords

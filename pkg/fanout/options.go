@@ -25,6 +25,7 @@ import (
 const (
 	DefaultInlineMaxBytes   = 64 << 20
 	DefaultChunkConcurrency = 4
+	DefaultPlanConcurrency  = 16
 )
 
 // S3API is the part of the S3 client fanout uses. *s3.Client satisfies it.
@@ -66,6 +67,10 @@ type Options struct {
 	// ChunkConcurrency is how many chunks are read at once in one
 	// invocation; zero means DefaultChunkConcurrency.
 	ChunkConcurrency int
+	// PlanConcurrency is how many objects are planned at once: their
+	// HeadObject when the listing gives no size, a CSV object's header, a
+	// Parquet object's footer. Zero means DefaultPlanConcurrency.
+	PlanConcurrency int
 	// FailureWriter, when set, receives the failures as JSON Lines instead
 	// of the failure queue or S3 (the CLI's local file).
 	FailureWriter io.Writer
@@ -97,11 +102,12 @@ type Options struct {
 // Progress counts a run's work as it happens. Its fields may be read at
 // any time from another goroutine.
 type Progress struct {
-	BytesPlanned  atomic.Int64
-	BytesRead     atomic.Int64
-	RecordsRead   atomic.Int64
-	RecordsFailed atomic.Int64
-	Messages      atomic.Int64
+	ObjectsPlanned atomic.Int64
+	BytesPlanned   atomic.Int64
+	BytesRead      atomic.Int64
+	RecordsRead    atomic.Int64
+	RecordsFailed  atomic.Int64
+	Messages       atomic.Int64
 }
 
 // Stats counts what a run or task did.
@@ -147,6 +153,9 @@ type Report struct {
 	RunID string `json:"runId"`
 	// Queued reports that the dataset went to the work queue as tasks.
 	Queued bool `json:"queued"`
+	// PlanContinued reports that planning ran out of time: the rest of the
+	// listing is a planning step on the work queue (see Runner.PlanStep).
+	PlanContinued bool `json:"planContinued,omitempty"`
 	Stats
 }
 
@@ -176,6 +185,9 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 	}
 	if opts.ChunkConcurrency <= 0 {
 		opts.ChunkConcurrency = DefaultChunkConcurrency
+	}
+	if opts.PlanConcurrency <= 0 {
+		opts.PlanConcurrency = DefaultPlanConcurrency
 	}
 	if opts.Mode == "" {
 		opts.Mode = ModeRecord

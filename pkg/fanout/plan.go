@@ -1,14 +1,16 @@
 package fanout
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"time"
 
-	"encoding/json"
-
+	"github.com/s3sqs/s3sqs/internal/inorder"
+	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -16,20 +18,29 @@ import (
 )
 
 // Run lists and plans the dataset req names and sends it: inline when it
-// is small enough, else as tasks on the work queue. A request that Validate
-// refuses fails before anything is listed.
+// is small enough, else as tasks on the work queue. Planning stops at ctx's
+// end: the rest of the listing then goes to the work queue as a planning
+// step (see PlanStep), with the tasks planned so far. A request that
+// Validate refuses fails before anything is listed.
 func (r *Runner) Run(ctx context.Context, req Request) (Report, error) {
 	if err := req.Validate(); err != nil {
 		return Report{RunID: req.RunID}, fmt.Errorf("fanout: bad request: %w", err)
 	}
-	return r.RunObjects(ctx, req.RunID, dataset.Objects(ctx, r.s3, req.Source), req.Overrides)
+	runID := cmp.Or(req.RunID, NewRunID())
+	step := &worktask.Plan{RunID: runID, Source: req.Source, Step: 1}
+	return r.runAndReport(ctx, runID, r.list(ctx, req.Source, dataset.Cursor{}), req.Overrides, step)
 }
 
 // RunObjects plans and sends objects as one run. S3 event notifications
 // come in here, each object pinned to the notified version.
 func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov Overrides) (Report, error) {
+	return r.runAndReport(ctx, runID, listed(objs), ov, nil)
+}
+
+// runAndReport runs and then writes the run report's manifest.
+func (r *Runner) runAndReport(ctx context.Context, runID string, objs iter.Seq2[dataset.Listed, error], ov Overrides, step *worktask.Plan) (Report, error) {
 	at := time.Now().UTC()
-	rep, err := r.run(ctx, runID, objs, ov, false)
+	rep, err := r.run(ctx, runID, objs, ov, false, step)
 	// Written after work ends, as the continuations are (see run).
 	if rerr := r.report.manifest(partialbatch.SendContext(ctx), rep, at); err == nil {
 		err = rerr
@@ -41,14 +52,98 @@ func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[da
 // queue as a task, however small the run: s3ingest hands large objects to
 // fanout's workers this way.
 func (r *Runner) QueueObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov Overrides) (Report, error) {
-	return r.run(ctx, runID, objs, ov, true)
+	return r.run(ctx, runID, listed(objs), ov, true, nil)
+}
+
+// PlanStep runs a planning step from the work queue: it lists the rest of
+// the step's dataset from its cursor, and queues the chunk tasks it plans
+// and, when ctx ends first, the next step. A step whose claim (with a
+// claims store) is done queues nothing: its tasks and next step are on the
+// work queue already. A step that ends before it planned an object fails,
+// to come back, since its next step would be itself.
+func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) {
+	rep := Report{RunID: p.RunID}
+	ov, err := overridesOf(p.Overrides)
+	if err != nil {
+		return rep, err
+	}
+	var c *claims.Claim
+	if r.opts.Claims != nil {
+		got, err := r.opts.Claims.Acquire(ctx, p.RunID+"/plan/"+p.ID(), r.leaseUntil(ctx))
+		switch {
+		case errors.Is(err, claims.ErrDone):
+			rep.TasksSkipped = 1
+			return rep, nil
+		case err != nil:
+			return rep, fmt.Errorf("fanout: planning step %d of run %s: %w", p.Step, p.RunID, err)
+		}
+		c = &got
+	}
+	rep, err = r.run(ctx, p.RunID, r.list(ctx, p.Source, p.Cursor), ov, true, &p)
+	if c != nil {
+		sendCtx := partialbatch.SendContext(ctx)
+		var serr error
+		if err != nil {
+			serr = r.opts.Claims.Release(sendCtx, *c, 0)
+		} else {
+			serr = r.opts.Claims.Done(sendCtx, *c)
+		}
+		if serr != nil {
+			r.log.WarnContext(ctx, "claims store not updated", "planStep", p.ID(), "error", serr)
+		}
+	}
+	return rep, err
+}
+
+// nextStep is the planning step that follows step, from cursor on; ok is
+// false when nothing is left. A key list's step carries only the keys
+// left, so that its message shrinks as the run goes.
+func nextStep(step worktask.Plan, cursor dataset.Cursor, overrides json.RawMessage) (next worktask.Plan, ok bool) {
+	src := step.Source
+	if len(src.Keys) > 0 {
+		if src.Keys = src.Keys[min(cursor.Index, len(src.Keys)):]; len(src.Keys) == 0 {
+			return worktask.Plan{}, false
+		}
+		cursor = dataset.Cursor{}
+	}
+	return worktask.Plan{RunID: step.RunID, Source: src, Cursor: cursor, Overrides: overrides, Step: step.Step + 1}, true
+}
+
+// errNoProgress fails a planning step that ended before it planned an
+// object.
+var errNoProgress = fmt.Errorf("fanout: the planning step ended before it planned an object: %w", partialbatch.ErrDeadline)
+
+// list lists src from cursor from, pinning objects PlanConcurrency at once.
+func (r *Runner) list(ctx context.Context, src dataset.Source, from dataset.Cursor) iter.Seq2[dataset.Listed, error] {
+	return dataset.List(ctx, r.s3, src, from, dataset.ListOptions{PinConcurrency: r.opts.PlanConcurrency})
+}
+
+// listed turns objects into a listing that cannot resume.
+func listed(objs iter.Seq2[dataset.Object, error]) iter.Seq2[dataset.Listed, error] {
+	return func(yield func(dataset.Listed, error) bool) {
+		for o, err := range objs {
+			if !yield(dataset.Listed{Object: o}, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// planned is a listed object and its chunk tasks.
+type planned struct {
+	next  dataset.Cursor
+	size  int64
+	tasks []worktask.Task
+	count int // chunks, which a chain plans as one task
 }
 
 // run is the one planning loop: it plans objects into chunk tasks as it
-// lists them, and keeps them while the run is small enough to send here;
-// past InlineMaxBytes (or with queue set) the tasks go to the work queue as
-// they are planned.
-func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov Overrides, queue bool) (Report, error) {
+// lists them, PlanConcurrency objects at once, and keeps them while the run
+// is small enough to send here; past InlineMaxBytes (or with queue set) the
+// tasks go to the work queue as they are planned. With step set the listing
+// can resume: when ctx ends first, the rest of it is queued as the next
+// planning step.
+func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.Listed, error], ov Overrides, queue bool, step *worktask.Plan) (Report, error) {
 	if runID == "" {
 		runID = NewRunID()
 	}
@@ -56,32 +151,46 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.O
 	if err := ov.Validate(); err != nil {
 		return rep, fmt.Errorf("fanout: bad request: %w", err)
 	}
-	plan, err := r.planner(runID, ov)
+	plan, err := r.planner(ctx, runID, ov, true)
 	if err != nil {
 		return rep, err
 	}
-	var planErr error
+	var (
+		planErr error
+		more    bool // ctx ended before the listing did
+		cursor  dataset.Cursor
+	)
+	if step != nil {
+		cursor = step.Cursor
+	}
+	resumable := step != nil && r.work != nil
+	plans := inorder.Map(ctx, objs, r.opts.PlanConcurrency, func(ctx context.Context, l dataset.Listed) (planned, error) {
+		ts, n, err := plan(ctx, l.Object)
+		return planned{next: l.Next, size: l.Size, tasks: ts, count: n}, err
+	})
 	tasks := func(yield func(worktask.Task) bool) {
-		for obj, err := range objs {
-			var ts []worktask.Task
-			if err == nil {
-				ts, err = plan(ctx, obj)
+		for p, err := range plans {
+			if resumable && ctx.Err() != nil {
+				more = true
+				return
 			}
 			if err != nil {
 				planErr = err
 				return
 			}
 			rep.Objects++
-			rep.Chunks += len(ts)
-			rep.BytesPlanned += obj.Size
-			if p := r.opts.Progress; p != nil {
-				p.BytesPlanned.Add(obj.Size)
+			rep.Chunks += p.count
+			rep.BytesPlanned += p.size
+			if pr := r.opts.Progress; pr != nil {
+				pr.BytesPlanned.Add(p.size)
+				pr.ObjectsPlanned.Add(1)
 			}
-			for _, t := range ts {
+			for _, t := range p.tasks {
 				if !yield(t) {
 					return
 				}
 			}
+			cursor = p.next
 		}
 	}
 	next, stop := iter.Pull(tasks)
@@ -95,12 +204,12 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.O
 		inline = append(inline, t)
 		queue = r.work != nil && rep.BytesPlanned > r.opts.InlineMaxBytes
 	}
-	if !queue {
+	if !queue && !more {
 		if planErr != nil {
 			return rep, planErr
 		}
 		var rest []worktask.Task
-		for _, res := range r.RunTasks(ctx, inline, 0) {
+		for _, res := range r.runChains(ctx, inline) {
 			rep.Stats.Add(res.Stats)
 			if res.Continuation != nil {
 				rest = append(rest, *res.Continuation)
@@ -111,7 +220,7 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.O
 			// Out of time: what is left goes to the work queue, in the
 			// time the send context leaves after work ended.
 			rep.Queued = true
-			rep.TasksQueued, err = r.enqueue(partialbatch.SendContext(ctx), func(yield func(worktask.Task) bool) {
+			rep.TasksQueued, err = r.enqueue(partialbatch.SendContext(ctx), func(yield func(message) bool) {
 				for _, t := range rest {
 					if !yield(t) {
 						return
@@ -121,8 +230,11 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.O
 		}
 		return rep, err
 	}
+	// Planning stops at ctx's end; what it planned is queued in the time
+	// the send context leaves.
 	rep.Queued = true
-	rep.TasksQueued, err = r.enqueue(ctx, func(yield func(worktask.Task) bool) {
+	var noProgress bool
+	rep.TasksQueued, err = r.enqueue(partialbatch.SendContext(ctx), func(yield func(message) bool) {
 		for _, t := range inline {
 			if !yield(t) {
 				return
@@ -133,29 +245,59 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.O
 				return
 			}
 		}
+		if !more {
+			return
+		}
+		if cursor == step.Cursor && step.Step > 1 {
+			noProgress = true
+			return
+		}
+		raw, _ := json.Marshal(ov)
+		if ns, ok := nextStep(*step, cursor, raw); ok {
+			rep.PlanContinued = true
+			yield(ns)
+		}
 	})
+	if rep.PlanContinued {
+		rep.TasksQueued--
+	}
+	if err == nil && noProgress {
+		err = errNoProgress
+	}
 	return rep, errors.Join(err, planErr)
 }
 
 // Tasks plans obj into the chunk tasks of run runID, sent as ov says. It
-// reads a CSV object's header or a Parquet object's footer.
+// reads a CSV object's header or a Parquet object's footer. The tasks are
+// not chained: whoever runs them keeps the object's chunks in order.
 func (r *Runner) Tasks(ctx context.Context, runID string, obj dataset.Object, ov Overrides) ([]worktask.Task, error) {
 	if err := ov.Validate(); err != nil {
 		return nil, fmt.Errorf("fanout: bad request: %w", err)
 	}
-	plan, err := r.planner(runID, ov)
+	plan, err := r.planner(ctx, runID, ov, false)
 	if err != nil {
 		return nil, err
 	}
-	return plan(ctx, obj)
+	ts, _, err := plan(ctx, obj)
+	return ts, err
 }
 
 // planner returns the function that plans an object of run runID into
-// tasks, with the chunk size and format ov gives, or the runner's.
-func (r *Runner) planner(runID string, ov Overrides) (func(context.Context, dataset.Object) ([]worktask.Task, error), error) {
+// tasks, with the chunk size and format ov gives, or the runner's, and
+// the number of chunks. With chain set and a FIFO target, an object of
+// several chunks is one chained task (see worktask.Chain), so that its
+// records reach their groups in the object's order.
+func (r *Runner) planner(ctx context.Context, runID string, ov Overrides, chain bool) (func(context.Context, dataset.Object) ([]worktask.Task, int, error), error) {
 	raw, err := json.Marshal(ov)
 	if err != nil {
 		return nil, err
+	}
+	if chain {
+		sender, _, err := r.sender(ctx, &ov)
+		if err != nil {
+			return nil, err
+		}
+		chain = sender.FIFO()
 	}
 	opts := r.opts.Plan
 	if ov.Format != "" {
@@ -165,16 +307,22 @@ func (r *Runner) planner(runID string, ov Overrides) (func(context.Context, data
 		opts.ChunkSize = n
 	}
 	planner := dataset.NewPlanner(r.s3, opts)
-	return func(ctx context.Context, obj dataset.Object) ([]worktask.Task, error) {
+	return func(ctx context.Context, obj dataset.Object) ([]worktask.Task, int, error) {
 		chunks, err := planner.Plan(ctx, obj)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
+		}
+		if chain && len(chunks) > 1 {
+			first := chunks[0]
+			t := worktask.Task{RunID: runID, Chunk: first, Overrides: raw,
+				Chain: &worktask.Chain{Step: first.End - first.Start, Total: chunks[len(chunks)-1].End}}
+			return []worktask.Task{t}, len(chunks), nil
 		}
 		tasks := make([]worktask.Task, len(chunks))
 		for i, c := range chunks {
 			tasks[i] = worktask.Task{RunID: runID, Chunk: c, Overrides: raw}
 		}
-		return tasks, nil
+		return tasks, len(chunks), nil
 	}, nil
 }
 
@@ -187,7 +335,7 @@ func (r *Runner) Target(ctx context.Context) (*sqsbatch.Sender, error) {
 // Enqueue sends tasks to the work queue, such as the continuation of a task
 // that ran out of time.
 func (r *Runner) Enqueue(ctx context.Context, tasks ...worktask.Task) error {
-	_, err := r.enqueue(ctx, func(yield func(worktask.Task) bool) {
+	_, err := r.enqueue(ctx, func(yield func(message) bool) {
 		for _, t := range tasks {
 			if !yield(t) {
 				return
@@ -197,8 +345,15 @@ func (r *Runner) Enqueue(ctx context.Context, tasks ...worktask.Task) error {
 	return err
 }
 
-// enqueue sends tasks to the work queue and returns how many it accepted.
-func (r *Runner) enqueue(ctx context.Context, tasks iter.Seq[worktask.Task]) (int, error) {
+// message is what travels on the work queue: a chunk task
+// (worktask.Task) or a planning step (worktask.Plan).
+type message interface {
+	Entry(fifo bool) (sqsbatch.Entry, error)
+}
+
+// enqueue sends messages to the work queue and returns how many it
+// accepted.
+func (r *Runner) enqueue(ctx context.Context, tasks iter.Seq[message]) (int, error) {
 	if r.work == nil {
 		return 0, errors.New("fanout: the dataset needs the work queue, and none is configured")
 	}

@@ -206,11 +206,16 @@ func DecodeRequest(payload []byte) (Request, error) {
 // taskOverrides reads a task's overrides as strictly as a request's: a
 // task whose overrides a request could not have given is malformed.
 func taskOverrides(t worktask.Task) (Overrides, error) {
+	return overridesOf(t.Overrides)
+}
+
+// overridesOf reads the overrides a task or planning step carries.
+func overridesOf(raw json.RawMessage) (Overrides, error) {
 	var ov Overrides
-	if len(t.Overrides) == 0 {
+	if len(raw) == 0 {
 		return ov, nil
 	}
-	err := strictjson.Decode(t.Overrides, &ov)
+	err := strictjson.Decode(raw, &ov)
 	if err == nil {
 		err = ov.Validate()
 	}

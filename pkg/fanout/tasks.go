@@ -39,7 +39,9 @@ type TaskResult struct {
 	// are on the failure output, and counted in RecordsFailed too.
 	BadRecords int64
 	// Continuation is the rest of the task, when it stopped before the
-	// end of its chunk; whoever runs the task must see that it is run.
+	// end of its chunk, or, for a chained task that sent its chunk, the
+	// next chunk of its object (see worktask.Chain); whoever runs the task
+	// must see that it is run.
 	Continuation *worktask.Task
 	// Stopped is why a task with a Continuation stopped: a read that
 	// failed after it had read some records (their entries were sent). It
@@ -77,6 +79,11 @@ func (r *Runner) RunTasks(ctx context.Context, tasks []worktask.Task, concurrenc
 		if errors.Is(err, claims.ErrDone) {
 			r.log.InfoContext(ctx, "task skipped: another delivery of it has run", "chunk", t.Chunk.URI(), "task", t.ID())
 			results[i].TasksSkipped = 1
+			// The delivery that ran it may have ended before its chain's
+			// next link was queued.
+			if next, ok := t.Next(); ok {
+				results[i].Continuation = &next
+			}
 			continue
 		}
 		if errors.Is(err, claims.ErrHeld) {
@@ -147,11 +154,7 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 	if err != nil {
 		return nil, err
 	}
-	mode := cmp.Or(ov.Mode, r.opts.Mode)
-	if ov.Ingest != nil {
-		mode = ModeRecord
-	}
-	sender, err := r.target(ctx, &ov, mode)
+	sender, mode, err := r.sender(ctx, &ov)
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +173,17 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 		tr.encode = mappedEntries(mapping, c, fifo)
 	}
 	return tr, nil
+}
+
+// sender returns the sender of a run's records and the mode they are sent
+// in, by its overrides.
+func (r *Runner) sender(ctx context.Context, ov *Overrides) (*sqsbatch.Sender, Mode, error) {
+	mode := cmp.Or(ov.Mode, r.opts.Mode)
+	if ov.Ingest != nil {
+		mode = ModeRecord
+	}
+	s, err := r.target(ctx, ov, mode)
+	return s, mode, err
 }
 
 // mappedEntries returns the record-mode encoder of a chunk's records: the
@@ -543,8 +557,51 @@ func (r *Runner) offloadEntry(ctx context.Context, tr *taskRun, e sqsbatch.Entry
 // and returns its result.
 func (r *Runner) finish(ctx context.Context, tr *taskRun) TaskResult {
 	res := r.result(ctx, tr)
+	if res.Err == nil && res.Continuation == nil {
+		if next, ok := tr.task.Next(); ok {
+			res.Continuation = &next
+		}
+	}
 	r.settle(ctx, tr, res)
 	return res
+}
+
+// runChains runs tasks as RunTasks does, and then, while ctx lasts, the
+// next links of the chained ones that sent their chunk (see
+// worktask.Chain), here rather than through the work queue. Each result is
+// its task's chain's: the stats of its links summed, and as Continuation
+// what is left of the chain. A link after the first that fails is handed
+// back as that Continuation, to be queued and retried on its own, so that
+// the chunks before it are not sent again.
+func (r *Runner) runChains(ctx context.Context, tasks []worktask.Task) []TaskResult {
+	results := r.RunTasks(ctx, tasks, 0)
+	ran := slices.Clone(tasks)
+	for ctx.Err() == nil {
+		var links []worktask.Task
+		var of []int
+		for i, res := range results {
+			if c := res.Continuation; res.Err == nil && c != nil && c.Chunk.ID() != ran[i].Chunk.ID() {
+				links = append(links, *c)
+				of = append(of, i)
+			}
+		}
+		if len(links) == 0 {
+			break
+		}
+		for j, lr := range r.RunTasks(ctx, links, 0) {
+			i := of[j]
+			res := &results[i]
+			res.Stats.Add(lr.Stats)
+			res.BadRecords += lr.BadRecords
+			res.Continuation, res.Stopped = lr.Continuation, lr.Stopped
+			if lr.Err != nil {
+				r.log.WarnContext(ctx, "a chained chunk failed; it is queued to run again on its own", "chunk", links[j].Chunk.URI(), "task", links[j].ID(), "error", lr.Err)
+				res.Continuation = &links[j]
+			}
+			ran[i] = links[j]
+		}
+	}
+	return results
 }
 
 func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {

@@ -1,9 +1,13 @@
-// Package worktask defines the chunk tasks that travel on fanout's work
-// queue: one chunk of a dataset to send, from a position on. fanout plans
-// them and consumes them; s3ingest hands large objects to fanout with them.
+// Package worktask defines the messages that travel on fanout's work
+// queue: chunk tasks (one chunk of a dataset to send, from a position on)
+// and planning steps (the rest of a dataset's listing to plan into chunk
+// tasks). fanout plans and consumes them; s3ingest hands large objects to
+// fanout as chunk tasks.
 package worktask
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +30,34 @@ type Task struct {
 	// Overrides holds per-run settings of the request that planned the
 	// task, so that every worker sends the run the same way.
 	Overrides json.RawMessage `json:"overrides,omitempty"`
+	// Chain, when set, makes the object's chunks run one after another:
+	// the run of this task is followed by its object's next chunk (see
+	// Next), queued or run only once this one is sent. It is how records
+	// reach a FIFO queue in their order in the object.
+	Chain *Chain `json:"chain,omitempty"`
+}
+
+// Chain is how a chained task finds the next chunk of its object.
+type Chain struct {
+	// Step is the length of a chunk: bytes, or row groups for Parquet.
+	Step int64 `json:"step"`
+	// Total is the end of the object's last chunk.
+	Total int64 `json:"total"`
+}
+
+// Next returns the task of the chunk that follows t's in a chain, as the
+// planner would have planned it; ok is false when t is not chained or its
+// chunk is the object's last.
+func (t Task) Next() (next Task, ok bool) {
+	if t.Chain == nil || t.Chunk.Index+1 >= t.Chunk.Count {
+		return Task{}, false
+	}
+	next = t
+	next.ResumeAt = 0
+	next.Chunk.Index++
+	next.Chunk.Start = t.Chunk.End
+	next.Chunk.End = min(next.Chunk.Start+t.Chain.Step, t.Chain.Total)
+	return next, true
 }
 
 // ID returns a deterministic identifier of the task: the chunk's, with the
@@ -111,6 +143,8 @@ func (t Task) Validate() error {
 		return fmt.Errorf("chunk size %d is negative", c.Size)
 	case t.ResumeAt < 0:
 		return fmt.Errorf("resumeAt %d is negative", t.ResumeAt)
+	case t.Chain != nil && (t.Chain.Step < 1 || t.Chain.Total < c.End):
+		return fmt.Errorf("chain step %d total %d: want step >= 1 and total >= the chunk's end %d", t.Chain.Step, t.Chain.Total, c.End)
 	}
 	if f, err := dataset.ParseFormat(string(c.Format)); err != nil || f != c.Format {
 		return fmt.Errorf("chunk.format %q is not jsonl, csv, text or parquet", c.Format)
@@ -121,4 +155,69 @@ func (t Task) Validate() error {
 		return fmt.Errorf("chunk.compression %q is not gzip or zstd", c.Compression)
 	}
 	return nil
+}
+
+// Plan is a planning step of a run: the rest of a dataset's listing, from
+// Cursor on, to plan into chunk tasks. A request that runs out of time while
+// it plans queues one, and each step queues the next until the listing
+// ends, so that a dataset of any number of objects is planned across as
+// many invocations as it takes.
+type Plan struct {
+	// RunID names the run the step plans.
+	RunID string `json:"runId"`
+	// Source is the dataset, as the request named it.
+	Source dataset.Source `json:"plan"`
+	// Cursor is where the listing resumes.
+	Cursor dataset.Cursor `json:"cursor"`
+	// Overrides are the run's, as on its tasks.
+	Overrides json.RawMessage `json:"overrides,omitempty"`
+	// Step numbers the run's planning steps; the request's is 1.
+	Step int `json:"step"`
+}
+
+// ID returns a deterministic identifier of the step, built from its run,
+// dataset and cursor: 32 hex characters, valid as an SQS deduplication id.
+// A step queued twice has one id.
+func (p Plan) ID() string {
+	src, _ := json.Marshal(p.Source)
+	cur, _ := json.Marshal(p.Cursor)
+	h := sha256.New()
+	fmt.Fprintf(h, "plan\x00%s\x00%s\x00%s", p.RunID, src, cur)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// Entry returns the step as the message that carries it to the work
+// queue, as Task.Entry does.
+func (p Plan) Entry(fifo bool) (sqsbatch.Entry, error) {
+	body, err := json.Marshal(p)
+	if err != nil {
+		return sqsbatch.Entry{}, err
+	}
+	id := p.ID()
+	e := sqsbatch.Entry{ID: id, Body: string(body)}
+	if fifo {
+		e.GroupID, e.DeduplicationID = id, id
+	}
+	return e, nil
+}
+
+// ParsePlan reads a planning step from an SQS message body, strictly. A
+// body without a "plan" field is ErrNotTask; a step that cannot run is a
+// *MalformedError.
+func ParsePlan(body string) (Plan, error) {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal([]byte(body), &probe) != nil || probe["plan"] == nil {
+		return Plan{}, ErrNotTask
+	}
+	var p Plan
+	if err := strictjson.Decode([]byte(body), &p); err != nil {
+		return Plan{}, &MalformedError{Err: err}
+	}
+	if err := p.Source.Validate(); err != nil {
+		return Plan{}, &MalformedError{Err: fmt.Errorf("plan: %w", err)}
+	}
+	if p.RunID == "" || p.Step < 1 {
+		return Plan{}, &MalformedError{Err: fmt.Errorf("a planning step needs its runId and a step >= 1")}
+	}
+	return p, nil
 }

@@ -77,3 +77,88 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestChainNext(t *testing.T) {
+	// An object of 10 bytes in chunks of 4: [0,4) [4,8) [8,10).
+	first := Task{RunID: "r", Chain: &Chain{Step: 4, Total: 10}, Chunk: dataset.Chunk{
+		Object: dataset.Object{Bucket: "b", Key: "k.jsonl", Size: 10, ETag: "e"}, Count: 3, End: 4, Format: dataset.FormatJSONL}}
+	planned := dataset.NewPlanner(nil, dataset.PlanOptions{ChunkSize: 4})
+	chunks, err := planned.Plan(t.Context(), first.Chunk.Object)
+	if err != nil || len(chunks) != 3 {
+		t.Fatalf("plan: %v %v", chunks, err)
+	}
+	at := first
+	at.ResumeAt = 2
+	for i := 1; i < 3; i++ {
+		next, ok := at.Next()
+		if !ok {
+			t.Fatalf("no link after chunk %d", i-1)
+		}
+		if next.Chunk.ID() != chunks[i].ID() || next.Chunk.Index != i || next.ResumeAt != 0 {
+			t.Errorf("link %d = %+v, want the planner's chunk %+v from its start", i, next.Chunk, chunks[i])
+		}
+		if err := next.Validate(); err != nil {
+			t.Errorf("link %d: %v", i, err)
+		}
+		at = next
+	}
+	if _, ok := at.Next(); ok {
+		t.Error("a link after the last chunk")
+	}
+	unchained := first
+	unchained.Chain = nil
+	if _, ok := unchained.Next(); ok {
+		t.Error("a link after an unchained task")
+	}
+	bad := first
+	bad.Chain = &Chain{Step: 0, Total: 10}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "chain step 0") {
+		t.Errorf("a chain of step 0: %v", err)
+	}
+}
+
+func TestParsePlan(t *testing.T) {
+	step := Plan{RunID: "r1", Source: dataset.Source{Bucket: "lake", Prefix: "p/"}, Cursor: dataset.Cursor{After: "p/0042.jsonl"}, Step: 3}
+	e, err := step.Entry(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParsePlan(e.Body)
+	if err != nil || got.ID() != step.ID() || got.Cursor != step.Cursor || got.Step != 3 {
+		t.Fatalf("ParsePlan(%s) = %+v, %v; want the step back", e.Body, got, err)
+	}
+	if e.GroupID != step.ID() || e.DeduplicationID != step.ID() || len(step.ID()) != 32 {
+		t.Errorf("FIFO entry ids %q %q, want the step's id", e.GroupID, e.DeduplicationID)
+	}
+	if _, err := Parse(e.Body); !errors.Is(err, ErrNotTask) {
+		t.Errorf("a planning step read as a chunk task: %v", err)
+	}
+	moved := step
+	moved.Cursor.After = "p/0043.jsonl"
+	if moved.ID() == step.ID() {
+		t.Error("two cursors, one id")
+	}
+	again := step
+	again.Step = 4 // the same listing from the same place is the same step
+	if again.ID() != step.ID() {
+		t.Error("the step number changed the id")
+	}
+	for _, tc := range []struct{ name, body, want string }{
+		{"no dataset", `{"runId":"r","plan":{"bucket":"b"},"cursor":{},"step":2}`, "names no dataset"},
+		{"no run", `{"plan":{"bucket":"b","prefix":"p/"},"cursor":{},"step":2}`, "needs its runId"},
+		{"unknown field", `{"runId":"r","plan":{"bucket":"b","prefix":"p/"},"cursor":{"startAfter":"x"},"step":2}`, `unknown field "startAfter"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParsePlan(tc.body)
+			var me *MalformedError
+			if !errors.As(err, &me) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ParsePlan(%s): %v; want a *MalformedError that says %q", tc.body, err, tc.want)
+			}
+		})
+	}
+	for _, body := range []string{"", `{"Records":[]}`, `{"runId":"r","chunk":{}}`} {
+		if _, err := ParsePlan(body); !errors.Is(err, ErrNotTask) {
+			t.Errorf("ParsePlan(%q): %v; want ErrNotTask", body, err)
+		}
+	}
+}
