@@ -3,7 +3,8 @@
 //
 // A dataset is one object, a prefix (with optional suffix and glob filters),
 // a list of keys, or a manifest: an S3 Batch Operations CSV of bucket,key
-// lines or an S3 Inventory manifest.json with CSV data files. Listing skips
+// lines or an S3 Inventory manifest.json with CSV or Parquet data files (an
+// ORC report is refused with [ErrInventoryFormat]). Listing skips
 // what Spark and Hive write beside data (_SUCCESS, and keys whose last
 // segment starts with "_" or ".") unless asked not to.
 //

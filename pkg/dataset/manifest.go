@@ -103,13 +103,31 @@ type inventoryRow struct {
 	Latest, DeleteMarker bool
 }
 
-// inventoryReader reads the rows of one inventory data file, whose
-// fields fileSchema (from manifest.json) names.
-type inventoryReader func(ctx context.Context, client ListAPI, file Object, fileSchema string) iter.Seq2[inventoryRow, error]
+// inventoryReader reads the rows of one inventory data file after its
+// first skip rows. fileSchema is the manifest's description of the file's
+// columns.
+type inventoryReader func(ctx context.Context, client ListAPI, file Object, fileSchema string, skip int64) iter.Seq2[inventoryRow, error]
 
 // inventoryReaders are the readers of each fileFormat, by upper-case name.
+// ORC is not among them: see errORCInventory.
 var inventoryReaders = map[string]inventoryReader{
-	"CSV": csvInventoryRows,
+	"CSV":     csvInventoryRows,
+	"PARQUET": parquetInventoryRows,
+}
+
+// ErrInventoryFormat reports an S3 Inventory report whose fileFormat
+// listing does not read: ORC, or a format S3 does not write.
+var ErrInventoryFormat = errors.New("S3 Inventory fileFormat not read")
+
+// errORCInventory refuses an ORC report. No maintained Go reader of ORC
+// was found: github.com/scritchley/orc, the only pure-Go one, is
+// unmaintained and not served by the Go module proxy, and Apache Arrow's Go
+// module (github.com/apache/arrow-go/v18) has no ORC reader; Arrow's C++
+// one would need cgo, and the functions are built with CGO_ENABLED=0. See
+// docs/fanout.md.
+func errORCInventory(manifest string) error {
+	return fmt.Errorf("dataset: inventory manifest %s: fileFormat ORC: %w: there is no maintained Go ORC reader; "+
+		"configure the S3 Inventory report with the CSV or Apache Parquet format instead", manifest, ErrInventoryFormat)
 }
 
 // listInventory lists the objects of an S3 Inventory report from cursor
@@ -128,8 +146,12 @@ func listInventory(ctx context.Context, client ListAPI, src Source, manifest Obj
 		return
 	}
 	read, ok := inventoryReaders[strings.ToUpper(m.FileFormat)]
-	if !ok {
-		yield(Listed{}, fmt.Errorf("dataset: inventory manifest %s: fileFormat %q is not supported (want CSV)", src.Manifest, m.FileFormat))
+	switch {
+	case strings.EqualFold(m.FileFormat, "ORC"):
+		yield(Listed{}, errORCInventory(src.Manifest))
+		return
+	case !ok:
+		yield(Listed{}, fmt.Errorf("dataset: inventory manifest %s: fileFormat %q: %w (want CSV or Parquet)", src.Manifest, m.FileFormat, ErrInventoryFormat))
 		return
 	}
 	dest := m.DestinationBucket
@@ -137,16 +159,17 @@ func listInventory(ctx context.Context, client ListAPI, src Source, manifest Obj
 		dest = dest[i+1:] // arn:aws:s3:::bucket
 	}
 	for i := from.Index; i < len(m.Files); i++ {
-		var n, skip int64
+		var skip int64
 		if i == from.Index {
 			skip = from.Offset
 		}
-		for row, err := range read(ctx, client, Object{Bucket: dest, Key: m.Files[i].Key}, m.FileSchema) {
+		n := skip // rows of file i read, those skipped and filtered included
+		for row, err := range read(ctx, client, Object{Bucket: dest, Key: m.Files[i].Key}, m.FileSchema, skip) {
 			if err != nil {
 				yield(Listed{}, err)
 				return
 			}
-			if n++; n <= skip || !row.Latest || row.DeleteMarker || !src.keep(row.Key) {
+			if n++; !row.Latest || row.DeleteMarker || !src.keep(row.Key) {
 				continue
 			}
 			o := Object{Bucket: row.Bucket, Key: row.Key, VersionID: row.VersionID, ETag: row.ETag, Size: row.Size}
@@ -157,10 +180,13 @@ func listInventory(ctx context.Context, client ListAPI, src Source, manifest Obj
 	}
 }
 
-// csvInventoryRows reads a gzipped CSV inventory data file, whose columns
-// fileSchema names ("Bucket, Key, Size, ..."). Keys are URL-encoded.
-func csvInventoryRows(ctx context.Context, client ListAPI, file Object, fileSchema string) iter.Seq2[inventoryRow, error] {
+// csvInventoryRows reads a gzipped CSV inventory data file after its first
+// skip rows, which it reads and drops (a gzip stream cannot be entered in
+// the middle). fileSchema names the columns ("Bucket, Key, Size, ...").
+// Keys are URL-encoded.
+func csvInventoryRows(ctx context.Context, client ListAPI, file Object, fileSchema string, skip int64) iter.Seq2[inventoryRow, error] {
 	return func(yield func(inventoryRow, error) bool) {
+		skip := skip // each run of the iterator skips anew
 		schema := strings.Split(fileSchema, ",")
 		for i := range schema {
 			schema[i] = strings.TrimSpace(schema[i])
@@ -177,6 +203,10 @@ func csvInventoryRows(ctx context.Context, client ListAPI, file Object, fileSche
 			return
 		}
 		readManifestCSV(file.URI(), gz, schema, func(row inventoryRow, _ int64, err error) bool {
+			if err == nil && skip > 0 {
+				skip--
+				return true
+			}
 			return yield(row, err)
 		})
 	}
