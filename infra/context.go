@@ -73,6 +73,11 @@ const (
 	ctxMaxInFlight          = "maxInFlight"
 	ctxFailOnError          = "failOnError"
 	ctxFanoutEnv            = "fanoutEnv"
+	ctxBatchOperations      = "batchOperations"
+	ctxBatchManifestBucket  = "batchManifestBucketName"
+	ctxBatchManifestPrefix  = "batchManifestPrefix"
+	ctxBatchReportBucket    = "batchReportBucketName"
+	ctxBatchReportPrefix    = "batchReportPrefix"
 )
 
 // Defaults of the app that differ from the construct's: the code
@@ -173,6 +178,13 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	fo.MaxInFlight = r.integer(ctxMaxInFlight)
 	fo.FailOnError = r.boolean(ctxFailOnError, false)
 	fo.Environment = r.env(ctxFanoutEnv)
+	fo.BatchOperations = s3sqscdk.BatchOperationsProps{
+		Enabled:            r.boolean(ctxBatchOperations, false),
+		ManifestBucketName: r.str(ctxBatchManifestBucket, ""),
+		ManifestPrefix:     r.str(ctxBatchManifestPrefix, ""),
+		ReportBucketName:   r.str(ctxBatchReportBucket, ""),
+		ReportPrefix:       r.str(ctxBatchReportPrefix, ""),
+	}
 	return c, errors.Join(r.errs...)
 }
 

@@ -51,6 +51,9 @@ func newStack(scope constructs.Construct, cfg appConfig, env *awscdk.Environment
 		if s.TargetDLQ != nil {
 			out("TargetDLQUrl", "DLQ of the target queue", s.TargetDLQ.QueueUrl())
 		}
+		if s.BatchOperationsRole != nil {
+			out("BatchOperationsRoleArn", "role of S3 Batch Operations jobs that invoke fanout (create-job --role-arn)", s.BatchOperationsRole.RoleArn())
+		}
 		if uri := s.ReportS3URI(); uri != "" {
 			out("ReportS3Uri", "where fanout writes its run reports (REPORT_S3_URI)", &uri)
 		}

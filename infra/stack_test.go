@@ -87,6 +87,8 @@ func TestContext(t *testing.T) {
 				"fanoutTimeout": "10m", "failOnError": "true", "nag": "false", "alarmTopicArn": "arn:aws:sns:eu-west-1:111122223333:ops",
 				"fanoutBatchingWindow": "30s", "datasetKeys": "lake=arn:aws:kms:eu-west-1:111122223333:key/lake",
 				"report": "true", "reportBucketName": "runs", "reportPrefix": "fanout/", "reportExpirationDays": "30",
+				"batchOperations": "true", "batchManifestBucketName": "inventory", "batchManifestPrefix": "jobs/",
+				"batchReportBucketName": "job-reports", "batchReportPrefix": "done/",
 			},
 			want: appConfig{stackName: "Lake", alarmTopicARN: "arn:aws:sns:eu-west-1:111122223333:ops", props: s3sqscdk.Props{
 				Encryption: s3sqscdk.EncryptionKMS, MaxReceiveCount: 8, LogRetention: awslogs.RetentionDays_THREE_MONTHS,
@@ -105,6 +107,8 @@ func TestContext(t *testing.T) {
 					MaxBatchingWindow: 30 * time.Second,
 					FailOnError:       true,
 					Report:            s3sqscdk.ReportProps{Enabled: true, ExistingBucketName: "runs", Prefix: "fanout/", ExpirationDays: 30},
+					BatchOperations: s3sqscdk.BatchOperationsProps{Enabled: true, ManifestBucketName: "inventory", ManifestPrefix: "jobs/",
+						ReportBucketName: "job-reports", ReportPrefix: "done/"},
 				},
 			}},
 		},
@@ -121,8 +125,8 @@ func TestContext(t *testing.T) {
 		{
 			name: "bad values",
 			ctx: map[string]any{"encryption": "aes", "maxReceiveCount": "many", "logRetentionDays": "42", "ingestTimeout": "soon", "fanout": "maybe", "fanoutEnv": "NOEQUALS",
-				"datasets": "lake", "datasetKeys": "other=arn:aws:kms:eu-west-1:111122223333:key/other", "report": "sometimes"},
-			wantErr: []string{"encryption", "maxReceiveCount", "logRetentionDays", "ingestTimeout", "fanout:", "fanoutEnv", "datasetKeys", "report:"},
+				"datasets": "lake", "datasetKeys": "other=arn:aws:kms:eu-west-1:111122223333:key/other", "report": "sometimes", "batchOperations": "yes"},
+			wantErr: []string{"encryption", "maxReceiveCount", "logRetentionDays", "ingestTimeout", "fanout:", "fanoutEnv", "datasetKeys", "report:", "batchOperations:"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,9 +170,10 @@ func TestStack(t *testing.T) {
 		{"fanout only, KMS, existing target, alarm topic, report", map[string]any{
 			"ingest": "false", "encryption": "kms", "targetQueueArn": "arn:aws:sqs:eu-west-1:444455556666:orders",
 			"alarmTopicArn": "arn:aws:sns:eu-west-1:111122223333:ops", "datasets": "lake/exports/", "report": "true",
+			"batchOperations": "true", "batchManifestBucketName": "lake", "batchReportPrefix": "jobs/done/",
 		}, []string{
 			"FanoutFunctionName", "FanoutRoleArn", "WorkQueueUrl", "WorkDLQUrl", "FailureQueueUrl", "TargetQueueUrl", "TargetQueueArn", "QueueKeyArn",
-			"ReportS3Uri",
+			"ReportS3Uri", "BatchOperationsRoleArn",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -70,6 +70,11 @@ type S3SQS struct {
 	// GrantReadPayloads.
 	OffloadBucket awss3.IBucket
 
+	// BatchOperationsRole is the role of S3 Batch Operations jobs that
+	// invoke fanout, when FanoutProps.BatchOperations.Enabled; nil
+	// otherwise.
+	BatchOperationsRole awsiam.Role
+
 	// ReportBucket receives fanout's run reports, when
 	// FanoutProps.Report.Enabled; nil otherwise.
 	ReportBucket awss3.IBucket
@@ -131,6 +136,9 @@ func New(scope constructs.Construct, id string, props *Props) (*S3SQS, error) {
 	}
 	if !p.Fanout.Disabled {
 		s.buildFanout()
+		if p.Fanout.BatchOperations.Enabled {
+			s.buildBatchOperations()
+		}
 	}
 	if !p.Ingest.Disabled {
 		s.buildIngest()

@@ -75,6 +75,13 @@ func TestNag(t *testing.T) {
 			{"AwsSolutions-S1", "ReportBucket"},
 			{"AwsSolutions-IAM5", "FanoutRoleReport"},
 		}},
+		{"batch operations", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{BatchOperations: s3sqscdk.BatchOperationsProps{Enabled: true, ManifestBucketName: "inventory"}}}, []suppression{
+			untraced[0], untraced[1],
+			{"Serverless-SQSRedrivePolicy", "TargetDLQ"},
+			{"AwsSolutions-IAM5", "BatchOperationsInvoke"},
+			{"AwsSolutions-IAM5", "BatchOperationsManifest"},
+			{"AwsSolutions-IAM5", "BatchOperationsReport"},
+		}},
 		{"existing bucket and target, KMS, datasets", existing(), []suppression{
 			untraced[0], untraced[1],
 			{"AwsSolutions-IAM4", "Test/BucketNotificationsHandler050a0587b7544547bf325f094a3db834/Role"},

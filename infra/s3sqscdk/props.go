@@ -218,6 +218,33 @@ type ReportProps struct {
 	ExpirationDays int
 }
 
+// Defaults of [BatchOperationsProps].
+const (
+	DefaultBatchManifestPrefix = "batch-manifests/"
+	DefaultBatchReportPrefix   = "batch-reports/"
+)
+
+// BatchOperationsProps configures the role of S3 Batch Operations jobs
+// that invoke fanout ("Invoke AWS Lambda function"): trusted by
+// batchoperations.s3.amazonaws.com, it may invoke fanout (and its versions
+// and aliases), read manifests under ManifestPrefix and write completion
+// reports under ReportPrefix. fanout reads the objects a job names with
+// its own role: they must be among FanoutProps.Datasets.
+type BatchOperationsProps struct {
+	// Enabled creates the role ([S3SQS].BatchOperationsRole).
+	Enabled bool
+	// ManifestBucketName holds the jobs' manifests. Required.
+	ManifestBucketName string
+	// ManifestPrefix of the manifests. Default DefaultBatchManifestPrefix.
+	ManifestPrefix string
+	// ReportBucketName receives the completion reports. Default
+	// ManifestBucketName.
+	ReportBucketName string
+	// ReportPrefix of the completion reports. Default
+	// DefaultBatchReportPrefix.
+	ReportPrefix string
+}
+
 // FanoutProps configures the fanout path: the fanout function, its work
 // queue (with DLQ), its failure queue and the target queue.
 type FanoutProps struct {
@@ -260,6 +287,9 @@ type FanoutProps struct {
 	// Report configures the run report fanout writes to S3
 	// (REPORT_S3_URI). Default off.
 	Report ReportProps
+	// BatchOperations creates the role of S3 Batch Operations jobs that
+	// invoke fanout. Default off.
+	BatchOperations BatchOperationsProps
 	// Datasets fanout may read. With HandoffBytes, the source bucket is
 	// added. Default none.
 	Datasets []Dataset
@@ -440,6 +470,32 @@ func resolve(p *Props) (resolved, error) {
 			if rp.ExistingBucketName != "" && strings.ContainsAny(rp.ExistingBucketName, "/*?:") {
 				bad("Fanout.Report.ExistingBucketName: %q is not a bucket name", rp.ExistingBucketName)
 			}
+		}
+		if bo := &fo.BatchOperations; bo.Enabled {
+			if bo.ManifestBucketName == "" {
+				bad("Fanout.BatchOperations.ManifestBucketName: required (the bucket of the jobs' manifests)")
+			}
+			if bo.ReportBucketName == "" {
+				bo.ReportBucketName = bo.ManifestBucketName
+			}
+			if bo.ManifestPrefix == "" {
+				bo.ManifestPrefix = DefaultBatchManifestPrefix
+			}
+			if bo.ReportPrefix == "" {
+				bo.ReportPrefix = DefaultBatchReportPrefix
+			}
+			for field, name := range map[string]string{"ManifestBucketName": bo.ManifestBucketName, "ReportBucketName": bo.ReportBucketName} {
+				if strings.ContainsAny(name, "/*?:") {
+					bad("Fanout.BatchOperations.%s: %q is not a bucket name", field, name)
+				}
+			}
+			for field, pre := range map[string]string{"ManifestPrefix": bo.ManifestPrefix, "ReportPrefix": bo.ReportPrefix} {
+				if !reportPrefix.MatchString(pre) {
+					bad("Fanout.BatchOperations.%s: %q must end with /, not start with one, and hold no wildcard", field, pre)
+				}
+			}
+		} else if bo.ManifestBucketName != "" || bo.ReportBucketName != "" || bo.ManifestPrefix != "" || bo.ReportPrefix != "" {
+			bad("Fanout.BatchOperations: buckets and prefixes need Enabled")
 		}
 		if fo.MaxInFlight < 0 || fo.MaxInFlight > 1000 {
 			bad("Fanout.MaxInFlight: %d is not from 1 to 1000", fo.MaxInFlight)

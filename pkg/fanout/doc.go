@@ -3,7 +3,10 @@
 // chunk tasks (plan.go), reads tasks and sends their records with one
 // sender per target queue (tasks.go), turns records into messages
 // (encode.go), puts what cannot be sent on the failure output
-// (failures.go), and answers fanout's Lambda invocations (lambda.go).
+// (failures.go), and answers fanout's Lambda invocations (lambda.go),
+// among them those of its drivers, S3 Batch Operations (batchops.go) and
+// Step Functions Distributed Map (distmap.go), which run each object they
+// name as a run of its own (drivers.go).
 // Package ingest, the s3ingest function's logic, runs its objects as tasks
 // of a Runner too. Nothing here reads the environment.
 //

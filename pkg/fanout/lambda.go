@@ -92,6 +92,13 @@ type Invocation struct {
 	Skipped        int    `json:"skippedObjects,omitempty"`
 	DurationMs     int64  `json:"durationMs"`
 	Stats
+
+	// Items counts the objects a driver named (Batch Operations tasks,
+	// Distributed Map items); ItemsFailed those that failed for good,
+	// ItemsToRetry those the driver retries.
+	Items        int `json:"items,omitempty"`
+	ItemsFailed  int `json:"itemsFailed,omitempty"`
+	ItemsToRetry int `json:"itemsToRetry,omitempty"`
 }
 
 // Invoke is the Lambda entry point. It returns an error only when it cannot
@@ -104,7 +111,16 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 		out any
 		err error
 	)
-	switch kindOf(payload) {
+	switch kind := kindOf(payload); kind {
+	case "batch-operations", "distributed-map":
+		// Drivers answer per object; FAIL_ON_ERROR acts per object too.
+		inv.Kind = kind
+		if kind == "batch-operations" {
+			out, err = h.batchOperations(ctx, inv, payload)
+		} else {
+			out, err = h.distributedMap(ctx, inv, payload)
+		}
+		return h.answer(ctx, inv, start, out, err)
 	case "sqs":
 		inv.Kind = "sqs"
 		var ev events.SQSEvent
@@ -148,11 +164,19 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 }
 
 // kindOf tells an SQS event, an S3 notification (raw, wrapped by SNS or
-// sent by EventBridge) and a request apart.
+// sent by EventBridge), an S3 Batch Operations invocation (by its
+// invocationSchemaVersion), a Step Functions Distributed Map item batch
+// (an Items array) and a request apart.
 func kindOf(payload []byte) string {
 	var probe map[string]json.RawMessage
 	if json.Unmarshal(payload, &probe) != nil {
 		return "request"
+	}
+	if _, ok := probe["invocationSchemaVersion"]; ok {
+		return "batch-operations"
+	}
+	if raw, ok := probe["Items"]; ok && len(raw) > 0 && raw[0] == '[' {
+		return "distributed-map"
 	}
 	if raw, ok := probe["Records"]; ok {
 		var recs []struct {

@@ -502,6 +502,11 @@ CONTEXT_PARAMETERS = {
     "reportBucketName": ["ReportBucketName"],
     "reportPrefix": ["ReportPrefix"],
     "reportExpirationDays": ["ReportExpirationDays"],
+    "batchOperations": ["BatchOperations"],
+    "batchManifestBucketName": ["BatchManifestBucketName"],
+    "batchManifestPrefix": ["BatchManifestPrefix"],
+    "batchReportBucketName": ["BatchReportBucketName"],
+    "batchReportPrefix": ["BatchReportPrefix"],
 }
 
 
@@ -682,6 +687,15 @@ def _drifts():
         sts = _res(t, "S3IngestRole")["Policies"][0]["PolicyDocument"]["Statement"]
         sts.remove(next(s for s in sts if isinstance(s, dict) and s.get("Fn::If", [None])[0] == "HasBucketKey"))
 
+    def batch_invoke_any(t):
+        _res(t, "BatchOperationsRole")["Policies"][0]["PolicyDocument"]["Statement"][0]["Resource"] = "*"
+
+    def batch_report_in_manifest_prefix(t):
+        st = _res(t, "BatchOperationsRole")["Policies"][0]["PolicyDocument"]["Statement"][2]
+        st["Resource"]["Fn::Join"][1][-2] = {"Ref": "BatchManifestPrefix"}
+
+    yield "the Batch Operations role may invoke any function", "non-default", batch_invoke_any
+    yield "Batch Operations reports written under the manifest prefix", "non-default", batch_report_in_manifest_prefix
     yield "a dataset's s3:ListBucket loses its s3:prefix condition", "non-default", dataset_list_unconditioned
     yield "output DLQ not FIFO with OutputFifo", "non-default", lambda t: _res(t, "OutputDLQ").pop("FifoQueue")
     yield "queue key lets SNS use it for any topic", "non-default", queue_key_any_topic
