@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -53,7 +54,7 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	fs.StringVar(&opts.Target.Name, "target-queue-name", "", "target queue `name`, resolved with GetQueueUrl")
 	fs.StringVar(&opts.Target.OwnerAccountID, "target-queue-owner", "", "`account` that owns the queue named by -target-queue-name")
 	fs.StringVar(&maxMsgSize, "target-max-message-size", "", "the target's MaximumMessageSize (`size`), to skip GetQueueAttributes")
-	fs.StringVar(&opts.WorkQueueURL, "work-queue-url", "", "send the dataset as chunk tasks to this `URL` instead of in-process")
+	fs.StringVar(&opts.WorkQueueURL, "work-queue-url", "", "plan the dataset here and queue its chunk tasks on this `URL` for the deployed function, instead of sending it in-process")
 	fs.StringVar(&opts.FailureQueueURL, "failure-queue-url", "", "send refused records to this queue `URL`")
 	fs.StringVar(&opts.FailureS3URI, "failure-s3-uri", "", "write refused records under `s3://bucket/prefix`")
 	fs.StringVar(&opts.ReportS3URI, "report-s3-uri", "", "write the run report (manifest and failed ranges) under `s3://bucket/prefix`")
@@ -130,8 +131,10 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	if failureFile == "" && opts.FailureQueueURL == "" && opts.FailureS3URI == "" {
 		failureFile = "s3sqs-failures-" + req.RunID + ".jsonl"
 	}
-	// With no work queue, the whole dataset is sent here, however large.
+	// With no work queue, the whole dataset is sent here, however large;
+	// with one, all of it goes there (Runner.Queue).
 	opts.InlineMaxBytes = 1 << 62
+	queue := opts.WorkQueueURL != ""
 
 	s3c, sqsc, err := lambdaenv.Clients(ctx, pathStyle)
 	if err != nil {
@@ -151,20 +154,43 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", err)
 		return 1
 	}
+	if queue {
+		// The deployed function sends the tasks: they carry the target and
+		// the settings given here, as a request's overrides would.
+		target, err := runner.Target(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "s3sqs fanout: %v\n", err)
+			return 1
+		}
+		req.Overrides = queuedOverrides(fs, target.QueueURL(), opts, chunkSize)
+	}
 	done := make(chan struct{})
 	shown := make(chan struct{})
 	go func() {
 		defer close(shown)
-		showProgress(stderr, func(elapsed time.Duration, bar bool) string { return progressLine(opts.Progress, elapsed, bar) }, tty, interval, done)
+		line := progressLine
+		if queue {
+			line = planningLine
+		}
+		showProgress(stderr, func(elapsed time.Duration, bar bool) string { return line(opts.Progress, elapsed, bar) }, tty, interval, done)
 	}()
 	start := time.Now()
-	rep, err := runner.Run(ctx, req)
+	run := runner.Run
+	if queue {
+		run = runner.Queue
+	}
+	rep, err := run(ctx, req)
 	close(done)
 	<-shown
 	out, _ := json.MarshalIndent(rep, "", "  ")
 	fmt.Fprintf(stdout, "%s\n", out)
-	fmt.Fprintf(stderr, "s3sqs fanout: %d records read, %d sent, %d failed in %s\n",
-		rep.RecordsRead, rep.RecordsSent, rep.RecordsFailed, time.Since(start).Round(time.Millisecond))
+	if queue {
+		fmt.Fprintf(stderr, "s3sqs fanout: %d objects (%.1f MB) planned, %d chunk tasks queued on %s in %s\n",
+			rep.Objects, float64(rep.BytesPlanned)/1e6, rep.TasksQueued, opts.WorkQueueURL, time.Since(start).Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(stderr, "s3sqs fanout: %d records read, %d sent, %d failed in %s\n",
+			rep.RecordsRead, rep.RecordsSent, rep.RecordsFailed, time.Since(start).Round(time.Millisecond))
+	}
 	if failures != nil && failures.f != nil {
 		fmt.Fprintf(stderr, "s3sqs fanout: failed records are in %s\n", failures.path)
 	}
@@ -176,6 +202,31 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 		return 1
 	}
 	return 0
+}
+
+// queuedOverrides are the overrides that the tasks of -work-queue-url
+// carry: the target queue, and the settings whose flags were given (the
+// function's own settings stand for the others). The failure output, the
+// offload bucket and the run report are the function's.
+func queuedOverrides(fs *flag.FlagSet, targetURL string, opts fanout.Options, chunkSize string) fanout.Overrides {
+	ov := fanout.Overrides{TargetQueueURL: targetURL}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "format":
+			ov.Format = opts.Plan.Format
+		case "mode":
+			ov.Mode = opts.Mode
+		case "chunk-size":
+			ov.ChunkSize = fanout.Setting(chunkSize)
+		case "max-in-flight":
+			ov.MaxInFlight = fanout.Setting(strconv.Itoa(opts.Send.MaxInFlight))
+		case "max-attempts":
+			ov.MaxAttempts = fanout.Setting(strconv.Itoa(opts.Send.MaxAttempts))
+		case "body-field", "attributes-field", "group-id-field", "dedup-id-field":
+			ov.Mapping = opts.Mapping
+		}
+	})
+	return ov
 }
 
 // lazyFile creates its file on the first write, so that a run without
@@ -246,6 +297,18 @@ func progressLine(p *fanout.Progress, elapsed time.Duration, bar bool) string {
 	}
 	return fmt.Sprintf("%s %s records %.1f/%.1f MB %.0f msg/s %d failed ETA %s ",
 		progressBar(frac), strconv.FormatInt(recs, 10), float64(read)/1e6, float64(planned)/1e6, float64(msgs)/secs, failed, eta)
+}
+
+// planningLine describes the progress of planning for -work-queue-url:
+// objects listed and planned, their size, and the chunk tasks handed to the
+// work queue. The listing's length is not known ahead, so there is no bar.
+func planningLine(p *fanout.Progress, elapsed time.Duration, bar bool) string {
+	objs, tasks, planned := p.ObjectsPlanned.Load(), p.TasksPlanned.Load(), p.BytesPlanned.Load()
+	rate := float64(objs) / max(elapsed.Seconds(), 0.001)
+	if !bar {
+		return fmt.Sprintf("objects=%d planned_mb=%.1f tasks=%d objects_per_s=%.0f", objs, float64(planned)/1e6, tasks, rate)
+	}
+	return fmt.Sprintf("planning: %d objects, %.1f MB, %d chunk tasks queued, %.0f objects/s ", objs, float64(planned)/1e6, tasks, rate)
 }
 
 // progressOf returns done's share of total, from 0 to 1, and the time

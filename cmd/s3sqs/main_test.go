@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
@@ -166,6 +168,70 @@ func TestFanout(t *testing.T) {
 	}
 	if n := len(localaws.Drain(t, sqsc, target, 3*time.Second)); n != 2000 {
 		t.Errorf("%d messages on the target, want 2000", n)
+	}
+}
+
+// TestFanoutWorkQueue plans a prefix with -work-queue-url: the CLI sends
+// nothing itself, queues one task per chunk for the deployed function, shows
+// the planning's progress, and the tasks, run as the function runs them,
+// send every record.
+func TestFanoutWorkQueue(t *testing.T) {
+	s3c, sqsc := standIns(t)
+	records := 0
+	for o := range 12 {
+		var b strings.Builder
+		for i := range 100 * (o + 1) { // 1 to 3 chunks of 4 KiB each
+			fmt.Fprintf(&b, `{"value":"o%d-r%d"}`+"\n", o, i)
+			records++
+		}
+		if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String(fmt.Sprintf("wq/part %02d.jsonl", o)), Body: strings.NewReader(b.String())}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := localaws.CreateQueue(t, sqsc, "-target", nil)
+	work := localaws.CreateQueue(t, sqsc, "-work", nil)
+	code, out, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-prefix", "wq/", "-target-queue-url", target, "-work-queue-url", work,
+		"-s3-path-style", "-chunk-size", "4KiB", "-progress-interval", "1ms", "-run-id", "cli-queued")
+	var rep fanout.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("exit %d, stdout %s (%v)\n%s", code, out, err, errOut)
+	}
+	if !rep.Queued || rep.Objects != 12 || rep.Chunks < 13 || rep.TasksQueued != rep.Chunks || rep.RecordsSent != 0 {
+		t.Errorf("report %+v: want 12 objects, every chunk a queued task, nothing sent here", rep)
+	}
+	if !strings.Contains(errOut, "progress objects=") || !strings.Contains(errOut, fmt.Sprintf("%d chunk tasks queued on %s", rep.TasksQueued, work)) {
+		t.Errorf("stderr lacks planning progress or the summary:\n%.2000s", errOut)
+	}
+	if n := len(localaws.Drain(t, sqsc, target, 500*time.Millisecond)); n != 0 {
+		t.Errorf("%d messages on the target before any task ran, want 0", n)
+	}
+	msgs := localaws.Drain(t, sqsc, work, time.Second)
+	if len(msgs) != rep.TasksQueued {
+		t.Fatalf("%d tasks on the work queue, report says %d", len(msgs), rep.TasksQueued)
+	}
+	runner, err := fanout.New(t.Context(), s3c, sqsc, fanout.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tasks []worktask.Task
+	for _, m := range msgs {
+		task, err := worktask.Parse(aws.ToString(m.Body))
+		if err != nil || task.RunID != "cli-queued" {
+			t.Fatalf("task %s: %v", aws.ToString(m.Body), err)
+		}
+		// The function sends them where and as the CLI was told.
+		if ov := string(task.Overrides); !strings.Contains(ov, `"targetQueueUrl":"`+target+`"`) || !strings.Contains(ov, `"chunkSize":"4KiB"`) || strings.Contains(ov, "maxInFlight") {
+			t.Fatalf("task overrides %s: want the CLI's target and -chunk-size, and no flag that was not given", ov)
+		}
+		tasks = append(tasks, task)
+	}
+	for _, res := range runner.RunTasks(t.Context(), tasks, 0) {
+		if res.Err != nil || res.Continuation != nil {
+			t.Fatalf("task: %+v", res)
+		}
+	}
+	if n := len(localaws.Drain(t, sqsc, target, 2*time.Second)); n != records {
+		t.Errorf("%d records on the target after the tasks ran, want %d", n, records)
 	}
 }
 

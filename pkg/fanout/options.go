@@ -103,6 +103,7 @@ type Options struct {
 // any time from another goroutine.
 type Progress struct {
 	ObjectsPlanned atomic.Int64
+	TasksPlanned   atomic.Int64
 	BytesPlanned   atomic.Int64
 	BytesRead      atomic.Int64
 	RecordsRead    atomic.Int64

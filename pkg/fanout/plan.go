@@ -28,19 +28,35 @@ func (r *Runner) Run(ctx context.Context, req Request) (Report, error) {
 	}
 	runID := cmp.Or(req.RunID, NewRunID())
 	step := &worktask.Plan{RunID: runID, Source: req.Source, Step: 1}
-	return r.runAndReport(ctx, runID, r.list(ctx, req.Source, dataset.Cursor{}), req.Overrides, step)
+	return r.runAndReport(ctx, runID, r.list(ctx, req.Source, dataset.Cursor{}), req.Overrides, false, step)
+}
+
+// Queue plans the dataset req names and queues all of its chunk tasks on
+// the work queue, however small it is, for the deployed function's workers
+// to send: the CLI's -work-queue-url. Planning stops at ctx's end, as in
+// Run.
+func (r *Runner) Queue(ctx context.Context, req Request) (Report, error) {
+	if err := req.Validate(); err != nil {
+		return Report{RunID: req.RunID}, fmt.Errorf("fanout: bad request: %w", err)
+	}
+	if r.work == nil {
+		return Report{RunID: req.RunID}, errors.New("fanout: no work queue to queue the dataset on")
+	}
+	runID := cmp.Or(req.RunID, NewRunID())
+	step := &worktask.Plan{RunID: runID, Source: req.Source, Step: 1}
+	return r.runAndReport(ctx, runID, r.list(ctx, req.Source, dataset.Cursor{}), req.Overrides, true, step)
 }
 
 // RunObjects plans and sends objects as one run. S3 event notifications
 // come in here, each object pinned to the notified version.
 func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov Overrides) (Report, error) {
-	return r.runAndReport(ctx, runID, listed(objs), ov, nil)
+	return r.runAndReport(ctx, runID, listed(objs), ov, false, nil)
 }
 
 // runAndReport runs and then writes the run report's manifest.
-func (r *Runner) runAndReport(ctx context.Context, runID string, objs iter.Seq2[dataset.Listed, error], ov Overrides, step *worktask.Plan) (Report, error) {
+func (r *Runner) runAndReport(ctx context.Context, runID string, objs iter.Seq2[dataset.Listed, error], ov Overrides, queue bool, step *worktask.Plan) (Report, error) {
 	at := time.Now().UTC()
-	rep, err := r.run(ctx, runID, objs, ov, false, step)
+	rep, err := r.run(ctx, runID, objs, ov, queue, step)
 	// Written after work ends, as the continuations are (see run).
 	if rerr := r.report.manifest(partialbatch.SendContext(ctx), rep, at); err == nil {
 		err = rerr
@@ -184,6 +200,7 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.L
 			if pr := r.opts.Progress; pr != nil {
 				pr.BytesPlanned.Add(p.size)
 				pr.ObjectsPlanned.Add(1)
+				pr.TasksPlanned.Add(int64(len(p.tasks)))
 			}
 			for _, t := range p.tasks {
 				if !yield(t) {
