@@ -60,14 +60,19 @@ func (t Task) Next() (next Task, ok bool) {
 	return next, true
 }
 
-// ID returns a deterministic identifier of the task: the chunk's, with the
-// resume position when there is one. It is valid as an SQS message
+// ID returns a deterministic identifier of the task, built from its run
+// and its chunk (bucket, key, version or ETag, range), with the resume
+// position when there is one: the same chunk of two runs are two tasks, a
+// chunk planned twice in one run is one. It is valid as an SQS message
 // deduplication id.
 func (t Task) ID() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "task\x00%s\x00%s", t.RunID, t.Chunk.ID())
+	id := hex.EncodeToString(h.Sum(nil)[:16])
 	if t.ResumeAt > 0 {
-		return fmt.Sprintf("%s-%d", t.Chunk.ID(), t.ResumeAt)
+		return fmt.Sprintf("%s-%d", id, t.ResumeAt)
 	}
-	return t.Chunk.ID()
+	return id
 }
 
 // Marshal returns the task as an SQS message body.

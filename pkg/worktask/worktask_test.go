@@ -162,3 +162,22 @@ func TestParsePlan(t *testing.T) {
 		}
 	}
 }
+
+func TestTaskID(t *testing.T) {
+	a := Task{RunID: "r1", Chunk: dataset.Chunk{Object: dataset.Object{Bucket: "b", Key: "k", ETag: "e"}, Count: 1, End: 9, Format: dataset.FormatText}}
+	b := a
+	b.RunID = "r2"
+	if a.ID() == b.ID() {
+		t.Error("the same chunk in two runs has one task id: a FIFO work queue would drop the second run's task")
+	}
+	again := a
+	again.Chunk.Index = 0
+	if again.ID() != a.ID() || len(a.ID()) != 32 {
+		t.Errorf("task id %q is not deterministic or not 32 characters", a.ID())
+	}
+	resumed := a
+	resumed.ResumeAt = 5
+	if resumed.ID() != a.ID()+"-5" {
+		t.Errorf("resumed task id %q, want %q", resumed.ID(), a.ID()+"-5")
+	}
+}
