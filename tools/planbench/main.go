@@ -539,7 +539,8 @@ func printTable(w io.Writer, rows []row) {
 	for _, r := range rows {
 		fmt.Fprintf(w, "\n%s: SQS requests of the function by operation:", r.space.ext)
 		for _, op := range slices.Sorted(maps.Keys(r.ops)) {
-			fmt.Fprintf(w, " %s=%d", op, r.ops[op].requests)
+			oc := r.ops[op]
+			fmt.Fprintf(w, " %s=%d (%.1f KiB a request)", op, oc.requests, float64(oc.bytes)/float64(max(oc.requests, 1))/1024)
 		}
 		fmt.Fprintf(w, "; redelivered messages %d\n", r.check.Redelivered)
 		if r.rieReport != "" {
