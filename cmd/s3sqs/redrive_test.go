@@ -337,6 +337,36 @@ func TestRedriveReport(t *testing.T) {
 	}
 }
 
+// TestRedriveChainedTask redrives a run report's failed task that is a
+// link of a FIFO object's chain: the task queued runs its own chunk from
+// the failed record, not the rest of the object, which the run sent.
+func TestRedriveChainedTask(t *testing.T) {
+	s3c, sqsc := standIns(t)
+	var l lines
+	for i := range 40 {
+		l.value(fmt.Sprintf("r%02d", i), fmt.Sprintf("r%02d", i))
+	}
+	put(t, s3c, "fifo/part-0.jsonl", l.b.String())
+	obj := head(t, s3c, "fifo/part-0.jsonl")
+	failedAt := l.offsets["r12"]
+	link := worktask.Task{RunID: "r3", Chain: &worktask.Chain{Step: 256, Total: obj.Size},
+		Chunk: dataset.Chunk{Object: obj, Index: 1, Count: int((obj.Size + 255) / 256), Start: 256, End: 512, Format: dataset.FormatJSONL}}
+	ft, _ := json.Marshal(fanout.FailedTask{Task: link, Failures: []fanout.FailedRecord{{Offset: failedAt, Code: "InternalError", Message: "retries used up"}}})
+	put(t, s3c, "reports/r3/failed/"+link.ID()+".json", string(ft))
+	work := localaws.CreateQueue(t, sqsc, "-work", nil)
+	if code, sum, errOut := redriveCLI(t, "-report", "s3://lake/reports/r3/", "-work-queue-url", work); code != 0 || sum.TasksQueued != 1 {
+		t.Fatalf("redrive: exit %d, %+v\n%s", code, sum, errOut)
+	}
+	msgs := localaws.Drain(t, sqsc, work, time.Second)
+	if len(msgs) != 1 {
+		t.Fatalf("%d tasks queued, want 1", len(msgs))
+	}
+	task, err := worktask.Parse(aws.ToString(msgs[0].Body))
+	if err != nil || task.Chain != nil || task.ResumeAt != failedAt || task.Chunk.Start != 256 || task.Chunk.End != 512 {
+		t.Errorf("queued %s (%v): want the link's chunk from offset %d, unchained", aws.ToString(msgs[0].Body), err, failedAt)
+	}
+}
+
 // failingOutput runs fanout over the dataset of bucket lake that flags
 // name into target, whose MaximumMessageSize is 1 KiB, with the failure
 // output flags names, and expects records to fail.

@@ -25,8 +25,9 @@ func Map[T, U any](ctx context.Context, seq iter.Seq2[T, error], n int, f func(c
 			u    U
 			err  error
 		}
-		// slots holds the calls in seq's order; its capacity bounds them.
-		slots := make(chan *slot, n)
+		// slots holds the calls in seq's order: with the one the loop
+		// waits on, n at most.
+		slots := make(chan *slot, n-1)
 		var (
 			calls sync.WaitGroup
 			cut   bool // seq was left part-way because ctx ended

@@ -160,6 +160,9 @@ func (r *Redriver) reportTask(ctx context.Context, t *tally, bucket, key, marker
 	}
 	task := ft.Task
 	task.RunID = run
+	// A chained task (FIFO) re-driven runs its own chunk, not the rest of
+	// its object, which the run sent.
+	task.Chain = nil
 	var sent []string
 	if r.opts.WorkQueueURL != "" {
 		// fanout reads a chunk from ResumeAt: the records before the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -276,6 +277,10 @@ func listInSteps(t *testing.T, c *s3.Client, src dataset.Source, per int) (keys 
 			if err != nil {
 				t.Fatalf("step %d from %+v: %v", steps, at, err)
 			}
+			if l.Mark() {
+				at = l.Next
+				continue
+			}
 			if l.Size < 0 || l.ETag == "" {
 				t.Errorf("object %+v is not pinned", l.Object)
 			}
@@ -349,6 +354,55 @@ func TestListResumes(t *testing.T) {
 			})
 		}
 	}
+
+	t.Run("marks move the cursor past keys left out", func(t *testing.T) {
+		// A page of keys a source leaves out, then one it keeps: a step
+		// that ends after the first page still moves its cursor on.
+		hb := newBucket(t, c, "steps-hidden")
+		for i := range 1100 {
+			put(t, c, hb, fmt.Sprintf("p/_tmp-%04d.jsonl", i), nil)
+		}
+		put(t, c, hb, "p/z.jsonl", []byte("{}\n"))
+		var got []dataset.Listed
+		for l, err := range dataset.List(t.Context(), c, dataset.Source{Bucket: hb, Prefix: "p/"}, dataset.Cursor{}, dataset.ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, l)
+		}
+		// Pages of 1000: the first is all hidden keys; the second ends
+		// with the one kept.
+		if len(got) != 2 || !got[0].Mark() || got[0].Next.After != "p/_tmp-0999.jsonl" || got[1].Key != "p/z.jsonl" {
+			t.Errorf("listing %+v: want a mark at the end of the page of hidden keys, then p/z.jsonl", got)
+		}
+		var keys []string
+		for o, err := range dataset.Objects(t.Context(), c, dataset.Source{Bucket: hb, Prefix: "p/"}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, o.Key)
+		}
+		if !slices.Equal(keys, []string{"p/z.jsonl"}) {
+			t.Errorf("Objects yielded %q: marks are not objects", keys)
+		}
+		var batch strings.Builder
+		for i := range 2500 {
+			fmt.Fprintf(&batch, "steps,%s\n", url.QueryEscape(fmt.Sprintf("p/_skip-%d.jsonl", i)))
+		}
+		put(t, c, m, "hidden.csv", []byte(batch.String()))
+		marks := 0
+		var last dataset.Cursor
+		for l, err := range dataset.List(t.Context(), c, dataset.Source{Manifest: "s3://steps-manifests/hidden.csv"}, dataset.Cursor{}, dataset.ListOptions{}) {
+			if err != nil || !l.Mark() {
+				t.Fatalf("manifest of keys left out: %+v %v", l, err)
+			}
+			marks++
+			last = l.Next
+		}
+		if marks != 2 || last.Offset <= 0 {
+			t.Errorf("%d marks, last at %+v; want 2 (every 1000 rows left out)", marks, last)
+		}
+	})
 
 	t.Run("manifest replaced between steps", func(t *testing.T) {
 		src := dataset.Source{Manifest: "s3://steps-manifests/job2.csv"}

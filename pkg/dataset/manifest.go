@@ -48,8 +48,12 @@ func listManifest(ctx context.Context, client ListAPI, src Source, from Cursor, 
 	defer body.Close()
 	// A Batch Operations manifest names objects without their size or
 	// ETag: List pins them.
+	passed := 0
 	readManifestCSV(src.Manifest, body, nil, func(row inventoryRow, offset int64, err error) bool {
 		if err == nil && !src.keep(row.Key) {
+			if passed++; passed%markEvery == 0 {
+				return yield(Listed{Next: Cursor{Offset: from.Offset + offset, ETag: etag}}, nil)
+			}
 			return true
 		}
 		o := Object{Bucket: row.Bucket, Key: row.Key, VersionID: row.VersionID, Size: -1}
@@ -158,6 +162,7 @@ func listInventory(ctx context.Context, client ListAPI, src Source, manifest Obj
 	if i := strings.LastIndex(dest, ":"); i >= 0 {
 		dest = dest[i+1:] // arn:aws:s3:::bucket
 	}
+	passed := 0
 	for i := from.Index; i < len(m.Files); i++ {
 		var skip int64
 		if i == from.Index {
@@ -170,6 +175,9 @@ func listInventory(ctx context.Context, client ListAPI, src Source, manifest Obj
 				return
 			}
 			if n++; !row.Latest || row.DeleteMarker || !src.keep(row.Key) {
+				if passed++; passed%markEvery == 0 && !yield(Listed{Next: Cursor{Index: i, Offset: n, ETag: etag}}, nil) {
+					return
+				}
 				continue
 			}
 			o := Object{Bucket: row.Bucket, Key: row.Key, VersionID: row.VersionID, ETag: row.ETag, Size: row.Size}

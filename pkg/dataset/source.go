@@ -170,6 +170,9 @@ var _ ListAPI = (*s3.Client)(nil)
 func Objects(ctx context.Context, client ListAPI, src Source) iter.Seq2[Object, error] {
 	return func(yield func(Object, error) bool) {
 		for l, err := range List(ctx, client, src, Cursor{}, ListOptions{}) {
+			if err == nil && l.Mark() {
+				continue
+			}
 			if !yield(l.Object, err) || err != nil {
 				return
 			}
@@ -199,11 +202,22 @@ type Cursor struct {
 // IsZero reports whether c is the start of a listing.
 func (c Cursor) IsZero() bool { return c == Cursor{} }
 
-// Listed is an object of a listing and the cursor just after it.
+// Listed is an object of a listing and the cursor just after it, or a
+// mark (see Mark).
 type Listed struct {
 	Object
 	Next Cursor
 }
+
+// Mark reports whether l names no object: the listing passed over keys
+// that the source leaves out (a suffix, a glob, hidden keys, old versions
+// and delete markers of an inventory) up to Next. Marks come at most once
+// per listing page or markEvery rows, so that a step that meets only such
+// keys still moves its cursor on.
+func (l Listed) Mark() bool { return l.Key == "" }
+
+// markEvery is how many manifest rows left out make a mark.
+const markEvery = 1000
 
 // DefaultPinConcurrency is the number of HeadObject calls in flight when
 // ListOptions.PinConcurrency is zero.
@@ -247,7 +261,7 @@ func List(ctx context.Context, client ListAPI, src Source, from Cursor, opts Lis
 		}
 	}
 	pin := func(ctx context.Context, l Listed) (Listed, error) {
-		if l.Size >= 0 {
+		if l.Mark() || l.Size >= 0 {
 			return l, nil
 		}
 		obj, err := Head(ctx, client, l.Bucket, l.Key, l.VersionID)
@@ -269,15 +283,21 @@ func listPrefix(ctx context.Context, client ListAPI, src Source, from Cursor, yi
 			yield(Listed{}, fmt.Errorf("dataset: list s3://%s/%s: %w", src.Bucket, src.Prefix, err))
 			return
 		}
+		passed := "" // the last key left out since the last object
 		for _, o := range page.Contents {
 			key := aws.ToString(o.Key)
 			if !src.keep(key) {
+				passed = key
 				continue
 			}
+			passed = ""
 			obj := Object{Bucket: src.Bucket, Key: key, Size: aws.ToInt64(o.Size), ETag: trimETag(aws.ToString(o.ETag))}
 			if !yield(Listed{Object: obj, Next: Cursor{After: key}}, nil) {
 				return
 			}
+		}
+		if passed != "" && !yield(Listed{Next: Cursor{After: passed}}, nil) {
+			return
 		}
 	}
 }

@@ -141,6 +141,10 @@ func (it MapItem) Object(bucket string) (obj dataset.Object, head bool, err erro
 // in every retry.
 func (b MapBatch) id() string {
 	h := sha256.New()
+	// The overrides too: the same objects sent elsewhere or otherwise are
+	// another run.
+	in, _ := json.Marshal(b.Input)
+	fmt.Fprintf(h, "%s\n", in)
 	for _, it := range b.Items {
 		obj, _, _ := it.Object(b.Input.Bucket)
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\n", obj.Bucket, obj.Key, obj.ETag, obj.VersionID)

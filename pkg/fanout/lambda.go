@@ -231,14 +231,17 @@ func (h *Handler) messages(inv *Invocation) partialbatch.Handler {
 			}
 		}
 		// Planning steps list and queue while the tasks send: they wait
-		// mostly on S3 and SQS, not on the CPU.
-		var planning errgroup.Group
-		planning.SetLimit(h.opts.Concurrency)
+		// mostly on S3 and SQS, not on the CPU. Up to Concurrency run at
+		// once; the rest wait inside their goroutines, so that the tasks
+		// start now.
+		var planning sync.WaitGroup
+		slots := make(chan struct{}, h.opts.Concurrency)
 		planned := make([]Report, len(msgs))
 		for _, i := range plans {
-			planning.Go(func() error {
+			planning.Go(func() {
+				slots <- struct{}{}
+				defer func() { <-slots }()
 				planned[i], errs[i] = h.runner.PlanStep(ctx, steps[i])
-				return nil
 			})
 		}
 		defer func() {

@@ -111,18 +111,40 @@ func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) 
 	return rep, err
 }
 
-// nextStep is the planning step that follows step, from cursor on; ok is
-// false when nothing is left. A key list's step carries only the keys
-// left, so that its message shrinks as the run goes.
-func nextStep(step worktask.Plan, cursor dataset.Cursor, overrides json.RawMessage) (next worktask.Plan, ok bool) {
-	src := step.Source
-	if len(src.Keys) > 0 {
-		if src.Keys = src.Keys[min(cursor.Index, len(src.Keys)):]; len(src.Keys) == 0 {
-			return worktask.Plan{}, false
-		}
-		cursor = dataset.Cursor{}
+// maxStepKeyBytes bounds the keys one planning step carries: its message
+// stays under 256 KiB, the MaximumMessageSize of queues made before 2025
+// (counted as JSON, escapes included).
+const maxStepKeyBytes = 128 << 10
+
+// nextSteps are the planning steps that follow step, from cursor on: none
+// when nothing is left. A key list's steps carry only the keys left, cut
+// into steps of at most maxStepKeyBytes so that each fits in a message;
+// they plan in parallel.
+func nextSteps(step worktask.Plan, cursor dataset.Cursor, overrides json.RawMessage) []worktask.Plan {
+	next := worktask.Plan{RunID: step.RunID, Source: step.Source, Cursor: cursor, Overrides: overrides, Step: step.Step + 1}
+	keys := step.Source.Keys
+	if len(keys) == 0 {
+		return []worktask.Plan{next}
 	}
-	return worktask.Plan{RunID: step.RunID, Source: src, Cursor: cursor, Overrides: overrides, Step: step.Step + 1}, true
+	keys = keys[min(cursor.Index, len(keys)):]
+	next.Cursor = dataset.Cursor{}
+	var out []worktask.Plan
+	for len(keys) > 0 {
+		n, size := 0, 0
+		for n < len(keys) {
+			b, _ := json.Marshal(keys[n])
+			if n > 0 && size+len(b)+1 > maxStepKeyBytes {
+				break
+			}
+			size += len(b) + 1
+			n++
+		}
+		part := next
+		part.Source.Keys = keys[:n:n]
+		out = append(out, part)
+		keys = keys[n:]
+	}
+	return out
 }
 
 // errNoProgress fails a planning step that ended before it planned an
@@ -150,7 +172,8 @@ type planned struct {
 	next  dataset.Cursor
 	size  int64
 	tasks []worktask.Task
-	count int // chunks, which a chain plans as one task
+	count int  // chunks, which a chain plans as one task
+	mark  bool // no object: the listing moved past keys it leaves out
 }
 
 // run is the one planning loop: it plans objects into chunk tasks as it
@@ -181,6 +204,9 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.L
 	}
 	resumable := step != nil && r.work != nil
 	plans := inorder.Map(ctx, objs, r.opts.PlanConcurrency, func(ctx context.Context, l dataset.Listed) (planned, error) {
+		if l.Mark() {
+			return planned{next: l.Next, mark: true}, nil
+		}
 		ts, n, err := plan(ctx, l.Object)
 		return planned{next: l.Next, size: l.Size, tasks: ts, count: n}, err
 	})
@@ -193,6 +219,10 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.L
 			if err != nil {
 				planErr = err
 				return
+			}
+			if p.mark {
+				cursor = p.next
+				continue
 			}
 			rep.Objects++
 			rep.Chunks += p.count
@@ -233,17 +263,21 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.L
 			}
 			err = errors.Join(err, res.Err)
 		}
-		if err == nil && len(rest) > 0 {
+		if len(rest) > 0 {
 			// Out of time: what is left goes to the work queue, in the
-			// time the send context leaves after work ended.
+			// time the send context leaves after work ended, also when
+			// another task failed, so that a retry of the run finds it
+			// done rather than starting it again.
 			rep.Queued = true
-			rep.TasksQueued, err = r.enqueue(partialbatch.SendContext(ctx), func(yield func(message) bool) {
+			var qerr error
+			rep.TasksQueued, qerr = r.enqueue(partialbatch.SendContext(ctx), func(yield func(message) bool) {
 				for _, t := range rest {
 					if !yield(t) {
 						return
 					}
 				}
 			})
+			err = errors.Join(err, qerr)
 		}
 		return rep, err
 	}
@@ -251,6 +285,7 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.L
 	// the send context leaves.
 	rep.Queued = true
 	var noProgress bool
+	steps := 0
 	rep.TasksQueued, err = r.enqueue(partialbatch.SendContext(ctx), func(yield func(message) bool) {
 		for _, t := range inline {
 			if !yield(t) {
@@ -270,13 +305,16 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.L
 			return
 		}
 		raw, _ := json.Marshal(ov)
-		if ns, ok := nextStep(*step, cursor, raw); ok {
-			rep.PlanContinued = true
-			yield(ns)
+		for _, ns := range nextSteps(*step, cursor, raw) {
+			steps++
+			if !yield(ns) {
+				return
+			}
 		}
 	})
-	if rep.PlanContinued {
-		rep.TasksQueued--
+	if err == nil && steps > 0 {
+		rep.PlanContinued = true
+		rep.TasksQueued -= steps
 	}
 	if err == nil && noProgress {
 		err = errNoProgress
