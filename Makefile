@@ -35,7 +35,7 @@ SYNTH_SETS_OUT := .local/cdk.out-sets
 # How a function is built for Lambda: provided.al2023 on arm64.
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: help demo chaos test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction synth vet build bench bench-go planbench plot clean
+.PHONY: help demo chaos test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction synth vet build bench bench-go planbench membench plot clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -108,6 +108,9 @@ bench: ## print the table of CPU per record and records/s of each path (BENCH_AR
 
 planbench: ## plan a listing of 1,000,000 keys (and 100,000 CSV keys) through fanout under aws-lambda-rie in 10 s invocations (PLANBENCH_ARGS='-keys 200000')
 	tools/with-local-aws $(GO) run ./tools/planbench $(PLANBENCH_ARGS)
+
+membench: ## print the peak RSS and records/s of the fanout bootstrap sending a 1 GiB object in each mode (MEMBENCH_ARGS='-cases "chunk chunk/cc=8"'); a few minutes, not part of make test
+	tools/with-local-aws $(GO) run ./tools/membench $(MEMBENCH_ARGS)
 
 bench-go: ## run the Go benchmarks against the stand-ins (BENCH=regexp selects)
 	tools/with-local-aws $(GO) test -run='^$$' -bench='$(BENCH)' -benchtime=1x ./...

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -380,6 +381,10 @@ func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, log *slog.L
 	}
 	if cfgErr != nil {
 		fail(cfgErr)
+	}
+	if limit, ok := MemoryLimit(os.Getenv); ok {
+		debug.SetMemoryLimit(limit)
+		log.Debug("Go soft memory limit set from the function's memory", "limitMiB", limit>>20)
 	}
 	ctx := context.Background()
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)

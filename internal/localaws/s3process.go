@@ -36,26 +36,48 @@ func ServeS3Child() bool {
 // returns its URL. The child ends with the test.
 func StartS3Child(tb testing.TB) string {
 	tb.Helper()
+	child, err := RunS3Child()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(child.Stop)
+	return child.URL
+}
+
+// S3Child is a copy of this program serving S3 (see ServeS3Child).
+type S3Child struct {
+	// URL is where it serves.
+	URL string
+	// PID is its process id.
+	PID int
+	// Stop ends it and waits for it.
+	Stop func()
+}
+
+// RunS3Child runs this program as an S3 server (see ServeS3Child), for a
+// tool whose main calls ServeS3Child first. Stop ends it.
+func RunS3Child() (*S3Child, error) {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), S3ChildEnv+"=1")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
-	tb.Cleanup(func() {
+	stop := func() {
 		stdin.Close()
 		cmd.Wait()
-	})
+	}
 	url, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
-		tb.Fatalf("S3 child process: %v", err)
+		stop()
+		return nil, fmt.Errorf("S3 child process: %w", err)
 	}
-	return strings.TrimSpace(url)
+	return &S3Child{URL: strings.TrimSpace(url), PID: cmd.Process.Pid, Stop: stop}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -45,7 +46,7 @@ func BuildBootstrap(dir, pkg string) (string, error) {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
 	out := filepath.Join(dir, "bootstrap")
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
 	cmd.Dir = filepath.Dir(strings.TrimSpace(string(b)))
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -172,6 +173,62 @@ func (r *Runtime) Invoke(ctx context.Context, payload any) ([]byte, error) {
 		return out, &fe
 	}
 	return out, nil
+}
+
+// PID returns the process id of the emulator; the function runs as its
+// child (see FunctionPID).
+func (r *Runtime) PID() int { return r.cmd.Process.Pid }
+
+// FunctionPID returns the process id of the function (the bootstrap the
+// emulator started), which exists once the first invocation has begun.
+func (r *Runtime) FunctionPID() (int, error) {
+	kids, err := Children(r.PID())
+	if err != nil {
+		return 0, err
+	}
+	if len(kids) != 1 {
+		return 0, fmt.Errorf("aws-lambda-rie (pid %d) has %d child processes, want the function alone", r.PID(), len(kids))
+	}
+	return kids[0], nil
+}
+
+// Children returns the processes whose parent is pid, from /proc.
+func Children(pid int) ([]int, error) {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var kids []int
+	for _, d := range dirs {
+		child, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if ppid, ok := parentOf(b); ok && ppid == pid {
+			kids = append(kids, child)
+		}
+	}
+	return kids, nil
+}
+
+// parentOf reads the parent's pid from a /proc/<pid>/stat line: the
+// second field after the command name, which is in parentheses and may
+// hold spaces and parentheses itself.
+func parentOf(stat []byte) (int, bool) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
 }
 
 // Logs returns what the function and the emulator have written so far.

@@ -1,7 +1,6 @@
 package fanout
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -245,11 +244,13 @@ func scalar(raw []byte, name, def string) (string, error) {
 }
 
 // chunkPacker gathers records into chunk-mode messages of at most max
-// bytes, counting attributes as SQS does.
+// bytes, counting attributes as SQS does. Each message's body is built in
+// place, in a buffer of max bytes, and handed over without a copy; between
+// messages the packer holds no buffer.
 type chunkPacker struct {
 	obj   dataset.Object
 	max   int
-	body  bytes.Buffer
+	body  strings.Builder
 	first int64
 	last  int64
 	n     int
@@ -258,27 +259,24 @@ type chunkPacker struct {
 // overhead is a generous bound on the attributes of a chunk-mode message.
 const chunkOverhead = 512
 
-// add adds a record; it returns a full message to send first when the
-// record does not fit beside what is gathered, with the records it holds.
-func (p *chunkPacker) add(rec records.Record) (sqsbatch.Entry, span, bool) {
-	var (
-		out  sqsbatch.Entry
-		held span
-		full bool
-	)
-	if p.n > 0 && p.body.Len()+1+len(rec.Value)+len(p.obj.Pin())+len(p.obj.Key)+chunkOverhead > p.max {
-		out, held = p.flush()
-		full = true
-	}
+// fits reports whether rec fits in the message beside what is gathered;
+// when it does not, flush first.
+func (p *chunkPacker) fits(rec records.Record) bool {
+	return p.n == 0 || p.body.Len()+1+len(rec.Value)+len(p.obj.Pin())+len(p.obj.Key)+chunkOverhead <= p.max
+}
+
+// add adds a record to the message, which it starts when none is
+// gathered.
+func (p *chunkPacker) add(rec records.Record) {
 	if p.n > 0 {
 		p.body.WriteByte('\n')
 	} else {
 		p.first = rec.Offset
+		p.body.Grow(max(p.max, len(rec.Value)))
 	}
 	p.body.Write(rec.Value)
 	p.last = rec.Offset
 	p.n++
-	return out, held, full
 }
 
 // flush returns the gathered records as one entry, with the records it

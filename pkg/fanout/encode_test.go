@@ -92,7 +92,8 @@ func TestChunkPacker(t *testing.T) {
 	total := 0
 	for i := range 100 {
 		rec := records.Record{Offset: int64(i * 100), Value: []byte(strings.Repeat("x", 99))}
-		if e, held, full := p.add(rec); full {
+		if !p.fits(rec) {
+			e, held := p.flush()
 			out = append(out, e)
 			if held.count != strings.Count(e.Body, "\n")+1 || held.offset%100 != 0 {
 				t.Errorf("entry holds %+v; its body has %d records", held, strings.Count(e.Body, "\n")+1)
@@ -101,6 +102,7 @@ func TestChunkPacker(t *testing.T) {
 				t.Errorf("chunk entry's group %q; want the object's %q", e.GroupID, GroupID(obj))
 			}
 		}
+		p.add(rec)
 		total++
 	}
 	last, _ := p.flush()

@@ -238,8 +238,9 @@ func (r *Runner) ingestEncoder(ctx context.Context, c dataset.Chunk, ie IngestEn
 
 // pending is an entry on its way to the sender, with its task.
 type pending struct {
-	entry sqsbatch.Entry
-	run   *taskRun
+	entry  sqsbatch.Entry
+	run    *taskRun
+	weight int64 // of the pipe's bytes it holds
 }
 
 // errSendStopped ends the reads when the send they feed has stopped.
@@ -255,7 +256,7 @@ func (r *Runner) runGroup(ctx context.Context, runs []*taskRun, concurrency int)
 	for i, tr := range runs {
 		tr.groupIndex = i
 	}
-	ch := make(chan pending, 64)
+	pipe := newEntryPipe()
 	go func() {
 		var g errgroup.Group
 		g.SetLimit(concurrency)
@@ -269,7 +270,7 @@ func (r *Runner) runGroup(ctx context.Context, runs []*taskRun, concurrency int)
 						return nil
 					}
 					tr.started = true
-					r.read(work, readCtx, tr, ch)
+					r.read(work, readCtx, tr, pipe)
 					switch {
 					case tr.readErr != nil:
 						// The object's later chunks must not overtake
@@ -286,10 +287,10 @@ func (r *Runner) runGroup(ctx context.Context, runs []*taskRun, concurrency int)
 			})
 		}
 		g.Wait()
-		close(ch)
+		pipe.close()
 	}()
 	entries := func(yield func(sqsbatch.Entry) bool) {
-		for p := range ch {
+		for p := range pipe.all() {
 			p.run.consumed++
 			if !yield(p.entry) {
 				return
@@ -298,7 +299,7 @@ func (r *Runner) runGroup(ctx context.Context, runs []*taskRun, concurrency int)
 	}
 	res, err := sender.Send(partialbatch.SendContext(ctx), entries)
 	stopReading(errSendStopped)
-	for range ch {
+	for range pipe.all() {
 	}
 	// The send's totals go to the first task; what failed, to its own.
 	runs[0].res.Requests += int64(res.Requests)
@@ -342,30 +343,35 @@ func lanes(runs []*taskRun, fifo bool) [][]*taskRun {
 	return out
 }
 
-// read reads tr's chunk and hands its entries to ch, until the chunk ends,
+// read reads tr's chunk and hands its entries to pipe, until the chunk ends,
 // work ends (the rest becomes a continuation), the read fails (after
 // dataset.Reader's resumes; the rest becomes a continuation if a record
 // was read, otherwise the task fails) or readCtx ends (the send stopped,
 // and the task fails).
-func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pending) {
+func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPipe) {
 	t, c := tr.task, tr.task.Chunk
+	// reserved is the room in pipe of the chunk-mode message being packed;
+	// a message not handed on gives it back.
+	var reserved int64
+	defer func() { pipe.release(reserved) }()
 	hand := func(e sqsbatch.Entry, held span) bool {
+		weight := reserved
+		reserved = 0
 		if tr.offload != nil {
 			var ok bool
 			if e, ok = r.offloadEntry(readCtx, tr, e, held); !ok {
+				pipe.release(weight)
 				return tr.readErr == nil
 			}
 		}
 		e.ID = entryRef{task: tr.groupIndex, offset: held.offset, count: held.count}.id()
-		select {
-		case ch <- pending{entry: e, run: tr}:
-			tr.produced++
-			tr.res.Messages++
-			return true
-		case <-readCtx.Done():
+		if pipe.put(readCtx, pending{entry: e, run: tr, weight: weight}) != nil {
 			tr.readErr = context.Cause(readCtx)
 			return false
 		}
+		tr.produced++
+		tr.res.Messages++
+		return true
 	}
 	fail := func(off int64, code, msg, body string) {
 		tr.fails = append(tr.fails, Failure{RunID: t.RunID, Source: c.URI(), Version: c.Pin(), Offset: off,
@@ -445,10 +451,20 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, ch chan<- pend
 			p.RecordsRead.Add(1)
 			p.BytesRead.Add(int64(len(rec.Value)) + 1)
 		}
-		if tr.packer != nil {
-			if e, held, full := tr.packer.add(rec); full && !hand(e, held) {
+		if p := tr.packer; p != nil {
+			if p.n > 0 && !p.fits(rec) && !hand(p.flush()) {
 				return
 			}
+			if p.n == 0 {
+				// The message this record starts takes its room in the
+				// pipe now, before it is packed.
+				var err error
+				if reserved, err = pipe.reserve(readCtx, p.max); err != nil {
+					tr.readErr = context.Cause(readCtx)
+					return
+				}
+			}
+			p.add(rec)
 			continue
 		}
 		e, err := tr.encode(rec)

@@ -18,6 +18,11 @@
 // queue, denied access, bad credentials) stop the send with a [*StopError],
 // and every entry not yet accepted is reported.
 //
+// A request holds nothing besides its entries: its JSON is written as it is
+// read, from the entries' own strings, and the MD5 of each accepted body is
+// checked without copying the body, where the SDK's encoder and check would
+// copy each body and leave several times its size in garbage.
+//
 // On FIFO queues the entries of one message group are never in two requests
 // in flight at once, so a retried entry keeps its place before the later
 // entries of its group; when an entry fails for good, the later entries of

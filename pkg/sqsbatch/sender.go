@@ -442,7 +442,7 @@ func (s *Sender) sendBatch(ctx context.Context, batch []*item) *outcome {
 			reqs[i].Id = aws.String(batchIDs[i])
 		}
 		o.requests++
-		out, err := s.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.queueURL), Entries: reqs})
+		out, err := s.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.queueURL), Entries: reqs}, exactBodies)
 
 		var retry []*item
 		var lastCode, lastMsg string

@@ -13,14 +13,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
@@ -335,26 +333,11 @@ func cpuTime() time.Duration {
 // startS3 runs a copy of this program as the S3 stand-in (see
 // localaws.ServeS3Child) and returns its URL and process id.
 func startS3() (string, int, func(), error) {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), localaws.S3ChildEnv+"=1")
-	stdin, err := cmd.StdinPipe()
+	child, err := localaws.RunS3Child()
 	if err != nil {
 		return "", 0, nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", 0, nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", 0, nil, err
-	}
-	stop := func() { stdin.Close(); cmd.Wait() }
-	url, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		stop()
-		return "", 0, nil, fmt.Errorf("S3 child process: %w", err)
-	}
-	return strings.TrimSpace(url), cmd.Process.Pid, stop, nil
+	return child.URL, child.PID, child.Stop, nil
 }
 
 // childCPU is the user and system CPU time of process pid so far, from

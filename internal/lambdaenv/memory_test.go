@@ -1,0 +1,26 @@
+package lambdaenv
+
+import "testing"
+
+func TestMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		env    map[string]string
+		want   int64
+		wantOK bool
+	}{
+		{"128 MB", map[string]string{FunctionMemory: "128"}, 128 << 20 * 8 / 10, true},
+		{"10 GB", map[string]string{FunctionMemory: "10240"}, 10240 << 20 * 8 / 10, true},
+		{"GOMEMLIMIT wins", map[string]string{FunctionMemory: "128", "GOMEMLIMIT": "off"}, 0, false},
+		{"not in Lambda", map[string]string{}, 0, false},
+		{"not a number", map[string]string{FunctionMemory: "lots"}, 0, false},
+		{"zero", map[string]string{FunctionMemory: "0"}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := MemoryLimit(func(k string) string { return tc.env[k] })
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("MemoryLimit = %d, %v; want %d, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}

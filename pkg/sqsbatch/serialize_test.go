@@ -1,0 +1,249 @@
+package sqsbatch
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// capture is an HTTP client that keeps the last request and its body and
+// answers every SendMessageBatch with answer.
+type capture struct {
+	req    *http.Request
+	body   []byte
+	answer func(body []byte) string
+}
+
+func (c *capture) Do(r *http.Request) (*http.Response, error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	c.req, c.body = r, b
+	answer := `{"Successful":[],"Failed":[]}`
+	if c.answer != nil {
+		answer = c.answer(b)
+	}
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/x-amz-json-1.0"}},
+		Body: io.NopCloser(strings.NewReader(answer)), ContentLength: int64(len(answer)), Request: r}, nil
+}
+
+func captureClient(c *capture) *sqs.Client {
+	return sqs.NewFromConfig(aws.Config{
+		Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint: aws.String("http://127.0.0.1:1"), HTTPClient: c, RetryMaxAttempts: 1,
+	})
+}
+
+// awkward are strings that take every path of the escaper: escapes of each
+// kind, multi-byte characters, invalid UTF-8, U+2028, and long ones that
+// are escaped as they are read.
+var awkward = []string{
+	"", "plain", `{"a":"b\\c"}`, "tab\tnew\nline\rcr", "\x00\x01\x1f\x7f", "é ünï 😀 中文", "bad \xff\xfe utf-8 \xe2\x82",
+	"line\u2028para\u2029", strings.Repeat(`{"id":1,"text":"q\"uote"}`+"\n", 400), strings.Repeat("é😀\x01\xff\u2028", 2000),
+	strings.Repeat("p", streamMin-1), strings.Repeat("p", streamMin),
+}
+
+func awkwardInput() *sqs.SendMessageBatchInput {
+	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String("http://127.0.0.1:1/000000000000/q")}
+	for i, s := range awkward {
+		e := types.SendMessageBatchRequestEntry{Id: aws.String(batchIDs[i%MaxBatchEntries]), MessageBody: aws.String(s)}
+		switch i % 4 {
+		case 0:
+			e.MessageAttributes = map[string]types.MessageAttributeValue{
+				"s3sqs-record-id": {DataType: aws.String("String"), StringValue: aws.String(s + "id")},
+				"count":           {DataType: aws.String("Number"), StringValue: aws.String("42")},
+				"bin":             {DataType: aws.String("Binary"), BinaryValue: []byte(s + "\x00\xff")},
+			}
+		case 1:
+			e.MessageGroupId, e.MessageDeduplicationId = aws.String("group-"+s[:min(len(s), 8)]), aws.String("dedup")
+		case 2:
+			e.DelaySeconds = int32(i * 10)
+		case 3:
+			e.MessageAttributes = map[string]types.MessageAttributeValue{}
+		}
+		in.Entries = append(in.Entries, e)
+	}
+	return in
+}
+
+// TestBatchBodyAsSDK checks that a request written by batchBody says what
+// the SDK's own encoder says, with the same headers.
+func TestBatchBodyAsSDK(t *testing.T) {
+	in := awkwardInput()
+	var sdk, exact capture
+	if _, err := captureClient(&sdk).SendMessageBatch(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := captureClient(&exact).SendMessageBatch(context.Background(), in, exactBodies); err != nil {
+		t.Fatal(err)
+	}
+	var want, got any
+	if err := json.Unmarshal(sdk.body, &want); err != nil {
+		t.Fatalf("the SDK's body: %v", err)
+	}
+	if err := json.Unmarshal(exact.body, &got); err != nil {
+		t.Fatalf("batchBody is not JSON: %v\n%.300s", err, exact.body)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("batchBody says\n%.2000s\nthe SDK says\n%.2000s", exact.body, sdk.body)
+	}
+	if len(exact.body) > len(sdk.body) {
+		t.Errorf("batchBody is %d bytes, the SDK's %d", len(exact.body), len(sdk.body))
+	}
+	if exact.req.ContentLength != int64(len(exact.body)) {
+		t.Errorf("Content-Length %d, body %d bytes", exact.req.ContentLength, len(exact.body))
+	}
+	for _, h := range []string{"X-Amz-Target", "Content-Type", "X-Amzn-Query-Mode"} {
+		if got, want := exact.req.Header.Get(h), sdk.req.Header.Get(h); got != want {
+			t.Errorf("header %s = %q, the SDK sets %q", h, got, want)
+		}
+	}
+}
+
+// TestBatchBodyReads checks that the body reads the same whatever the size
+// of the reads, after a rewind and after seeks, and that Len and Seek say
+// what the SDK asks of them.
+func TestBatchBodyReads(t *testing.T) {
+	b := newBatchBody(awkwardInput())
+	whole, err := io.ReadAll(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(whole)) != b.size {
+		t.Fatalf("read %d bytes; the body says it has %d", len(whole), b.size)
+	}
+	if !json.Valid(whole) {
+		t.Fatalf("not JSON: %.300s", whole)
+	}
+	if b.Len() != 0 {
+		t.Errorf("Len %d after the end", b.Len())
+	}
+	for _, size := range []int{1, 2, 3, 5, 7, 64, 4099} {
+		if _, err := b.Seek(0, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		if b.Len() != len(whole) {
+			t.Errorf("Len %d after a rewind, want %d", b.Len(), len(whole))
+		}
+		var out bytes.Buffer
+		buf := make([]byte, size)
+		for {
+			n, err := b.Read(buf)
+			out.Write(buf[:n])
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(out.Bytes(), whole) {
+			t.Errorf("reads of %d bytes give another body", size)
+		}
+	}
+	b.Seek(0, io.SeekStart)
+	if err := iotest.TestReader(b, whole); err != nil {
+		t.Error(err)
+	}
+	b.Seek(0, io.SeekStart)
+	io.CopyN(io.Discard, b, 100)
+	if pos, err := b.Seek(0, io.SeekCurrent); pos != 100 || err != nil {
+		t.Errorf("Seek(0, current) = %d, %v; want 100", pos, err)
+	}
+	if end, err := b.Seek(0, io.SeekEnd); end != int64(len(whole)) || err != nil {
+		t.Errorf("Seek(0, end) = %d, %v; want %d", end, err, len(whole))
+	}
+	if _, err := b.Seek(-1, io.SeekStart); err == nil {
+		t.Error("Seek before the start: no error")
+	}
+}
+
+// FuzzJSONString checks the escaper against encoding/json: every string
+// comes back from the JSON written for it, with each invalid byte as
+// U+FFFD, and the length it predicts is the length written.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range awkward {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		lit := appendJSONString(nil, s)
+		if len(lit) != jsonStringLen(s) {
+			t.Fatalf("jsonStringLen %d, wrote %d", jsonStringLen(s), len(lit))
+		}
+		b := newBatchBody(&sqs.SendMessageBatchInput{QueueUrl: aws.String(s + strings.Repeat(" ", streamMin))})
+		streamed, err := io.ReadAll(iotest.HalfReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, out := range [][]byte{lit, streamed[len(`{"QueueUrl":`) : len(streamed)-1]} {
+			var back string
+			if err := json.Unmarshal(out, &back); err != nil {
+				t.Fatalf("%q: %v", out, err)
+			}
+			if want := validUTF8(s); back != want && back != want+strings.Repeat(" ", streamMin) {
+				t.Fatalf("%q came back as %q", s, back)
+			}
+		}
+	})
+}
+
+// validUTF8 replaces each byte of s that is not UTF-8 with U+FFFD, as the
+// SDK does.
+func validUTF8(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		b.WriteRune(r)
+		i += size
+	}
+	return b.String()
+}
+
+// TestBodyChecksums checks that a body whose MD5 SQS reports otherwise
+// fails the call, as the SDK's own check does, and that a right one passes.
+func TestBodyChecksums(t *testing.T) {
+	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String("q"), Entries: []types.SendMessageBatchRequestEntry{
+		{Id: aws.String("0"), MessageBody: aws.String(strings.Repeat("body ", 5000))},
+	}}
+	for _, tc := range []struct {
+		name string
+		sum  string
+		fail bool
+	}{
+		{"right", md5Of(*in.Entries[0].MessageBody), false},
+		{"wrong", md5Of("other"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &capture{answer: func([]byte) string {
+				return `{"Successful":[{"Id":"0","MessageId":"m","MD5OfMessageBody":"` + tc.sum + `"}],"Failed":[]}`
+			}}
+			_, err := captureClient(c).SendMessageBatch(context.Background(), in, exactBodies)
+			if (err != nil) != tc.fail {
+				t.Errorf("error %v; want one: %v", err, tc.fail)
+			}
+		})
+	}
+	if md5Hex(strings.Repeat("x", 20000)) != md5Of(strings.Repeat("x", 20000)) {
+		t.Error("md5Hex differs from md5.Sum")
+	}
+}
+
+func md5Of(s string) string {
+	sum := md5.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
