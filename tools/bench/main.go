@@ -30,7 +30,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -271,49 +270,22 @@ func csvRecord(i, size int) string {
 
 const csvHeader = "id,user,event,text,pad"
 
-// upload writes n records of size bytes as one object, part by part.
+// upload writes n records of size bytes as one object.
 func upload(ctx context.Context, c *s3.Client, key, format string, size, n int) error {
-	mu, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-	if err != nil {
-		return err
-	}
-	var parts []s3types.CompletedPart
-	var buf bytes.Buffer
-	flush := func() error {
-		num := int32(len(parts) + 1)
-		out, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(bucket), Key: aws.String(key), UploadId: mu.UploadId,
-			PartNumber: aws.Int32(num), Body: bytes.NewReader(buf.Bytes())})
-		if err != nil {
-			return err
+	return localaws.UploadLines(ctx, c, bucket, key, func(yield func(string) bool) {
+		if format == "csv" && !yield(csvHeader) {
+			return
 		}
-		parts = append(parts, s3types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
-		buf.Reset()
-		return nil
-	}
-	if format == "csv" {
-		buf.WriteString(csvHeader + "\n")
-	}
-	for i := range n {
-		if format == "csv" {
-			buf.WriteString(csvRecord(i, size))
-		} else {
-			buf.WriteString(jsonRecord(i, size))
-		}
-		buf.WriteByte('\n')
-		if buf.Len() >= 16<<20 {
-			if err := flush(); err != nil {
-				return err
+		for i := range n {
+			rec := jsonRecord(i, size)
+			if format == "csv" {
+				rec = csvRecord(i, size)
+			}
+			if !yield(rec) {
+				return
 			}
 		}
-	}
-	if buf.Len() > 0 {
-		if err := flush(); err != nil {
-			return err
-		}
-	}
-	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key),
-		UploadId: mu.UploadId, MultipartUpload: &s3types.CompletedMultipartUpload{Parts: parts}})
-	return err
+	})
 }
 
 func purge(ctx context.Context, c *sqs.Client, url string) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -170,50 +168,19 @@ func tail(s string, n int) string {
 }
 
 // upload writes JSON Lines records of size bytes (newline excluded) as one
-// object of about total bytes, part by part, and returns the number of
-// records.
+// object of about total bytes, and returns the number of records.
 func upload(ctx context.Context, c *s3.Client, total int64, size int) (int64, error) {
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		return 0, err
 	}
-	mu, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-	if err != nil {
-		return 0, err
-	}
-	var (
-		parts []s3types.CompletedPart
-		buf   bytes.Buffer
-		n     int64
-	)
-	flush := func() error {
-		num := int32(len(parts) + 1)
-		out, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(bucket), Key: aws.String(key), UploadId: mu.UploadId,
-			PartNumber: aws.Int32(num), Body: bytes.NewReader(buf.Bytes())})
-		if err != nil {
-			return err
-		}
-		parts = append(parts, s3types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
-		buf.Reset()
-		return nil
-	}
-	for written := int64(0); written+int64(size)+1 <= total; written += int64(size) + 1 {
-		buf.WriteString(jsonRecord(n, size))
-		buf.WriteByte('\n')
-		n++
-		if buf.Len() >= 16<<20 {
-			if err := flush(); err != nil {
-				return 0, err
+	n := total / int64(size+1)
+	return n, localaws.UploadLines(ctx, c, bucket, key, func(yield func(string) bool) {
+		for i := range n {
+			if !yield(jsonRecord(i, size)) {
+				return
 			}
 		}
-	}
-	if buf.Len() > 0 {
-		if err := flush(); err != nil {
-			return 0, err
-		}
-	}
-	_, err = c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key),
-		UploadId: mu.UploadId, MultipartUpload: &s3types.CompletedMultipartUpload{Parts: parts}})
-	return n, err
+	})
 }
 
 // jsonRecord is record i, a JSON object of size bytes. It has no "value"
