@@ -212,7 +212,9 @@ func (p *Planner) csv(ctx context.Context, obj Object, comp Compression) (*CSV, 
 		return nil, &ReadError{Object: obj, Err: err}
 	}
 	defer src.Close()
-	line, err := bufio.NewReaderSize(io.LimitReader(src, maxHeaderLine), 64<<10).ReadString('\n')
+	// A small buffer: ReadString gathers a longer line across fills, and
+	// planning reads a header per CSV object, 16 at a time.
+	line, err := bufio.NewReader(io.LimitReader(src, maxHeaderLine)).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}

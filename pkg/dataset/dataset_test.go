@@ -425,3 +425,27 @@ func TestListResumes(t *testing.T) {
 		}
 	})
 }
+
+// TestPlanWideCSVHeader plans a CSV object whose header line is longer
+// than a read buffer (3,000 columns, about 35 KiB): the whole header is
+// read.
+func TestPlanWideCSVHeader(t *testing.T) {
+	c := localaws.FakeS3(t)
+	b := newBucket(t, c, "wide")
+	cols := make([]string, 3000)
+	for i := range cols {
+		cols[i] = fmt.Sprintf("column_%04d", i)
+	}
+	put(t, c, b, "w.csv", []byte(strings.Join(cols, ",")+"\n"+strings.Repeat("1,", 2999)+"1\n"))
+	obj, err := dataset.Head(t.Context(), c, b, "w.csv", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, err := dataset.NewPlanner(c, dataset.PlanOptions{}).Plan(t.Context(), obj)
+	if err != nil || len(chunks) != 1 || chunks[0].CSV == nil {
+		t.Fatalf("plan: %v %+v", err, chunks)
+	}
+	if h := chunks[0].CSV.Header; !slices.Equal(h, cols) {
+		t.Errorf("header of %d columns, want %d (last %q)", len(h), len(cols), h[len(h)-1])
+	}
+}
