@@ -28,7 +28,9 @@ import (
 // check copies each body again; with requests of up to a MiB in flight,
 // that was most of a run's memory.
 func exactBodies(o *sqs.Options) {
-	if o.Protocol != nil {
+	// Only SQS's JSON protocol: the body written is its JSON, and under
+	// another protocol the SDK's own serializer stays.
+	if o.Protocol != nil && o.Protocol.ID() == awsJSON10 {
 		o.Protocol = exactBatchProtocol{o.Protocol}
 	}
 	if !o.DisableMessageChecksumValidation {
@@ -38,6 +40,9 @@ func exactBodies(o *sqs.Options) {
 		})
 	}
 }
+
+// awsJSON10 is the protocol whose SendMessageBatch body batchBody writes.
+var awsJSON10 = smithy.ShapeID{Namespace: "aws.protocols", Name: "awsJson1_0"}
 
 // bodyChecksums checks, as the SDK does when its own check is on, that
 // SQS's MD5 of each accepted body is the MD5 of the body sent; a mismatch
