@@ -253,6 +253,33 @@ func TestManifests(t *testing.T) {
 			t.Errorf("objects (-want +got):\n%s", diff)
 		}
 	})
+	t.Run("batch operations csv naming a missing object", func(t *testing.T) {
+		put(t, c, m, "jobs/gone.csv", []byte("data,"+enc(keys[0])+"\ndata,in/gone.jsonl\ndata,"+enc(keys[1])+"\n"))
+		var got []string
+		var missing []error
+		for l, err := range dataset.List(t.Context(), c, dataset.Source{Manifest: "s3://manifests/jobs/gone.csv"}, dataset.Cursor{}, dataset.ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Err != nil {
+				missing = append(missing, l.Err)
+				continue
+			}
+			got = append(got, l.Key)
+		}
+		if !slices.Equal(got, keys[:2]) || len(missing) != 1 || !errors.Is(missing[0], dataset.ErrNotFound) || !strings.Contains(missing[0].Error(), "in/gone.jsonl") {
+			t.Errorf("listed %q, missing %v: want the two objects and the missing one named, the listing going on", got, missing)
+		}
+		var errs []error
+		for _, err := range dataset.Objects(t.Context(), c, dataset.Source{Manifest: "s3://manifests/jobs/gone.csv"}) {
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(errs) != 1 || !errors.Is(errs[0], dataset.ErrNotFound) {
+			t.Errorf("Objects: %v, want the missing object as its error", errs)
+		}
+	})
 	t.Run("bad manifest", func(t *testing.T) {
 		put(t, c, m, "bad.csv", []byte("data\n"))
 		var errs []error

@@ -173,6 +173,9 @@ func Objects(ctx context.Context, client ListAPI, src Source) iter.Seq2[Object, 
 			if err == nil && l.Mark() {
 				continue
 			}
+			if err == nil {
+				err = l.Err
+			}
 			if !yield(l.Object, err) || err != nil {
 				return
 			}
@@ -207,6 +210,11 @@ func (c Cursor) IsZero() bool { return c == Cursor{} }
 type Listed struct {
 	Object
 	Next Cursor
+	// Err is set, for an object a manifest names, when S3 says it is not
+	// there (it wraps ErrNotFound): the listing goes on past it, since a
+	// manifest made earlier may name objects deleted since. A key the
+	// source names itself (Key, Keys) that is missing ends the listing.
+	Err error
 }
 
 // Mark reports whether l names no object: the listing passed over keys
@@ -265,6 +273,10 @@ func List(ctx context.Context, client ListAPI, src Source, from Cursor, opts Lis
 			return l, nil
 		}
 		obj, err := Head(ctx, client, l.Bucket, l.Key, l.VersionID)
+		if src.Manifest != "" && errors.Is(err, ErrNotFound) {
+			l.Err = err
+			return l, nil
+		}
 		l.Object = obj
 		return l, err
 	}
@@ -303,7 +315,8 @@ func listPrefix(ctx context.Context, client ListAPI, src Source, from Cursor, yi
 }
 
 // Head pins one object with HeadObject: its size, ETag and version (the
-// given one, or the latest).
+// given one, or the latest). A missing object or version wraps
+// ErrNotFound.
 func Head(ctx context.Context, client ListAPI, bucket, key, versionID string) (Object, error) {
 	in := &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
 	if versionID != "" {
@@ -311,7 +324,7 @@ func Head(ctx context.Context, client ListAPI, bucket, key, versionID string) (O
 	}
 	out, err := client.HeadObject(ctx, in)
 	if err != nil {
-		return Object{}, fmt.Errorf("dataset: head %s: %w", Object{Bucket: bucket, Key: key, VersionID: versionID}, err)
+		return Object{}, fmt.Errorf("dataset: head %s: %w", Object{Bucket: bucket, Key: key, VersionID: versionID}, classify(err))
 	}
 	return Object{
 		Bucket:    bucket,

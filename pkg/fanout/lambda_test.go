@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -690,5 +691,32 @@ func TestReadFailsPartWay(t *testing.T) {
 	slices.Sort(all)
 	if diff := cmp.Diff(want, all); diff != "" {
 		t.Errorf("records over both tasks (-want +got):\n%s", diff)
+	}
+}
+
+// TestManifestMissingObject sends a Batch Operations manifest that names
+// an object deleted since it was made, and a key list with a missing key:
+// the manifest's run sends the other objects and counts the missing one,
+// named in a warning; the key list, whose keys the request names itself,
+// is refused naming the key.
+func TestManifestMissingObject(t *testing.T) {
+	st := newStack(t, "")
+	st.put(t, "m/a.jsonl", `{"value":"a1"}`+"\n")
+	st.put(t, "m/c d.jsonl", `{"value":"c1"}`+"\n"+`{"value":"c2"}`+"\n")
+	st.put(t, "manifests/job.csv", "lake,m/a.jsonl\nlake,m/gone.jsonl\nlake,m/c+d.jsonl\n")
+	h, logs := st.handler(t, fanout.Options{}, nil)
+	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"manifest": "s3://lake/manifests/job.csv"})
+	if rep.Objects != 2 || rep.ObjectsMissing != 1 || rep.RecordsSent != 3 {
+		t.Errorf("report %+v: want 2 objects sent, 1 missing, 3 records", rep)
+	}
+	if !strings.Contains(logs.String(), "object listed but not found") || !strings.Contains(logs.String(), "s3://lake/m/gone.jsonl") {
+		t.Errorf("no warning naming the missing object:\n%.2000s", logs.String())
+	}
+	if n := len(localaws.Drain(t, st.sqs, st.target, 2*time.Second)); n != 3 {
+		t.Errorf("%d records on the target, want 3", n)
+	}
+	b, _ := json.Marshal(map[string]any{"bucket": st.bucket, "keys": []string{"m/a.jsonl", "m/gone.jsonl"}})
+	if _, err := h.Invoke(t.Context(), b); err == nil || !strings.Contains(err.Error(), "s3://lake/m/gone.jsonl") || !errors.Is(err, dataset.ErrNotFound) {
+		t.Errorf("a key list with a missing key: %v, want an error naming it", err)
 	}
 }

@@ -127,6 +127,10 @@ type Stats struct {
 	// TasksSkipped counts tasks that, by the claims store, another
 	// delivery had done.
 	TasksSkipped int `json:"tasksSkipped,omitempty"`
+	// ObjectsMissing counts objects a listing or manifest named that S3
+	// did not find when they were planned; they are skipped, with a
+	// warning that names each.
+	ObjectsMissing int `json:"objectsMissing,omitempty"`
 	// RecordsOffloaded counts the records sent as pointers to S3 (one
 	// PutObject each), among RecordsSent.
 	RecordsOffloaded int64 `json:"recordsOffloaded,omitempty"`
@@ -146,6 +150,7 @@ func (s *Stats) Add(o Stats) {
 	s.Retries += o.Retries
 	s.BytesSent += o.BytesSent
 	s.TasksSkipped += o.TasksSkipped
+	s.ObjectsMissing += o.ObjectsMissing
 	s.RecordsOffloaded += o.RecordsOffloaded
 }
 

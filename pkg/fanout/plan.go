@@ -174,6 +174,9 @@ type planned struct {
 	tasks []worktask.Task
 	count int  // chunks, which a chain plans as one task
 	mark  bool // no object: the listing moved past keys it leaves out
+	// missing is why the listed object obj was not found.
+	obj     dataset.Object
+	missing error
 }
 
 // run is the one planning loop: it plans objects into chunk tasks as it
@@ -203,11 +206,22 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.L
 		cursor = step.Cursor
 	}
 	resumable := step != nil && r.work != nil
+	// Objects a listing found (a prefix, a manifest, a bucket) may be gone
+	// by the time they are planned, or a manifest may name objects deleted
+	// since it was made: those are skipped and counted. Keys a request
+	// names itself, and notified objects, fail the run when missing.
+	listedOnly := step != nil && step.Source.Key == "" && len(step.Source.Keys) == 0
 	plans := inorder.Map(ctx, objs, r.opts.PlanConcurrency, func(ctx context.Context, l dataset.Listed) (planned, error) {
-		if l.Mark() {
+		switch {
+		case l.Mark():
 			return planned{next: l.Next, mark: true}, nil
+		case l.Err != nil:
+			return planned{next: l.Next, obj: l.Object, missing: l.Err}, nil
 		}
 		ts, n, err := plan(ctx, l.Object)
+		if listedOnly && errors.Is(err, dataset.ErrNotFound) {
+			return planned{next: l.Next, obj: l.Object, missing: err}, nil
+		}
 		return planned{next: l.Next, size: l.Size, tasks: ts, count: n}, err
 	})
 	tasks := func(yield func(worktask.Task) bool) {
@@ -221,6 +235,12 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.L
 				return
 			}
 			if p.mark {
+				cursor = p.next
+				continue
+			}
+			if p.missing != nil {
+				rep.ObjectsMissing++
+				r.log.WarnContext(ctx, "object listed but not found: skipped", "runId", runID, "object", p.obj.String(), "error", p.missing)
 				cursor = p.next
 				continue
 			}
