@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
@@ -180,23 +179,14 @@ func (h *Handler) batchOperations(ctx context.Context, inv *Invocation, payload 
 	ctx, cancel := partialbatch.Deadlines(ctx, h.opts.DeadlineMargin, h.opts.Now)
 	defer cancel()
 	at := time.Now().UTC()
-	runs := make([]objectRun, len(job.Tasks))
-	var g errgroup.Group
-	g.SetLimit(h.opts.Concurrency)
+	jobs := make([]objectJob, len(job.Tasks))
 	for i, t := range job.Tasks {
-		switch {
-		case argErr != nil:
-			runs[i] = objectRun{Object: t.Object, Code: PermanentFailure, Err: argErr}
-		case t.Err != nil:
-			runs[i] = objectRun{Object: t.Object, Code: PermanentFailure, Err: t.Err}
-		default:
-			g.Go(func() error {
-				runs[i] = h.runObject(ctx, runID, t.Object, ov, true)
-				return nil
-			})
+		jobs[i] = objectJob{obj: t.Object, ov: ov, head: true, err: t.Err}
+		if argErr != nil {
+			jobs[i].err = argErr
 		}
 	}
-	g.Wait()
+	runs := h.runObjects(ctx, runID, jobs)
 	total := Report{RunID: runID}
 	for i, r := range runs {
 		t := job.Tasks[i]

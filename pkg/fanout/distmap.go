@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
@@ -269,21 +267,12 @@ func (h *Handler) distributedMap(ctx context.Context, inv *Invocation, payload [
 	ctx, cancel := partialbatch.Deadlines(ctx, h.opts.DeadlineMargin, h.opts.Now)
 	defer cancel()
 	at := time.Now().UTC()
-	runs := make([]objectRun, len(b.Items))
-	var g errgroup.Group
-	g.SetLimit(h.opts.Concurrency)
+	jobs := make([]objectJob, len(b.Items))
 	for i, it := range b.Items {
 		obj, head, err := it.Object(b.Input.Bucket)
-		if err != nil {
-			runs[i] = objectRun{Object: obj, Code: PermanentFailure, Err: err}
-			continue
-		}
-		g.Go(func() error {
-			runs[i] = h.runObject(ctx, runID, obj, b.Input.Overrides, head)
-			return nil
-		})
+		jobs[i] = objectJob{obj: obj, ov: b.Input.Overrides, head: head, err: err}
 	}
-	g.Wait()
+	runs := h.runObjects(ctx, runID, jobs)
 	res := MapResult{RunID: runID, Items: len(b.Items), Results: make([]MapItemResult, len(runs))}
 	total := Report{RunID: runID}
 	for i, r := range runs {

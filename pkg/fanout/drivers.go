@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/claims"
@@ -120,6 +121,36 @@ type objectRun struct {
 	Err    error
 }
 
+// objectJob is one object a driver names: how to run it, or, in err, why
+// it cannot be run (bad arguments, an item without a bucket).
+type objectJob struct {
+	obj  dataset.Object
+	ov   Overrides
+	head bool
+	err  error
+}
+
+// runObjects runs jobs as runObject does, up to Concurrency at once, each
+// a run of its own named runID; a job with an err is a PermanentFailure
+// without running. Results are in the order of jobs.
+func (h *Handler) runObjects(ctx context.Context, runID string, jobs []objectJob) []objectRun {
+	runs := make([]objectRun, len(jobs))
+	var g errgroup.Group
+	g.SetLimit(h.opts.Concurrency)
+	for i, j := range jobs {
+		if j.err != nil {
+			runs[i] = objectRun{Object: j.obj, Code: PermanentFailure, Err: j.err}
+			continue
+		}
+		g.Go(func() error {
+			runs[i] = h.runObject(ctx, runID, j.obj, j.ov, j.head)
+			return nil
+		})
+	}
+	g.Wait()
+	return runs
+}
+
 // runObject runs obj as a run of its own, pinning it first with HeadObject
 // when head is set (the version id obj gives, or the latest), and
 // classifies the outcome. With failOnError, records on the failure output
@@ -127,12 +158,9 @@ type objectRun struct {
 func (h *Handler) runObject(ctx context.Context, runID string, obj dataset.Object, ov Overrides, head bool) objectRun {
 	out := objectRun{Object: obj, Report: Report{RunID: runID}}
 	if head {
+		// A missing object or version wraps dataset.ErrNotFound.
 		pinned, err := dataset.Head(ctx, h.runner.s3, obj.Bucket, obj.Key, obj.VersionID)
 		if err != nil {
-			if Classify(err) == PermanentFailure {
-				// HeadObject has no body: a missing key is a bare 404.
-				err = fmt.Errorf("%w: %w", headError(err), err)
-			}
 			out.Code, out.Err = Classify(err), err
 			return out
 		}
@@ -146,22 +174,6 @@ func (h *Handler) runObject(ctx context.Context, runID string, obj dataset.Objec
 		out.Err = fmt.Errorf("%d records failed (FAIL_ON_ERROR is set; they are on the failure output)", out.Report.RecordsFailed)
 	}
 	return out
-}
-
-// headError names what a HeadObject failure that no retry fixes means.
-func headError(err error) error {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		switch api.ErrorCode() {
-		case "NotFound", "NoSuchKey", "NoSuchVersion":
-			return dataset.ErrNotFound
-		}
-	}
-	var status interface{ HTTPStatusCode() int }
-	if errors.As(err, &status) && status.HTTPStatusCode() == 404 {
-		return dataset.ErrNotFound
-	}
-	return errors.New("cannot be read")
 }
 
 // invocationReport writes, when a run report is configured, what one

@@ -23,12 +23,7 @@ import (
 // step (see PlanStep), with the tasks planned so far. A request that
 // Validate refuses fails before anything is listed.
 func (r *Runner) Run(ctx context.Context, req Request) (Report, error) {
-	if err := req.Validate(); err != nil {
-		return Report{RunID: req.RunID}, fmt.Errorf("fanout: bad request: %w", err)
-	}
-	runID := cmp.Or(req.RunID, NewRunID())
-	step := &worktask.Plan{RunID: runID, Source: req.Source, Step: 1}
-	return r.runAndReport(ctx, runID, r.list(ctx, req.Source, dataset.Cursor{}), req.Overrides, false, step)
+	return r.request(ctx, req, false)
 }
 
 // Queue plans the dataset req names and queues all of its chunk tasks on
@@ -36,15 +31,21 @@ func (r *Runner) Run(ctx context.Context, req Request) (Report, error) {
 // to send: the CLI's -work-queue-url. Planning stops at ctx's end, as in
 // Run.
 func (r *Runner) Queue(ctx context.Context, req Request) (Report, error) {
-	if err := req.Validate(); err != nil {
-		return Report{RunID: req.RunID}, fmt.Errorf("fanout: bad request: %w", err)
-	}
 	if r.work == nil {
 		return Report{RunID: req.RunID}, errors.New("fanout: no work queue to queue the dataset on")
 	}
+	return r.request(ctx, req, true)
+}
+
+// request runs req as the first planning step of its run: Run, or with
+// queue set Queue.
+func (r *Runner) request(ctx context.Context, req Request, queue bool) (Report, error) {
+	if err := req.Validate(); err != nil {
+		return Report{RunID: req.RunID}, fmt.Errorf("fanout: bad request: %w", err)
+	}
 	runID := cmp.Or(req.RunID, NewRunID())
 	step := &worktask.Plan{RunID: runID, Source: req.Source, Step: 1}
-	return r.runAndReport(ctx, runID, r.list(ctx, req.Source, dataset.Cursor{}), req.Overrides, true, step)
+	return r.runAndReport(ctx, runID, r.list(ctx, req.Source, dataset.Cursor{}), req.Overrides, queue, step)
 }
 
 // RunObjects plans and sends objects as one run. S3 event notifications

@@ -203,13 +203,9 @@ func DecodeRequest(payload []byte) (Request, error) {
 	return req, nil
 }
 
-// taskOverrides reads a task's overrides as strictly as a request's: a
-// task whose overrides a request could not have given is malformed.
-func taskOverrides(t worktask.Task) (Overrides, error) {
-	return overridesOf(t.Overrides)
-}
-
-// overridesOf reads the overrides a task or planning step carries.
+// overridesOf reads the overrides a task or planning step carries as
+// strictly as a request's: one whose overrides a request could not have
+// given is malformed.
 func overridesOf(raw json.RawMessage) (Overrides, error) {
 	var ov Overrides
 	if len(raw) == 0 {

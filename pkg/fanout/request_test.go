@@ -103,7 +103,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("marshal overrides of %q: %v", in, err)
 		}
-		if _, err := taskOverrides(taskWith(raw)); err != nil {
+		if _, err := overridesOf(taskWith(raw).Overrides); err != nil {
 			t.Fatalf("overrides of %q do not read back from a task (%s): %v", in, raw, err)
 		}
 	})

@@ -150,7 +150,7 @@ type taskRun struct {
 // prepare reads a task's overrides and builds how its records become
 // entries.
 func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*taskRun, error) {
-	ov, err := taskOverrides(t)
+	ov, err := overridesOf(t.Overrides)
 	if err != nil {
 		return nil, err
 	}
