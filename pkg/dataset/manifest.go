@@ -76,9 +76,10 @@ func getManifest(ctx context.Context, client ListAPI, obj Object, offset int64) 
 	switch {
 	case offset > 0 && errors.As(err, &ae) && ae.ErrorCode() == "InvalidRange":
 		return nil, obj.ETag, nil
-	case errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed":
-		return nil, "", fmt.Errorf("dataset: manifest %s changed while the run was planned: %w", obj.URI(), ErrChanged)
 	case err != nil:
+		if err = classify(err); errors.Is(err, ErrChanged) {
+			return nil, "", fmt.Errorf("dataset: manifest %s changed while the run was planned: %w", obj.URI(), err)
+		}
 		return nil, "", fmt.Errorf("dataset: get manifest %s: %w", obj.URI(), err)
 	}
 	return out.Body, trimETag(aws.ToString(out.ETag)), nil
@@ -199,7 +200,7 @@ func csvInventoryRows(ctx context.Context, client ListAPI, file Object, fileSche
 		for i := range schema {
 			schema[i] = strings.TrimSpace(schema[i])
 		}
-		body, err := getBody(ctx, client, file.Bucket, file.Key)
+		body, _, err := getManifest(ctx, client, file, 0)
 		if err != nil {
 			yield(inventoryRow{}, err)
 			return
@@ -218,14 +219,6 @@ func csvInventoryRows(ctx context.Context, client ListAPI, file Object, fileSche
 			return yield(row, err)
 		})
 	}
-}
-
-func getBody(ctx context.Context, client ListAPI, bucket, key string) (io.ReadCloser, error) {
-	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-	if err != nil {
-		return nil, fmt.Errorf("dataset: get manifest s3://%s/%s: %w", bucket, key, err)
-	}
-	return out.Body, nil
 }
 
 // readManifestCSV yields the rows of a manifest CSV, each with the byte

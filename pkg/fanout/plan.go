@@ -291,13 +291,7 @@ func (r *Runner) run(ctx context.Context, runID string, objs iter.Seq2[dataset.L
 			// done rather than starting it again.
 			rep.Queued = true
 			var qerr error
-			rep.TasksQueued, qerr = r.enqueue(partialbatch.SendContext(ctx), func(yield func(message) bool) {
-				for _, t := range rest {
-					if !yield(t) {
-						return
-					}
-				}
-			})
+			rep.TasksQueued, qerr = r.enqueue(partialbatch.SendContext(ctx), messagesOf(rest))
 			err = errors.Join(err, qerr)
 		}
 		return rep, err
@@ -411,14 +405,19 @@ func (r *Runner) Target(ctx context.Context) (*sqsbatch.Sender, error) {
 // Enqueue sends tasks to the work queue, such as the continuation of a task
 // that ran out of time.
 func (r *Runner) Enqueue(ctx context.Context, tasks ...worktask.Task) error {
-	_, err := r.enqueue(ctx, func(yield func(message) bool) {
+	_, err := r.enqueue(ctx, messagesOf(tasks))
+	return err
+}
+
+// messagesOf yields tasks as work queue messages.
+func messagesOf(tasks []worktask.Task) iter.Seq[message] {
+	return func(yield func(message) bool) {
 		for _, t := range tasks {
 			if !yield(t) {
 				return
 			}
 		}
-	})
-	return err
+	}
 }
 
 // message is what travels on the work queue: a chunk task
