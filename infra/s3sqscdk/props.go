@@ -441,8 +441,10 @@ func resolve(p *Props) (resolved, error) {
 			checkARN("Fanout.TargetKeyARN", fo.TargetKeyARN, "kms", bad)
 		}
 		for i, d := range fo.Datasets {
-			if d.Bucket == "" || strings.ContainsAny(d.Bucket, "/*?:") {
+			if d.Bucket == "" {
 				bad("Fanout.Datasets[%d].Bucket: %q is not a bucket name", i, d.Bucket)
+			} else {
+				checkBucket(fmt.Sprintf("Fanout.Datasets[%d].Bucket", i), d.Bucket, bad)
 			}
 			for _, pre := range d.Prefixes {
 				if pre == "" || strings.ContainsAny(pre, "*?") {
@@ -463,13 +465,9 @@ func resolve(p *Props) (resolved, error) {
 			if rp.Prefix == "" {
 				rp.Prefix = DefaultReportPrefix
 			}
-			if !reportPrefix.MatchString(rp.Prefix) {
-				bad("Fanout.Report.Prefix: %q must end with /, not start with one, and hold no wildcard", rp.Prefix)
-			}
+			checkPrefix("Fanout.Report.Prefix", rp.Prefix, bad)
 			rp.ExpirationDays = checkDays("Fanout.Report.ExpirationDays", rp.ExpirationDays, DefaultReportExpirationDays, bad)
-			if rp.ExistingBucketName != "" && strings.ContainsAny(rp.ExistingBucketName, "/*?:") {
-				bad("Fanout.Report.ExistingBucketName: %q is not a bucket name", rp.ExistingBucketName)
-			}
+			checkBucket("Fanout.Report.ExistingBucketName", rp.ExistingBucketName, bad)
 		}
 		if bo := &fo.BatchOperations; bo.Enabled {
 			if bo.ManifestBucketName == "" {
@@ -484,16 +482,10 @@ func resolve(p *Props) (resolved, error) {
 			if bo.ReportPrefix == "" {
 				bo.ReportPrefix = DefaultBatchReportPrefix
 			}
-			for field, name := range map[string]string{"ManifestBucketName": bo.ManifestBucketName, "ReportBucketName": bo.ReportBucketName} {
-				if strings.ContainsAny(name, "/*?:") {
-					bad("Fanout.BatchOperations.%s: %q is not a bucket name", field, name)
-				}
-			}
-			for field, pre := range map[string]string{"ManifestPrefix": bo.ManifestPrefix, "ReportPrefix": bo.ReportPrefix} {
-				if !reportPrefix.MatchString(pre) {
-					bad("Fanout.BatchOperations.%s: %q must end with /, not start with one, and hold no wildcard", field, pre)
-				}
-			}
+			checkBucket("Fanout.BatchOperations.ManifestBucketName", bo.ManifestBucketName, bad)
+			checkBucket("Fanout.BatchOperations.ReportBucketName", bo.ReportBucketName, bad)
+			checkPrefix("Fanout.BatchOperations.ManifestPrefix", bo.ManifestPrefix, bad)
+			checkPrefix("Fanout.BatchOperations.ReportPrefix", bo.ReportPrefix, bad)
 		} else if bo.ManifestBucketName != "" || bo.ReportBucketName != "" || bo.ManifestPrefix != "" || bo.ReportPrefix != "" {
 			bad("Fanout.BatchOperations: buckets and prefixes need Enabled")
 		}
@@ -537,6 +529,22 @@ var (
 
 // checkDays returns days, or def when it is zero, and reports a value
 // outside 1 to 3650 (what an S3 lifecycle rule takes here).
+// checkBucket reports a bucket name (empty: none given) that holds a
+// character no bucket name has, such as an ARN's or a URI's.
+func checkBucket(field, name string, bad func(string, ...any)) {
+	if strings.ContainsAny(name, "/*?:") {
+		bad("%s: %q is not a bucket name", field, name)
+	}
+}
+
+// checkPrefix reports a key prefix the construct grants under that does
+// not end with /, starts with one, or holds a wildcard.
+func checkPrefix(field, prefix string, bad func(string, ...any)) {
+	if !reportPrefix.MatchString(prefix) {
+		bad("%s: %q must end with /, not start with one, and hold no wildcard", field, prefix)
+	}
+}
+
 func checkDays(field string, days, def int, bad func(string, ...any)) int {
 	if days == 0 {
 		days = def
