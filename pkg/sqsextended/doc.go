@@ -85,17 +85,20 @@
 // # Deleting payloads
 //
 // Several messages may name one object: every copy of a record with the
-// same body, on any queue the Offloader's prefix serves: copies SQS
+// same body, on any queue the Offloader's prefix serves: a message SQS
 // delivers twice, a record sent again after a lost answer, a second run of
 // the same object. A consumer that deletes the payload once it has
 // processed a message ([Resolver.Delete], as the Java client does when it
-// deletes a message) leaves the other copies without one. Their record was
-// processed (the same id with the same body), so a consumer that drops
-// duplicates by record id may drop them: [ResolverOptions].IgnorePayloadNotFound
-// reports such a message as [ErrSkip] instead of a failure. A payload also
-// disappears when the bucket's lifecycle rule expires it, which should
-// therefore keep payloads at least as long as their queue keeps messages
-// (and its dead-letter queue, for a redrive). Where several consumers, or
-// several queues served by one prefix, read the same records, none should
-// delete payloads: the lifecycle rule does.
+// deletes a message) leaves the other copies without one. When that
+// consumer is the only reader of the records, a copy whose payload is gone
+// carries a record it has processed (the same id with the same body), and
+// [ResolverOptions].IgnorePayloadNotFound reports it as [ErrSkip] instead
+// of a failure. S3 reports a missing object as NoSuchKey only to a reader
+// allowed s3:ListBucket on the bucket (AccessDenied otherwise), so such a
+// consumer needs it. A payload also disappears when the bucket's lifecycle
+// rule expires it, which should therefore keep payloads at least as long
+// as their queue (and its dead-letter queue, for a redrive) keeps
+// messages. Where several consumers, or several queues served by one
+// prefix, read the same records, none should delete payloads: the
+// lifecycle rule does.
 package sqsextended
