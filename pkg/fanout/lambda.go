@@ -38,8 +38,8 @@ type HandlerOptions struct {
 	SkipGroupOnError bool
 	// Concurrency is how many notified objects of an SQS event (each a
 	// run) and planning steps run at once; zero means
-	// partialbatch.DefaultConcurrency. Chunk tasks
-	// are read ChunkConcurrency at a time, as in any run.
+	// partialbatch.DefaultConcurrency. Chunk tasks are read
+	// ChunkConcurrency at a time, as in any run.
 	Concurrency int
 	// DeadlineMargin is how long before an invocation's deadline work
 	// stops; zero means partialbatch.AutoMargin.
@@ -321,8 +321,8 @@ func (h *Handler) notifications(ctx context.Context, inv *Invocation, msgs []s3e
 		inv.Skipped++
 		level := slog.LevelDebug
 		if s.Reason == s3event.SkipTooOld {
-			// Not a filter the user chose per object: its records are
-			// never sent, which the log must say.
+			// Unlike an event type or a prefix left out, the object is
+			// data that is never sent: the log must say so.
 			level = slog.LevelWarn
 		}
 		h.log.Log(ctx, level, "object skipped", "messageId", s.MessageID, "object", Notified(s.Object).String(),
@@ -341,8 +341,8 @@ func (h *Handler) notifications(ctx context.Context, inv *Invocation, msgs []s3e
 		runID, ok := NotifiedRunID(it.Object)
 		if !ok {
 			// Nothing tells this event from another on the key: named
-			// after its message, a new notification of the key is never
-			// taken for a repeat of this one.
+			// after its message (a new id when invoked directly), a new
+			// notification of the key is never taken for a repeat.
 			runID = msgs[i].ID
 		}
 		jobs = append(jobs, &job{msg: i, runID: runID, obj: Notified(it.Object)})
