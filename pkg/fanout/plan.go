@@ -54,10 +54,16 @@ func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[da
 	return r.runAndReport(ctx, runID, listed(objs), ov, false, nil)
 }
 
-// runAndReport runs and then writes the run report's manifest.
+// runAndReport runs and then writes the run report's manifest, unless the
+// run was a repeat that found every task run by an earlier delivery (a
+// notification S3 sent twice, a request sent again with its runId): the
+// manifest then stays the one of the delivery that sent the records.
 func (r *Runner) runAndReport(ctx context.Context, runID string, objs iter.Seq2[dataset.Listed, error], ov Overrides, queue bool, step *worktask.Plan) (Report, error) {
 	at := time.Now().UTC()
 	rep, err := r.run(ctx, runID, objs, ov, queue, step)
+	if err == nil && !rep.Queued && rep.TasksSkipped > 0 && rep.RecordsRead == 0 {
+		return rep, nil
+	}
 	// Written after work ends, as the continuations are (see run).
 	if rerr := r.report.manifest(partialbatch.SendContext(ctx), rep, at); err == nil {
 		err = rerr
