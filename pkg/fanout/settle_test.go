@@ -1,7 +1,10 @@
 package fanout_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -158,5 +161,60 @@ func failureLines(t *testing.T) func([]byte) []int64 {
 			offs = append(offs, f.Offset)
 		}
 		return offs
+	}
+}
+
+// TestCorruptObject sends a .gz object whose stream is cut short, as a
+// request and as a chunk task: the records before the cut are sent, the
+// rest of the object is one failure with its code and first offset not
+// read, nothing is continued, and the answer counts the object as failed.
+func TestCorruptObject(t *testing.T) {
+	st := newStack(t, "")
+	var plain bytes.Buffer
+	var want []string
+	for i := range 2000 {
+		fmt.Fprintf(&plain, `{"value":"r%04d","pad":"%s"}`+"\n", i, strings.Repeat("x", i%50))
+		want = append(want, fmt.Sprintf("r%04d", i))
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(plain.Bytes())
+	zw.Close()
+	st.put(t, "cut.jsonl.gz", string(gz.Bytes()[:gz.Len()*3/4]))
+
+	h, logs := st.handler(t, fanout.Options{FailureS3URI: "s3://lake/failed/"}, nil)
+	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "cut.jsonl.gz", "runId": "cut"})
+	if rep.ObjectsFailed != 1 || rep.RecordsFailed != 1 || rep.Queued || rep.PlanContinued {
+		t.Errorf("report %+v: want one object failed, one failure, nothing queued", rep)
+	}
+	got, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	if len(got) == 0 || len(got) >= len(want) || !cmp.Equal(got, want[:len(got)]) {
+		t.Fatalf("sent %d records, want the first ones before the cut", len(got))
+	}
+	if cont := localaws.Drain(t, st.sqs, st.work, time.Second); len(cont) != 0 {
+		t.Errorf("%d continuations queued for an object no retry can read", len(cont))
+	}
+	// The failure starts where the task would have resumed: after the
+	// last record sent, at or before the first not sent.
+	last := int64(strings.Index(plain.String(), `{"value":"`+want[len(got)-1]+`"`))
+	next := int64(strings.Index(plain.String(), `{"value":"`+want[len(got)]+`"`))
+	list, err := st.s3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(st.bucket), Prefix: aws.String("failed/cut/")})
+	if err != nil || len(list.Contents) != 1 {
+		t.Fatalf("failure objects %v, %v; want one", list, err)
+	}
+	out, err := st.s3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(st.bucket), Key: list.Contents[0].Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f fanout.Failure
+	if err := json.NewDecoder(out.Body).Decode(&f); err != nil {
+		t.Fatal(err)
+	}
+	out.Body.Close()
+	if f.Code != "CorruptObject" || f.Offset <= last || f.Offset > next || !strings.Contains(f.Message, "cannot be read") {
+		t.Errorf("failure %+v: want CorruptObject at an offset in (%d, %d]", f, last, next)
+	}
+	if !strings.Contains(logs.String(), `"objectsFailed":1`) {
+		t.Errorf("the summary does not count the object as failed:\n%s", logs)
 	}
 }

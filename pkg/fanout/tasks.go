@@ -471,12 +471,22 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 				}
 				continue
 			}
+			code, permanent := unreadable(err)
 			switch {
 			case readCtx.Err() != nil:
 				tr.cut(readCtx, next)
 				return
 			case work.Err() != nil:
 				tr.resumeAt = next
+			case permanent:
+				// Reading the same bytes again gives the same error: the
+				// rest of the chunk is not continued but put on the
+				// failure output, as one failed record at the offset the
+				// task would have resumed from (just after the last record
+				// read), and the task ends.
+				tr.res.RecordsRead++
+				fail(next, code, fmt.Sprintf("the records of %s from offset %d to the end of the chunk cannot be read: %v", c.Object, next, err), "")
+				tr.res.ObjectsFailed = 1
 			case next > tr.from && !errors.Is(err, dataset.ErrChanged) && !errors.Is(err, dataset.ErrNotFound):
 				// What was read is sent; the rest is a continuation
 				// that starts at the first record not read, instead of
@@ -539,6 +549,23 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 		// continuation starts after it.
 		hand(tr.packer.flush())
 	}
+}
+
+// unreadable returns the failure code of a read error that no retry
+// fixes, the same bytes giving the same error: a corrupt or truncated
+// object, one changed since it was planned, or a compressed one planned as
+// byte ranges. ok is false for any other error.
+func unreadable(err error) (code string, ok bool) {
+	var enc *dataset.EncodingError
+	switch {
+	case errors.Is(err, dataset.ErrCorrupt):
+		return "CorruptObject", true
+	case errors.Is(err, dataset.ErrChanged):
+		return "ObjectChanged", true
+	case errors.As(err, &enc):
+		return "ObjectEncoded", true
+	}
+	return "", false
 }
 
 // wants reports whether the record at offset is to be sent, and notes it
