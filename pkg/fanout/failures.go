@@ -68,7 +68,8 @@ func (b *failureBatch) len() int {
 }
 
 // write puts the failures of a task on the output. name identifies the
-// task, for the S3 object's key.
+// attempt at the task (see attemptName), for the S3 object's key and the
+// FIFO deduplication id.
 func (s *failureSink) write(ctx context.Context, runID, name string, fs []Failure) error {
 	if len(fs) == 0 {
 		return nil

@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 )
 
@@ -80,9 +84,19 @@ func FuzzParse(f *testing.F) {
 
 func TestChainNext(t *testing.T) {
 	// An object of 10 bytes in chunks of 4: [0,4) [4,8) [8,10).
+	// The planner asks S3 for the Content-Encoding of an object it cuts.
+	c := localaws.FakeS3(t)
+	if _, err := c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("chain")}); err != nil {
+		t.Fatal(err)
+	}
+	put, err := c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("chain"), Key: aws.String("k.jsonl"), Body: strings.NewReader("{}\n{}\n{}\n{")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	etag := strings.Trim(aws.ToString(put.ETag), `"`)
 	first := Task{RunID: "r", Chain: &Chain{Step: 4, Total: 10}, Chunk: dataset.Chunk{
-		Object: dataset.Object{Bucket: "b", Key: "k.jsonl", Size: 10, ETag: "e"}, Count: 3, End: 4, Format: dataset.FormatJSONL}}
-	planned := dataset.NewPlanner(nil, dataset.PlanOptions{ChunkSize: 4})
+		Object: dataset.Object{Bucket: "chain", Key: "k.jsonl", Size: 10, ETag: etag}, Count: 3, End: 4, Format: dataset.FormatJSONL}}
+	planned := dataset.NewPlanner(c, dataset.PlanOptions{ChunkSize: 4})
 	chunks, err := planned.Plan(t.Context(), first.Chunk.Object)
 	if err != nil || len(chunks) != 3 {
 		t.Fatalf("plan: %v %v", chunks, err)
