@@ -2,6 +2,7 @@ package fanout_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/internal/s3fault"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -113,4 +115,36 @@ func TestChunkIDsCoverTheirRecords(t *testing.T) {
 
 func attr(m types.Message, name string) string {
 	return aws.ToString(m.MessageAttributes[name].StringValue)
+}
+
+// TestFailureRecordID sends a record SQS refuses, in record and in chunk
+// mode: its failure names the record id its message had, which a redrive
+// sends it under, whether that id is the record's or the message's.
+func TestFailureRecordID(t *testing.T) {
+	for _, mode := range []fanout.Mode{fanout.ModeRecord, fanout.ModeChunk} {
+		t.Run(string(mode), func(t *testing.T) {
+			st := newStack(t, "")
+			st.put(t, "r.txt", "bad\x02\n")
+			h, _ := st.handler(t, fanout.Options{Mode: mode}, nil)
+			if rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "r.txt"}); rep.RecordsFailed != 1 {
+				t.Fatalf("report %+v; want the record failed", rep)
+			}
+			head, err := dataset.Head(t.Context(), st.s3, st.bucket, "r.txt", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fanout.RecordID(head, 0)
+			if mode == fanout.ModeChunk {
+				want = fanout.ChunkMessageID(head, 0, 0, 1)
+			}
+			msgs := localaws.Drain(t, st.sqs, st.failure, time.Second)
+			if len(msgs) != 1 {
+				t.Fatalf("%d failures, want 1", len(msgs))
+			}
+			var f fanout.Failure
+			if err := json.Unmarshal([]byte(aws.ToString(msgs[0].Body)), &f); err != nil || f.RecordID != want {
+				t.Errorf("failure %s (%v); want record id %s", aws.ToString(msgs[0].Body), err, want)
+			}
+		})
+	}
 }

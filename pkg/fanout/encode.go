@@ -76,13 +76,15 @@ func (m Mapping) withDefaults() Mapping {
 
 // RecordID returns the deterministic id of the record at offset in obj: 32
 // hex characters of SHA-256 over bucket, key, ETag and offset. The ETag,
-// not the version id, names the version: listings, HeadObject, S3 and
-// EventBridge notifications and GET responses all give it, and give the
-// same one for a version, where a listing gives no version id, so that a
-// record has one id whichever path found its object. An object whose ETag
-// is not known (a notification or a failure output record without one)
-// is named by its version id instead. s3ingest builds its record ids the
-// same way, so a record has one id whichever function sent it.
+// not the version id, names the version: listings (which give no version
+// id), HeadObject, S3 and EventBridge notifications and GET responses all
+// give the same ETag for a version, so a record has one id whichever path
+// found its object. An object whose ETag is not known (an S3 Inventory
+// report without its ETag field, a notification without eTag) is named by
+// its version id instead, and its ids then differ from a listing's. Reads
+// stay pinned by version id (dataset.Object.Pin). s3ingest builds its
+// record ids the same way, so a record has one id whichever function sent
+// it.
 func RecordID(obj dataset.Object, offset int64) string {
 	return NewRecordIDs(obj).ID(offset)
 }
