@@ -432,7 +432,7 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 		return true
 	}
 	fail := func(off int64, code, msg, body string) {
-		tr.fails = append(tr.fails, Failure{RunID: t.RunID, Source: c.URI(), Version: c.Pin(), Offset: off,
+		tr.fails = append(tr.fails, Failure{RunID: t.RunID, Source: c.URI(), Version: c.Pin(), Offset: off, RecordID: RecordID(c.Object, off),
 			Code: code, Message: msg, SenderFault: true, Body: body})
 		tr.res.RecordsFailed++
 		tr.res.BadRecords++
@@ -644,7 +644,7 @@ func (r *Runner) offloadEntry(ctx context.Context, tr *taskRun, e sqsbatch.Entry
 	case err != nil:
 		var invalid *sqsextended.InvalidEntryError
 		c := tr.task.Chunk
-		tr.fails = append(tr.fails, Failure{RunID: tr.task.RunID, Source: c.URI(), Version: c.Pin(), Offset: held.offset,
+		tr.fails = append(tr.fails, Failure{RunID: tr.task.RunID, Source: c.URI(), Version: c.Pin(), Offset: held.offset, RecordID: id,
 			Code: "OffloadFailed", Message: err.Error(), SenderFault: errors.As(err, &invalid)})
 		tr.res.RecordsFailed += int64(held.count)
 		return e, false

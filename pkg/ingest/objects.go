@@ -58,9 +58,14 @@ func (o *objectRun) pinned() dataset.Object { return fanout.Notified(o.obj) }
 // runID is the run of an object's tasks: derived from the object's pin and
 // the event's sequencer, so that a retried or repeated notification plans
 // the same tasks with the same ids (and claims), while a new PUT of the
-// same bytes is a run of its own.
+// same bytes is a run of its own. It hashes the pin (the version id where
+// there is one), not the ETag record ids hash: a new version of the same
+// bytes has the same ETag, and without a sequencer only its version id
+// tells the two PUTs apart.
 func (o *objectRun) runID() string {
-	id := fanout.RecordID(o.pinned(), -1)
+	p := o.pinned()
+	sum := sha256.Sum256([]byte(p.Bucket + "\x00" + p.Key + "\x00" + p.Pin() + "\x00-1"))
+	id := hex.EncodeToString(sum[:16])
 	if o.obj.Sequencer != "" {
 		id += "-" + o.obj.Sequencer
 	}
