@@ -19,8 +19,8 @@ var (
 // another case.
 func checkKeys(data []byte, t reflect.Type) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	// Numbers as written: as float64s, some that decoded (into a
-	// json.Number or a raw value) would not read.
+	// Numbers are kept as written: one too large for a float64 decodes
+	// into a json.Number or a raw value, and must not fail here.
 	dec.UseNumber()
 	return walk(dec, t, "")
 }
