@@ -789,7 +789,6 @@ func TestInvokeJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := f.defaults()
-	o.ingest.Filter.MaxFileAge = -1 // MAX_FILE_AGE=off: the sample is old
 	h := f.handler(o, nil, nil)
 	ctx := lambdacontext.NewContext(t.Context(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
 	out, err := lambda.NewHandler(h.Invoke).Invoke(ctx, event)

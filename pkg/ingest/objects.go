@@ -101,6 +101,14 @@ func (inv *invocation) messages(ctx context.Context, msgs []events.SQSMessage) [
 	inv.testEvents += len(res.TestEvents)
 	for _, s := range res.Skipped {
 		inv.skipped[s.Reason.String()]++
+		if s.Reason == s3event.SkipTooOld {
+			// Unlike the other filters, age drops an object the
+			// notification asked for, such as one redriven from a DLQ
+			// late: say which.
+			h.log.WarnContext(ctx, "object skipped: its notification is older than the maximum file age (MAX_FILE_AGE)", "messageId", s.MessageID,
+				"bucket", s.Object.Bucket, "key", s.Object.Key, "versionId", s.Object.VersionID, "eventTime", s.Object.EventTime, "detail", s.Detail)
+			continue
+		}
 		h.log.DebugContext(ctx, "object skipped", "messageId", s.MessageID, "bucket", s.Object.Bucket, "key", s.Object.Key, "reason", s.Reason.String(), "detail", s.Detail)
 	}
 	inv.mu.Unlock()

@@ -41,6 +41,8 @@ func TestParse(t *testing.T) {
 		{"negative resume", `{"runId":"r","resumeAt":-3,"chunk":{"bucket":"b","key":"k","count":1,"start":0,"end":1,"format":"text"}}`, "resumeAt -3 is negative"},
 		{"unknown field", `{"runId":"r","resume":3,"chunk":{"bucket":"b","key":"k","count":1,"start":0,"end":1,"format":"text"}}`, `unknown field "resume" (did you mean "resumeAt"?)`},
 		{"wrong type", `{"runId":"r","chunk":{"bucket":"b","key":"k","count":"1","start":0,"end":1,"format":"text"}}`, "chunk.count: a string is not allowed here; want a number"},
+		{"key twice", chunk(`"key":"other.jsonl","start":0,"end":10`), `duplicate field "chunk.key"`},
+		{"field in another case", `{"runId":"r","chunk":{"Bucket":"b","key":"k","count":1,"start":0,"end":1,"format":"text"}}`, `unknown field "chunk.Bucket" (field names are case-sensitive: did you mean "chunk.bucket"?)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(tc.body)
@@ -161,6 +163,8 @@ func TestParsePlan(t *testing.T) {
 		{"no dataset", `{"runId":"r","plan":{"bucket":"b"},"cursor":{},"step":2}`, "names no dataset"},
 		{"no run", `{"plan":{"bucket":"b","prefix":"p/"},"cursor":{},"step":2}`, "needs its runId"},
 		{"unknown field", `{"runId":"r","plan":{"bucket":"b","prefix":"p/"},"cursor":{"startAfter":"x"},"step":2}`, `unknown field "startAfter"`},
+		{"prefix twice", `{"runId":"r","plan":{"bucket":"b","prefix":"a/","prefix":"b/"},"cursor":{},"step":2}`, `duplicate field "plan.prefix"`},
+		{"prefix in another case", `{"runId":"r","plan":{"bucket":"b","Prefix":"a/"},"cursor":{},"step":2}`, `unknown field "plan.Prefix"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParsePlan(tc.body)
