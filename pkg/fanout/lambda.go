@@ -424,6 +424,7 @@ func (h *Handler) report(ctx context.Context, inv *Invocation, err error) {
 		{Name: "BytesSent", Unit: emf.Bytes, Value: float64(inv.BytesSent)},
 		{Name: "TasksQueued", Unit: emf.Count, Value: float64(inv.TasksQueued)},
 		{Name: "TasksSkipped", Unit: emf.Count, Value: float64(inv.TasksSkipped)},
+		{Name: "ObjectsFailed", Unit: emf.Count, Value: float64(inv.ObjectsFailed)},
 		{Name: "FailedMessages", Unit: emf.Count, Value: float64(inv.FailedMessages)},
 		{Name: "Duration", Unit: emf.Milliseconds, Value: float64(inv.DurationMs)},
 	}
