@@ -232,24 +232,22 @@ func (r *Reader) open() error {
 			end = -1
 		}
 		out, err = get(r.ctx, r.client, r.obj, r.pos, end)
-		if err == nil {
-			r.next = 0 // the rest, when needed, in one range
-		}
 	default:
 		out, err = get(r.ctx, r.client, r.obj, r.pos, -1)
 	}
 	if err != nil {
 		return err
 	}
-	if !r.opened {
-		if ranged {
-			// Checked on the first answer only: the resumed ranges of a
-			// whole read carry the encoding its caller decodes.
-			if err := checkEncoding(r.obj, out); err != nil {
-				out.Body.Close()
-				return &ReadError{Object: r.obj, Offset: r.pos, Err: err}
-			}
+	if ranged {
+		// A whole read is not checked, nor are its resumed ranges: its
+		// caller decodes what the encoding says.
+		if err := checkEncoding(r.obj, out); err != nil {
+			out.Body.Close()
+			return &ReadError{Object: r.obj, Offset: r.pos, Err: err}
 		}
+	}
+	r.next = 0 // the rest, when needed, in one range
+	if !r.opened {
 		r.encoding = aws.ToString(out.ContentEncoding)
 		r.obj = pinETag(r.obj, out.ETag)
 	}
