@@ -395,3 +395,18 @@ func FuzzCSV(f *testing.F) {
 		checkCSV(t, string(data), 16)
 	})
 }
+
+// TestCSVBadDelimiter reads with a delimiter that cannot delimit CSV
+// fields: one error, no records.
+func TestCSVBadDelimiter(t *testing.T) {
+	c := dataset.Chunk{Object: dataset.Object{Bucket: "b", Key: "k.csv", Size: 4}, Count: 1, End: 4, Format: dataset.FormatCSV,
+		CSV: &dataset.CSV{Delimiter: `"`}}
+	var errs []error
+	readCSV(strings.NewReader("a\"b\n"), c, 0, endless, 1<<20, func(r Record, err error) bool {
+		errs = append(errs, err)
+		return true
+	})
+	if len(errs) != 1 || errs[0] == nil || !strings.Contains(errs[0].Error(), "cannot delimit") {
+		t.Errorf("yields %v, want one error about the delimiter", errs)
+	}
+}
