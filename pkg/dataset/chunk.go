@@ -275,6 +275,10 @@ func (p *Planner) csv(ctx context.Context, obj Object, comp Compression) (*CSV, 
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
+	// A UTF-8 byte order mark, which Excel writes first, is not part of
+	// the first column's name; package records drops it from the first
+	// line too.
+	line = strings.TrimPrefix(line, "\ufeff")
 	cr := csv.NewReader(strings.NewReader(line))
 	cr.Comma = comma
 	header, err := cr.Read()
