@@ -218,3 +218,32 @@ func TestCorruptObject(t *testing.T) {
 		t.Errorf("the summary does not count the object as failed:\n%s", logs)
 	}
 }
+
+// TestCorruptParquet plans a prefix holding a Parquet file whose footer
+// does not decode beside a good object: the run goes on, the good object's
+// records are sent, and the bad one is on the failure output.
+func TestCorruptParquet(t *testing.T) {
+	st := newStack(t, "")
+	want, _, _ := st.records(t, "mixed/good.jsonl", 20)
+	st.put(t, "mixed/bad.parquet", strings.Repeat("not parquet ", 100)+"PAR1")
+	h, _ := st.handler(t, fanout.Options{FailureS3URI: "s3://lake/failed/"}, nil)
+	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "prefix": "mixed/", "runId": "pq"})
+	if rep.ObjectsFailed != 1 || rep.RecordsSent != 20 || rep.Objects != 2 {
+		t.Errorf("report %+v: want 2 objects, 20 records sent, 1 object failed", rep)
+	}
+	if diff := cmp.Diff(want, st.sent(t)); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	var codes []string
+	failedOffsets(t, st, "failed/pq/", ".jsonl", func(b []byte) []int64 {
+		var f fanout.Failure
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatal(err)
+		}
+		codes = append(codes, f.Code+" "+f.Source)
+		return nil
+	})
+	if !cmp.Equal(codes, []string{"CorruptObject s3://lake/mixed/bad.parquet"}) {
+		t.Errorf("failure output %v, want the Parquet file as CorruptObject", codes)
+	}
+}
