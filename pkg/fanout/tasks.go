@@ -139,6 +139,8 @@ type taskRun struct {
 	stopped  error // why the read stopped at resumeAt, if not for the deadline
 	produced int
 	consumed int
+	// ingest is set for s3ingest's objects (see IngestEncoding).
+	ingest bool
 	// unaccepted is the offset of the first record that the send did not
 	// accept because it stopped (unread, unsent, or unanswered), or -1.
 	// The task's claim is released there, so that a task whose records
@@ -167,6 +169,7 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 	c, fifo := t.Chunk, sender.FIFO()
 	switch {
 	case ov.Ingest != nil:
+		tr.ingest = true
 		tr.encode = ingestEntries(r.ingestEncoder(ctx, c, *ov.Ingest), c.Object, fifo)
 	case mode == ModeChunk:
 		tr.packer = &chunkPacker{obj: c.Object, max: sender.MaxMessageSize()}
@@ -472,6 +475,11 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 				continue
 			}
 			code, permanent := unreadable(err)
+			if tr.ingest && errors.Is(err, dataset.ErrChanged) {
+				// For s3ingest a notified version that changed is
+				// superseded: a later notification names the new one.
+				permanent = false
+			}
 			switch {
 			case readCtx.Err() != nil:
 				tr.cut(readCtx, next)
@@ -484,8 +492,9 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 				// failure output, as one failed record at the offset the
 				// task would have resumed from (just after the last record
 				// read), and the task ends.
+				at := max(next, c.Start)
 				tr.res.RecordsRead++
-				fail(next, code, fmt.Sprintf("the records of %s from offset %d to the end of the chunk cannot be read: %v", c.Object, next, err), "")
+				fail(at, code, fmt.Sprintf("the records of %s from offset %d to the end of the chunk cannot be read: %v", c.Object, at, err), "")
 				tr.res.ObjectsFailed = 1
 			case next > tr.from && !errors.Is(err, dataset.ErrChanged) && !errors.Is(err, dataset.ErrNotFound):
 				// What was read is sent; the rest is a continuation

@@ -317,7 +317,7 @@ func TestHandleBadRecords(t *testing.T) {
 		want    []string
 	}{
 		// The unreadable records go to the failure output and their
-		// messages succeed; broken.csv.gz cannot be read.
+		// messages succeed; broken.bin cannot be read.
 		{name: "output", want: []string{"broken"}},
 		// The unreadable records go to the failure output all the same,
 		// and their messages fail too.
@@ -333,9 +333,9 @@ func TestHandleBadRecords(t *testing.T) {
 			// A quote that opens a field of line 3 and never ends: line 3
 			// is one bad record, and row 4 is read.
 			quote := f.put("b/quote.csv", "a,b\n1,2\n3,\"x\n4,5\n")
-			// Not gzip: a read error, so its message fails whatever
-			// ON_BAD_RECORD says.
-			broken := f.put("b/broken.csv.gz", "a,b\n1,2\n")
+			// No known format: a read error, so its message fails
+			// whatever ON_BAD_RECORD says.
+			broken := f.put("b/broken.bin", "a,b\n1,2\n")
 			good := f.put("b/good.jsonl", `{"a":5}`+"\n")
 			o := f.defaults()
 			o.ingest.FailBadRecords = tt.failBad
@@ -386,7 +386,7 @@ func TestHandleBadRecords(t *testing.T) {
 			if diff := cmp.Diff(wantCodes, gotCodes, cmp.AllowUnexported(failureAt{})); diff != "" {
 				t.Errorf("failure output (-want +got):\n%s", diff)
 			}
-			// broken.csv.gz is a read error, not a bad record.
+			// broken.bin is a read error, not a bad record.
 			s := summaryOf(t, f.summary)
 			if s.BadRecords != 3 || s.RecordsFailed != 4 || !cmp.Equal(s.FailedBy, map[string]int{failObject: len(tt.want)}) {
 				t.Errorf("summary %+v", s)
@@ -417,10 +417,10 @@ func TestHandleFIFOGroups(t *testing.T) {
 			f := newFixture(t, ".fifo", map[string]string{"ContentBasedDeduplication": "false"})
 			// a1's second record is refused for good: it goes to the
 			// failure output and a1 succeeds. a2 cannot be read (it is not
-			// gzip): it fails.
+			// any known format): it fails.
 			objs := map[string]object{
 				"a1": f.put("f/g=a/1.jsonl", `{"n":"a1"}`+"\n"+`{"n":"poison"}`+"\n"),
-				"a2": f.put("f/g=a/2.csv.gz", "n\na2\n"),
+				"a2": f.put("f/g=a/2.bin", "n\na2\n"),
 				"b1": f.put("f/g=b/1.jsonl", `{"n":"b1"}`+"\n"),
 				"a3": f.put("f/g=a/3.jsonl", `{"n":"a3"}`+"\n"),
 				"b2": f.put("f/g=b/2.jsonl", `{"n":"b2"}`+"\n"),
