@@ -164,8 +164,26 @@ func summary(outs []Outcome, off Off, d time.Duration) string {
 		offs = append(offs, k)
 	}
 	slices.Sort(offs)
-	return fmt.Sprintf("simulate: %d seeds in %s, %d failed; %d records, %d deliveries; faults %+v; off %v",
-		len(outs), d.Round(time.Millisecond), failed, records, deliveries, faults, offs)
+	// Seeds by kind of violation, each with its first seed.
+	kinds := map[string][]uint64{}
+	for _, o := range outs {
+		seen := map[string]bool{}
+		for _, v := range o.Violations {
+			k := kindOf(v)
+			if !seen[k] {
+				seen[k] = true
+				kinds[k] = append(kinds[k], o.Seed)
+			}
+		}
+	}
+	var lines []string
+	for k, seeds := range kinds {
+		slices.Sort(seeds)
+		lines = append(lines, fmt.Sprintf("  %4d seeds (first %d): %s", len(seeds), seeds[0], k))
+	}
+	slices.Sort(lines)
+	return fmt.Sprintf("simulate: %d seeds in %s, %d failed; %d records, %d deliveries; faults %+v; off %v\n%s",
+		len(outs), d.Round(time.Millisecond), failed, records, deliveries, faults, offs, strings.Join(lines, "\n"))
 }
 
 // firstViolations keeps a failure's report short: the violations that are
@@ -180,4 +198,35 @@ func firstViolations(vs []string) []string {
 		}
 	}
 	return append(general, records[:min(len(records), 10)]...)
+}
+
+// kindOf names the kind of a violation, for the summary.
+func kindOf(v string) string {
+	for _, k := range []struct{ has, kind string }{
+		{"lost: neither delivered", "record lost"},
+		{"readable but not delivered; on the failure output with [MessageGroupFailed", "readable record failed with its FIFO group"},
+		{"readable but not delivered; on the failure output with [InvalidCharacters", "readable record on the failure output as InvalidCharacters"},
+		{"readable but not delivered; on the failure output with [UnreadableRecord", "readable record on the failure output as UnreadableRecord"},
+		{"readable but not delivered; on the failure output with [MessageTooLarge", "readable record on the failure output as MessageTooLarge"},
+		{"readable but not delivered", "readable record on the failure output (other code)"},
+		{"explained by lost answers", "duplicate not explained by a lost answer"},
+		{"record ids", "record delivered under several record ids"},
+		{"share record id", "chunk-mode messages share a record id but carry different records"},
+		{"not in the data", "delivered a record that is not in the data"},
+		{"garbled", "record delivered garbled"},
+		{"never succeeded", "request never succeeded, even healed"},
+		{"dead-letter", "work messages left in the dead-letter queue"},
+		{"in the run report", "unreadable record not exactly once in the run report"},
+		{"rewritten", "offloaded payload rewritten"},
+		{"not on the failure output with UnreadableRecord", "unreadable record missing from the failure output"},
+		{"not on the failure output with", "bad record missing from the failure output"},
+		{"delivered although it must fail", "bad record delivered"},
+		{"did not settle", "did not settle"},
+		{"near the size limit, neither", "record near the size limit lost"},
+	} {
+		if strings.Contains(v, k.has) {
+			return k.kind
+		}
+	}
+	return v
 }
