@@ -58,7 +58,7 @@ type Object struct {
 // issue 24 is unfixed.
 var Classes = []string{
 	"bom", "crlf", "gzip-name", "gzip-encoding", "quoted-newline", "bare-quote", "ragged",
-	"empty", "multibyte", "near-limit", "over-limit", "bad-json", "invalid-chars", "no-final-newline", "empty-lines",
+	"empty", "multibyte", "near-limit", "over-limit", "bad-json", "invalid-chars", "no-final-newline", "empty-lines", "old-notification",
 }
 
 // gen makes the data of one scenario.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/ingest"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
@@ -50,6 +51,9 @@ type Settings struct {
 	// a work queue message that succeeded is delivered again.
 	Die, Redeliver float64
 	Versioned      bool
+	// Notify is where the scenario's notifications go: "", fanout or
+	// s3ingest.
+	Notify string
 }
 
 // Request is one direct request of a scenario, and the objects it covers.
@@ -69,6 +73,8 @@ type Scenario struct {
 	// Deleted and Overwritten are the keys whose earlier versions the
 	// runs must not send (they are gone before any run).
 	Deleted []string
+	// Notifications are delivered through a notification queue.
+	Notifications []Notification
 	// Dump, when set, receives what the queues and buckets hold at the
 	// end, for debugging a seed.
 	Dump io.Writer
@@ -79,10 +85,10 @@ type Off map[string]bool
 
 // FaultClasses are the faults that can be turned off by name.
 var FaultClasses = []string{"entry-failed", "sqs-500", "throttled", "reset-before", "reset-after", "bad-md5", "sqs-stall",
-	"s3-500", "body-cut", "body-stall", "put-refused", "put-lost", "claims-err", "die", "redeliver", "deadline"}
+	"s3-500", "body-cut", "body-stall", "put-refused", "put-lost", "claims-err", "die", "redeliver", "duplicate-notification", "deadline"}
 
 // SettingClasses are settings that can be forced off by name.
-var SettingClasses = []string{"chunk", "fifo", "claims", "offload", "work-queue", "versioned", "report"}
+var SettingClasses = []string{"chunk", "fifo", "claims", "offload", "work-queue", "versioned", "report", "notifications"}
 
 // Generate makes the scenario of seed, without the classes off names.
 func Generate(seed uint64, off Off) Scenario {
@@ -143,6 +149,7 @@ func Generate(seed uint64, off Off) Scenario {
 	}
 	// At most 40 or so chunks an object, so that a scenario stays quick.
 	sc.Settings.ChunkSize = max(sc.Settings.ChunkSize, int64(largest/40+1023)&^1023)
+	genNotifications(rand.New(rand.NewPCG(seed, seedOf(seed, "notify"))), &sc, off)
 	// Requests: the whole prefix, or a few keys, or one key; sometimes
 	// two runs over the same objects.
 	keys := make([]string, len(sc.Objects))
@@ -150,6 +157,9 @@ func Generate(seed uint64, off Off) Scenario {
 		keys[i] = o.Key
 	}
 	nreq := 1 + rng.IntN(2)
+	if len(sc.Notifications) > 0 {
+		nreq = rng.IntN(2)
+	}
 	for i := range nreq {
 		req := map[string]any{"bucket": dataBucket}
 		var cover []string
@@ -202,7 +212,10 @@ type world struct {
 	target  string
 	work    string
 	failQ   string
+	notes   string
+	ingest  *ingest.Handler
 	dlq     []*Message
+	dlqOf   map[*Message]string // the queue each DLQ message came from
 	rng     *rand.Rand
 	invs    int
 	// pins of the objects as stored: version id (versioned) and ETag.
@@ -215,7 +228,7 @@ func Run(ctx context.Context, sc Scenario) Outcome {
 	start := time.Now()
 	w := &world{sc: sc, s3: NewS3Model(), sqs: NewSQSModel(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		faults: NewFaults(seedOf(sc.Seed, "faults"), sc.Rates), rng: rand.New(rand.NewPCG(sc.Seed, seedOf(sc.Seed, "driver"))),
-		versions: map[string]string{}, etags: map[string]string{}}
+		versions: map[string]string{}, etags: map[string]string{}, dlqOf: map[*Message]string{}}
 	out := Outcome{Seed: sc.Seed}
 	if err := w.setUp(ctx); err != nil {
 		out.Violations = append(out.Violations, "set-up: "+err.Error())
@@ -278,11 +291,16 @@ func (w *world) setUp(ctx context.Context) error {
 		return err
 	}
 	w.handler = fanout.NewHandler(r, fanout.HandlerOptions{DeadlineMargin: s.Margin})
-	return nil
+	return w.setUpNotify(ctx, opts)
 }
 
 // invoke runs one invocation of the handler, which may die part-way.
 func (w *world) invoke(ctx context.Context, payload []byte) (any, error, *invocation) {
+	return w.invokeWith(ctx, payload, func(ctx context.Context, p []byte) (any, error) { return w.handler.Invoke(ctx, p) })
+}
+
+// invokeWith runs one invocation of fn, which may die part-way.
+func (w *world) invokeWith(ctx context.Context, payload []byte, fn func(context.Context, []byte) (any, error)) (any, error, *invocation) {
 	w.invs++
 	ctx, die := context.WithCancelCause(ctx)
 	defer die(nil)
@@ -300,7 +318,7 @@ func (w *world) invoke(ctx context.Context, payload []byte) (any, error, *invoca
 		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 	}
-	out, err := w.handler.Invoke(withInvocation(ctx, inv), payload)
+	out, err := fn(withInvocation(ctx, inv), payload)
 	if inv.died.Load() {
 		// Its answer is never seen; what it sent counts as sent by a
 		// request whose answer was lost.
@@ -339,10 +357,13 @@ func (w *world) drive(ctx context.Context, out *Outcome) int {
 				done[i] = true
 			}
 		}
-		if w.work != "" {
-			if msgs := w.sqs.Receive(w.work, 1+w.rng.IntN(10)); len(msgs) > 0 {
+		for _, q := range []string{w.work, w.notes} {
+			if q == "" {
+				continue
+			}
+			if msgs := w.sqs.Receive(q, 1+w.rng.IntN(10)); len(msgs) > 0 {
 				busy = true
-				w.deliver(ctx, msgs)
+				w.deliver(ctx, q, msgs)
 			}
 		}
 		if busy {
@@ -358,7 +379,7 @@ func (w *world) drive(ctx context.Context, out *Outcome) int {
 			redriven++
 			for _, m := range w.dlq {
 				m.Receives = 0
-				w.sqs.Push(w.work, m)
+				w.sqs.Push(w.dlqOf[m], m)
 			}
 			w.dlq = nil
 			continue
@@ -379,19 +400,16 @@ func (w *world) drive(ctx context.Context, out *Outcome) int {
 	return step
 }
 
-// deliver hands received work queue messages to the handler as one SQS
-// event and settles them as the event source mapping does.
-func (w *world) deliver(ctx context.Context, msgs []*Message) {
-	ev := events.SQSEvent{}
-	for _, m := range msgs {
-		ev.Records = append(ev.Records, events.SQSMessage{
-			MessageId: m.ID, ReceiptHandle: "rh-" + m.ID, Body: m.Body, EventSource: "aws:sqs",
-			EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:work",
-			Attributes:     map[string]string{"ApproximateReceiveCount": fmt.Sprint(m.Receives), "SentTimestamp": "1767225600000"},
-		})
+// deliver hands messages received from queue q to their function as one
+// SQS event and settles them as the event source mapping does.
+func (w *world) deliver(ctx context.Context, q string, msgs []*Message) {
+	var res any
+	var err error
+	if q == w.notes {
+		res, err, _ = w.invokeNotes(ctx, sqsEvent("notifications", msgs))
+	} else {
+		res, err, _ = w.invoke(ctx, sqsEvent("work", msgs))
 	}
-	payload, _ := json.Marshal(ev)
-	res, err, _ := w.invoke(ctx, payload)
 	failed := map[string]bool{}
 	if err != nil {
 		for _, m := range msgs {
@@ -407,6 +425,7 @@ func (w *world) deliver(ctx context.Context, msgs []*Message) {
 		switch {
 		case failed[m.ID] && m.Receives >= maxReceives:
 			w.dlq = append(w.dlq, m)
+			w.dlqOf[m] = q
 		case failed[m.ID]:
 			back = append(back, m)
 		case !w.faults.healed.Load() && w.rng.Float64() < w.sc.Settings.Redeliver:
@@ -415,7 +434,7 @@ func (w *world) deliver(ctx context.Context, msgs []*Message) {
 			back = append(back, m)
 		}
 	}
-	w.sqs.Return(w.work, back)
+	w.sqs.Return(q, back)
 }
 
 // dump writes the target and failure queues and the aux bucket.

@@ -153,6 +153,14 @@ func (m *SQSModel) Push(url string, msg *Message) {
 	q.ready = append(q.ready, msg)
 }
 
+// nextSeq returns a new sequence number, for message ids.
+func (m *SQSModel) nextSeq() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seq++
+	return m.seq
+}
+
 // sqsError is an error as the SDK returns it for an SQS error answer.
 func sqsError(status int, code, msg string) error {
 	fault := smithy.FaultClient
