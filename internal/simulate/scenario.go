@@ -58,6 +58,9 @@ type Settings struct {
 
 // Request is one direct request of a scenario, and the objects it covers.
 type Request struct {
+	// Driver is "" (a direct request), batch-operations or
+	// distributed-map.
+	Driver  string
 	Payload []byte
 	RunID   string
 	Keys    []string
@@ -88,7 +91,7 @@ var FaultClasses = []string{"entry-failed", "sqs-500", "throttled", "reset-befor
 	"s3-500", "body-cut", "body-stall", "put-refused", "put-lost", "claims-err", "die", "redeliver", "duplicate-notification", "deadline"}
 
 // SettingClasses are settings that can be forced off by name.
-var SettingClasses = []string{"chunk", "fifo", "claims", "offload", "work-queue", "versioned", "report", "notifications"}
+var SettingClasses = []string{"chunk", "fifo", "claims", "offload", "work-queue", "versioned", "report", "notifications", "drivers"}
 
 // Generate makes the scenario of seed, without the classes off names.
 func Generate(seed uint64, off Off) Scenario {
@@ -185,7 +188,13 @@ func Generate(seed uint64, off Off) Scenario {
 		runID := fmt.Sprintf("sim-%d-%d", seed, i)
 		req["runId"] = runID
 		b, _ := json.Marshal(req)
-		sc.Requests = append(sc.Requests, Request{Payload: b, RunID: runID, Keys: cover})
+		r := Request{Payload: b, RunID: runID, Keys: cover}
+		if d := []string{"", "", driverBatchOps, driverDistMap}[rng.IntN(4)]; d != "" && !off["drivers"] {
+			// Its payload names object versions: it is made once they
+			// are stored (setUp).
+			r.Driver = d
+		}
+		sc.Requests = append(sc.Requests, r)
 	}
 	return sc
 }
@@ -251,6 +260,13 @@ func (w *world) setUp(ctx context.Context) error {
 	for _, o := range w.sc.Objects {
 		v, e := w.s3.Put(dataBucket, o.Key, o.Data, o.Encoding)
 		w.versions[o.Key], w.etags[o.Key] = v, e
+	}
+	w.sc.Requests = slices.Clone(w.sc.Requests)
+	for i, r := range w.sc.Requests {
+		if r.Driver != "" {
+			w.sc.Requests[i].Payload, w.sc.Requests[i].RunID = driverPayload(w.rng, r.Driver, w.sc.Seed, i, r.Keys, w.sc.Objects, s.Versioned,
+				func(k string) (string, string) { return w.versions[k], w.etags[k] })
+		}
 	}
 	name := "target"
 	if s.FIFO {
@@ -353,7 +369,22 @@ func (w *world) drive(ctx context.Context, out *Outcome) int {
 				continue
 			}
 			busy = true
-			if _, err, _ := w.invoke(ctx, req.Payload); err == nil {
+			ans, err, _ := w.invoke(ctx, req.Payload)
+			switch {
+			case err != nil:
+			case req.Driver == driverBatchOps:
+				// Batch Operations retries the tasks that failed for
+				// now; those that failed for good stay failed.
+				retry, failed := batchRetry(req.Payload, ans)
+				for _, f := range failed {
+					out.Violations = append(out.Violations, fmt.Sprintf("request %d: Batch Operations task failed for good: %.300s", i, f))
+				}
+				if retry == nil {
+					done[i] = true
+				} else {
+					w.sc.Requests[i].Payload = retry
+				}
+			default:
 				done[i] = true
 			}
 		}

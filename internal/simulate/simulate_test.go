@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -126,6 +127,9 @@ func describe(sc Scenario) string {
 		if f.on {
 			parts = append(parts, f.name)
 		}
+	}
+	for _, r := range sc.Requests {
+		parts = append(parts, "request:"+cmp.Or(r.Driver, "direct"))
 	}
 	var objs []string
 	for _, o := range sc.Objects {
