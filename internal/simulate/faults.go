@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -32,8 +33,8 @@ type Rates struct {
 	// answer), answered with a bad MD5 for one entry, or stalled until
 	// the caller's deadline (and then taken or not).
 	EntryFailed, SQS500, Throttled, ResetBefore, ResetAfter, BadMD5, SQSStall float64
-	// S3: GETs and HEADs answered 500, bodies cut short or stalled, and
-	// PutObjects (failure output, run report, offload) refused with 500
+	// S3: calls answered 500, bodies cut short or stalled, and
+	// PutObjects (failure output, run report, offload) refused for good
 	// or reset after they took effect.
 	S3500, BodyCut, BodyStall, PutRefused, PutLost float64
 	// Claims: a claims store call that fails.
@@ -338,8 +339,10 @@ func (c *FaultS3) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...fun
 	return out, nil
 }
 
-// PutObject implements fanout.S3API: refused, or taken with its answer
-// lost.
+// PutObject implements fanout.S3API: refused for good (AccessDenied, as a
+// bucket policy does), or failing for now (500, a reset before or after it
+// took effect), which the SDK's retryer retries up to 3 attempts in all, as
+// the real client would under the engine.
 func (c *FaultS3) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	if err := c.F.tick(ctx); err != nil {
 		return nil, err
@@ -347,21 +350,35 @@ func (c *FaultS3) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...fun
 	if c.F.healed.Load() {
 		return c.M.PutObject(ctx, in, o...)
 	}
+	body, err := io.ReadAll(in.Body)
+	if err != nil {
+		return nil, err
+	}
 	f, r := c.F, c.F.rates
 	rng := f.rng("PutObject", aws.ToString(in.Bucket), aws.ToString(in.Key))
-	x := rng.Float64()
-	switch {
-	case x < r.PutRefused:
+	if rng.Float64() < r.PutRefused {
 		f.count(&f.Stats.PutRefused)
-		return nil, s3Error(500, "InternalError", "injected")
-	case x < r.PutRefused+r.PutLost:
-		f.count(&f.Stats.PutLost)
-		if _, err := c.M.PutObject(ctx, in, o...); err != nil {
-			return nil, err
-		}
-		return nil, errReset("PutObject")
+		return nil, s3Error(403, "AccessDenied", "injected: Access Denied")
 	}
-	return c.M.PutObject(ctx, in, o...)
+	var last error
+	for range 3 {
+		again := *in
+		again.Body = bytes.NewReader(body)
+		switch x := rng.Float64(); {
+		case x < r.S3500:
+			f.count(&f.Stats.S3500)
+			last = s3Error(500, "InternalError", "injected")
+		case x < r.S3500+r.PutLost:
+			f.count(&f.Stats.PutLost)
+			if _, err := c.M.PutObject(ctx, &again, o...); err != nil {
+				return nil, err
+			}
+			last = errReset("PutObject")
+		default:
+			return c.M.PutObject(ctx, &again, o...)
+		}
+	}
+	return nil, last
 }
 
 // DeleteObject implements redrive.S3API.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // Outcomes a record must end in, besides delivery.
@@ -58,7 +60,7 @@ type Object struct {
 // issue 24 is unfixed.
 var Classes = []string{
 	"bom", "crlf", "gzip-name", "gzip-encoding", "quoted-newline", "bare-quote", "ragged",
-	"empty", "multibyte", "near-limit", "over-limit", "bad-json", "invalid-chars", "no-final-newline", "empty-lines", "old-notification",
+	"empty", "multibyte", "near-limit", "over-limit", "bad-json", "invalid-chars", "no-final-newline", "empty-lines", "old-notification", "parquet",
 }
 
 // gen makes the data of one scenario.
@@ -116,8 +118,14 @@ func (g *gen) size(big bool) (n int, class string) {
 
 // object makes one object of a random format.
 func (g *gen) object(i int) Object {
-	formats := []string{"jsonl", "csv", "text"}
+	formats := []string{"jsonl", "csv", "text", "parquet"}
 	o := Object{Format: formats[g.rng.IntN(len(formats))]}
+	if o.Format == "parquet" && g.off["parquet"] {
+		o.Format = "jsonl"
+	}
+	if o.Format == "parquet" {
+		return g.parquet(i)
+	}
 	n := 1 + g.rng.IntN(30)
 	if g.on("empty", 0.05) {
 		n = 0
@@ -273,4 +281,45 @@ func gzipped(b []byte) []byte {
 	w.Write(b)
 	w.Close()
 	return z.Bytes()
+}
+
+// parquetRow is a generated Parquet row.
+type parquetRow struct {
+	ID string `parquet:"id"`
+	N  int64  `parquet:"n"`
+	S  string `parquet:"s"`
+}
+
+// parquet makes a Parquet object of a few row groups; its records are the
+// rows as JSON objects, at offsets that are their row numbers.
+func (g *gen) parquet(i int) Object {
+	o := Object{Format: "parquet", Key: fmt.Sprintf("data/parquet/part-%03d.parquet", i)}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[parquetRow](&buf)
+	mb := g.on("multibyte", 0.3)
+	row := int64(0)
+	for range 1 + g.rng.IntN(4) {
+		var rows []parquetRow
+		for range 1 + g.rng.IntN(10) {
+			r := parquetRow{ID: g.token(), N: row, S: g.text(5+g.rng.IntN(100), mb)}
+			rows = append(rows, r)
+			b, _ := json.Marshal(map[string]any{"id": r.ID, "n": r.N, "s": r.S})
+			rec := Record{Token: r.ID, Offset: row, Body: b, Class: "parquet"}
+			g.limit(&rec, len(b))
+			o.Records = append(o.Records, rec)
+			row++
+		}
+		if _, err := w.Write(rows); err != nil {
+			panic(err)
+		}
+		if err := w.Flush(); err != nil {
+			panic(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		panic(err)
+	}
+	o.Data = buf.Bytes()
+	o.Features = append(o.Features, "parquet")
+	return o
 }

@@ -140,7 +140,7 @@ func Generate(seed uint64, off Off) Scenario {
 		EntryFailed: rate("entry-failed", level*1.5), SQS500: rate("sqs-500", level/2), Throttled: rate("throttled", level/2),
 		ResetBefore: rate("reset-before", level/3), ResetAfter: rate("reset-after", level/3), BadMD5: rate("bad-md5", level/3),
 		SQSStall: rate("sqs-stall", level/5), S3500: rate("s3-500", level/2), BodyCut: rate("body-cut", level*1.5),
-		BodyStall: rate("body-stall", level/3), PutRefused: rate("put-refused", level/2), PutLost: rate("put-lost", level/3),
+		BodyStall: rate("body-stall", level/3), PutRefused: rate("put-refused", level/4), PutLost: rate("put-lost", level*2),
 		ClaimsErr: rate("claims-err", level/3),
 	}
 	g := &gen{rng: rand.New(rand.NewPCG(seed, seedOf(seed, "data"))), off: off, maxSize: s.TargetMax}
