@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"path"
 	"slices"
 	"time"
 
@@ -78,6 +79,8 @@ type Scenario struct {
 	Deleted []string
 	// Notifications are delivered through a notification queue.
 	Notifications []Notification
+	// Off is what was turned off when the scenario was made.
+	Off Off
 	// Dump, when set, receives what the queues and buckets hold at the
 	// end, for debugging a seed.
 	Dump io.Writer
@@ -91,7 +94,7 @@ var FaultClasses = []string{"entry-failed", "sqs-500", "throttled", "reset-befor
 	"s3-500", "body-cut", "body-stall", "put-refused", "put-lost", "claims-err", "die", "redeliver", "duplicate-notification", "deadline"}
 
 // SettingClasses are settings that can be forced off by name.
-var SettingClasses = []string{"chunk", "fifo", "claims", "offload", "work-queue", "versioned", "report", "notifications", "drivers"}
+var SettingClasses = []string{"chunk", "fifo", "claims", "offload", "work-queue", "versioned", "report", "notifications", "drivers", "overwrites"}
 
 // Generate makes the scenario of seed, without the classes off names.
 func Generate(seed uint64, off Off) Scenario {
@@ -128,7 +131,7 @@ func Generate(seed uint64, off Off) Scenario {
 	if again, rate := rng.IntN(3) == 0, 0.1+rng.Float64()*0.2; s.WorkQueue && again && !off["redeliver"] {
 		s.Redeliver = rate
 	}
-	sc := Scenario{Seed: seed, Settings: s}
+	sc := Scenario{Seed: seed, Settings: s, Off: off}
 	level := []float64{0, 0.02, 0.05, 0.1}[rng.IntN(4)]
 	rate := func(name string, r float64) float64 {
 		if rng.IntN(4) == 0 || off[name] {
@@ -257,7 +260,18 @@ func (w *world) setUp(ctx context.Context) error {
 	s := w.sc.Settings
 	w.s3.CreateBucket(dataBucket, s.Versioned)
 	w.s3.CreateBucket(auxBucket, false)
-	for _, o := range w.sc.Objects {
+	for i, o := range w.sc.Objects {
+		if w.rng.IntN(5) == 0 && !w.sc.Off["overwrites"] {
+			// An earlier version, overwritten before any run: none of its
+			// records may be sent (its tokens are in no oracle).
+			stale := (&gen{rng: rand.New(rand.NewPCG(w.sc.Seed, uint64(i))), off: Off{}, maxSize: s.TargetMax, prefix: "stale"}).object(i)
+			w.s3.Put(dataBucket, o.Key, stale.Data, stale.Encoding)
+		}
+		if w.rng.IntN(8) == 0 && !w.sc.Off["overwrites"] {
+			// An object deleted before any run, which no request names.
+			w.s3.Put(dataBucket, "data/deleted/"+path.Base(o.Key), o.Data, "")
+			w.s3.Delete(dataBucket, "data/deleted/"+path.Base(o.Key))
+		}
 		v, e := w.s3.Put(dataBucket, o.Key, o.Data, o.Encoding)
 		w.versions[o.Key], w.etags[o.Key] = v, e
 	}
