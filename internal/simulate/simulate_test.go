@@ -16,7 +16,7 @@ import (
 
 var (
 	seedFlag  = flag.Uint64("seed", 0, "run only this seed (replays a failure)")
-	seedsFlag = flag.Int("seeds", 0, "how many seeds to run; 0 means $SIMULATE_SEEDS, else 200")
+	seedsFlag = flag.Int("seeds", 0, "how many seeds to run; 0 means $SIMULATE_SEEDS, else 200 (50 with -short)")
 	firstFlag = flag.Uint64("first", 1, "the first seed")
 	offFlag   = flag.String("off", "", "comma-separated classes of data, faults and settings to turn off (see Classes, FaultClasses, SettingClasses)")
 	parFlag   = flag.Int("par", 16, "scenarios run at once")
@@ -38,6 +38,9 @@ func TestSimulate(t *testing.T) {
 		n := *seedsFlag
 		if n == 0 {
 			n = 200
+			if testing.Short() {
+				n = 50
+			}
 			if v := os.Getenv("SIMULATE_SEEDS"); v != "" {
 				if n, err = strconv.Atoi(v); err != nil {
 					t.Fatalf("SIMULATE_SEEDS=%q: %v", v, err)
