@@ -187,7 +187,11 @@ func (w *world) check(out *Outcome) {
 		if len(ids) > 1 {
 			bad("%s: delivered under %d record ids %v", where, len(ids), keys(ids))
 		}
-		if w.sc.Settings.Claims && w.sc.Settings.Redeliver >= 0 && len(ds) > coverage[e.obj.Key]+lost {
+		if w.sc.Settings.Claims && mustDeliver && len(ds) > 0 && len(fs) > 0 && coverage[e.obj.Key] == 1 {
+			// Redriving the failure output would send it again.
+			bad("%s: delivered, and on the failure output too with %v", where, codes)
+		}
+		if w.sc.Settings.Claims && len(ds) > coverage[e.obj.Key]+lost {
 			bad("%s: delivered %d times by %d runs, %d of them explained by lost answers", where, len(ds), coverage[e.obj.Key], lost)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -155,10 +154,18 @@ func (f *Faults) tick(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// FaultSQS is the SQS the engine talks to: the model behind Faults.
+// FaultSQS is the SQS the engine talks to: the model behind Faults,
+// reached through a real SQS client (see NewSQSClient).
 type FaultSQS struct {
 	M *SQSModel
 	F *Faults
+	// client is a real SQS client whose requests M answers.
+	client *sqs.Client
+}
+
+// NewFaultSQS returns the model m behind f.
+func NewFaultSQS(m *SQSModel, f *Faults) *FaultSQS {
+	return &FaultSQS{M: m, F: f, client: NewSQSClient(m)}
 }
 
 // GetQueueUrl implements sqsbatch.API.
@@ -166,7 +173,7 @@ func (c *FaultSQS) GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, o 
 	if err := c.F.tick(ctx); err != nil {
 		return nil, err
 	}
-	return c.M.GetQueueUrl(ctx, in, o...)
+	return c.client.GetQueueUrl(ctx, in, o...)
 }
 
 // GetQueueAttributes implements sqsbatch.API.
@@ -174,7 +181,7 @@ func (c *FaultSQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttri
 	if err := c.F.tick(ctx); err != nil {
 		return nil, err
 	}
-	return c.M.GetQueueAttributes(ctx, in, o...)
+	return c.client.GetQueueAttributes(ctx, in, o...)
 }
 
 // SendMessageBatch implements sqsbatch.API with the faults.
@@ -184,7 +191,7 @@ func (c *FaultSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatc
 	}
 	f, r := c.F, c.F.rates
 	if f.healed.Load() {
-		return c.send(ctx, in)
+		return c.send(ctx, in, o)
 	}
 	content := []string{aws.ToString(in.QueueUrl)}
 	for _, e := range in.Entries {
@@ -204,7 +211,7 @@ func (c *FaultSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatc
 		return nil, errReset("SendMessageBatch")
 	case x < r.SQS500+r.Throttled+r.ResetBefore+r.ResetAfter:
 		f.count(&f.Stats.ResetAfter)
-		out, err := c.send(ctx, in)
+		out, err := c.send(ctx, in, o)
 		if err == nil {
 			f.markLost(acceptedIDs(out)...)
 		}
@@ -215,7 +222,7 @@ func (c *FaultSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatc
 			<-ctx.Done()
 			if rng.IntN(2) == 0 {
 				// It took effect before the caller gave up.
-				out, err := c.send(context.WithoutCancel(ctx), in)
+				out, err := c.send(context.WithoutCancel(ctx), in, o)
 				if err == nil {
 					f.markLost(acceptedIDs(out)...)
 				}
@@ -238,27 +245,26 @@ func (c *FaultSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatc
 	}
 	out := &sqs.SendMessageBatchOutput{}
 	if len(sent.Entries) > 0 {
+		sendCtx := ctx
+		if rng.Float64() < r.BadMD5 {
+			// The answer arrives with a wrong MD5 for its first
+			// accepted entry: SQS has every message all the same.
+			f.count(&f.Stats.BadMD5)
+			sendCtx = context.WithValue(ctx, badMD5Key{}, f)
+		}
 		var err error
-		if out, err = c.send(ctx, &sent); err != nil {
+		if out, err = c.send(sendCtx, &sent, o); err != nil {
 			return nil, err
 		}
 	}
 	out.Failed = append(out.Failed, failed...)
-	if len(out.Successful) > 0 && rng.Float64() < r.BadMD5 {
-		// The answer of one accepted entry arrives with a wrong MD5:
-		// SQS has the message all the same.
-		f.count(&f.Stats.BadMD5)
-		i := rng.IntN(len(out.Successful))
-		out.Successful[i].MD5OfMessageBody = aws.String(strings.Repeat("0", 32))
-		f.markLost(aws.ToString(out.Successful[i].MessageId))
-	}
 	return out, nil
 }
 
 // send sends to the model and notes the messages accepted during ctx's
 // invocation.
-func (c *FaultSQS) send(ctx context.Context, in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
-	out, err := c.M.SendMessageBatch(ctx, in)
+func (c *FaultSQS) send(ctx context.Context, in *sqs.SendMessageBatchInput, o []func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	out, err := c.client.SendMessageBatch(ctx, in, o...)
 	if inv := invocationOf(ctx); inv != nil && err == nil {
 		inv.mu.Lock()
 		inv.sentTo = append(inv.sentTo, acceptedIDs(out)...)

@@ -74,7 +74,7 @@ func (w *world) setUpNotify(ctx context.Context, opts fanout.Options) error {
 	// s3ingest's own runner: the same target (its output queue), failure
 	// output and claims; its large objects go to fanout's work queue.
 	opts.Mode = ""
-	r, err := fanout.New(ctx, &FaultS3{M: w.s3, F: w.faults}, &FaultSQS{M: w.sqs, F: w.faults}, opts)
+	r, err := fanout.New(ctx, &FaultS3{M: w.s3, F: w.faults}, NewFaultSQS(w.sqs, w.faults), opts)
 	if err != nil {
 		return err
 	}

@@ -316,7 +316,7 @@ func (w *world) setUp(ctx context.Context) error {
 		w.claims = NewClaimsModel(w.faults)
 		opts.Claims = w.claims
 	}
-	r, err := fanout.New(ctx, &FaultS3{M: w.s3, F: w.faults}, &FaultSQS{M: w.sqs, F: w.faults}, opts)
+	r, err := fanout.New(ctx, &FaultS3{M: w.s3, F: w.faults}, NewFaultSQS(w.sqs, w.faults), opts)
 	if err != nil {
 		return err
 	}

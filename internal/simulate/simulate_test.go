@@ -216,6 +216,7 @@ func kindOf(v string) string {
 		{"readable but not delivered; on the failure output with [UnreadableRecord", "readable record on the failure output as UnreadableRecord"},
 		{"readable but not delivered; on the failure output with [MessageTooLarge", "readable record on the failure output as MessageTooLarge"},
 		{"readable but not delivered", "readable record on the failure output (other code)"},
+		{"on the failure output too", "delivered record also on the failure output (redrive would send it again)"},
 		{"explained by lost answers", "duplicate not explained by a lost answer"},
 		{"record ids", "record delivered under several record ids"},
 		{"share record id", "chunk-mode messages share a record id but carry different records"},
