@@ -33,8 +33,8 @@ type Rates struct {
 	// the caller's deadline (and then taken or not).
 	EntryFailed, SQS500, Throttled, ResetBefore, ResetAfter, BadMD5, SQSStall float64
 	// S3: calls answered 500, bodies cut short or stalled, and
-	// PutObjects (failure output, run report, offload) refused for good
-	// or reset after they took effect.
+	// PutObjects (failure output, run report, offload) refused (SlowDown
+	// after the SDK's retries) or reset after they took effect.
 	S3500, BodyCut, BodyStall, PutRefused, PutLost float64
 	// Claims: a claims store call that fails.
 	ClaimsErr float64
@@ -345,10 +345,10 @@ func (c *FaultS3) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...fun
 	return out, nil
 }
 
-// PutObject implements fanout.S3API: refused for good (AccessDenied, as a
-// bucket policy does), or failing for now (500, a reset before or after it
-// took effect), which the SDK's retryer retries up to 3 attempts in all, as
-// the real client would under the engine.
+// PutObject implements fanout.S3API: refused (SlowDown, after the SDK's
+// retries gave up), or failing for now (500, a reset after it took
+// effect), which the SDK's retryer retries up to 3 attempts in all, as the
+// real client would under the engine.
 func (c *FaultS3) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	if err := c.F.tick(ctx); err != nil {
 		return nil, err
@@ -364,7 +364,7 @@ func (c *FaultS3) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...fun
 	rng := f.rng("PutObject", aws.ToString(in.Bucket), aws.ToString(in.Key))
 	if rng.Float64() < r.PutRefused {
 		f.count(&f.Stats.PutRefused)
-		return nil, s3Error(403, "AccessDenied", "injected: Access Denied")
+		return nil, s3Error(503, "SlowDown", "injected: Please reduce your request rate.")
 	}
 	var last error
 	for range 3 {
