@@ -41,6 +41,9 @@ type Record struct {
 	// Either means the record is near the size limit: delivered, or on
 	// the failure output as too large, are both right.
 	Either bool
+	// BlankAt, when above zero, is where empty lines before the record
+	// start: a CSV reader of the whole object reports the record there.
+	BlankAt int64
 	// Class names the kind of data, for the summary.
 	Class string
 }
@@ -154,16 +157,17 @@ func (g *gen) object(i int) Object {
 	if bom {
 		buf.WriteString("\ufeff")
 	}
+	blankAt := int64(-1)
 	add := func(r Record, line string) {
 		r.Offset = int64(buf.Len())
-		if len(o.Records) == 0 && bom {
-			// The record starts after the byte order mark, which is
-			// not part of it.
+		if blankAt >= 0 {
+			r.BlankAt, blankAt = blankAt, -1
 		}
 		o.Records = append(o.Records, r)
 		buf.WriteString(line)
 		buf.WriteString(nl)
 		if emptyLines && g.rng.IntN(5) == 0 {
+			blankAt = int64(buf.Len())
 			buf.WriteString(nl)
 		}
 	}
