@@ -25,8 +25,14 @@
 //   - no offloaded payload object is ever rewritten with other bytes;
 //   - nothing is left in the work queue's dead-letter queue.
 //
-// The models answer as the stand-ins do on the calls the engine makes (see
-// TestConformance). TestSimulate runs 200 seeds (SIMULATE_SEEDS or -seeds
+// The engine reaches the SQS model through a real SQS client over an
+// in-process transport, so that its serializer and MD5 check run; S3 and
+// the claims store are reached through their Go interfaces. The S3 and SQS
+// models answer as the stand-ins do on the calls the engine makes (see
+// TestConformanceSQS and TestConformanceS3). Faults are drawn from the seed
+// and each call's content, not the order of the calls; scenarios with
+// deadlines still depend on real time, so a few seeds replay only most of
+// the time. TestSimulate runs 200 seeds (SIMULATE_SEEDS or -seeds
 // more; `make simulate SEEDS=N`); every failing seed prints the command
 // that replays it. -off turns classes of data, faults or settings off, for
 // work on one bug while another is unfixed.
