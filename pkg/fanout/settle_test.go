@@ -247,3 +247,38 @@ func TestCorruptParquet(t *testing.T) {
 		t.Errorf("failure output %v, want the Parquet file as CorruptObject", codes)
 	}
 }
+
+// TestChunkModeInvalidCharacters packs records into chunk-mode messages
+// where one holds a character SQS rejects: that record alone is on the
+// failure output, and the others of its message are sent.
+func TestChunkModeInvalidCharacters(t *testing.T) {
+	st := newStack(t, "")
+	var b strings.Builder
+	var want []string
+	for i := range 30 {
+		line := fmt.Sprintf("line %02d", i)
+		if i == 7 {
+			line = "line \x01 seven"
+		} else {
+			want = append(want, line)
+		}
+		b.WriteString(line + "\n")
+	}
+	st.put(t, "chars.txt", b.String())
+	h, _ := st.handler(t, fanout.Options{Mode: fanout.ModeChunk, FailureS3URI: "s3://lake/failed/"}, nil)
+	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "chars.txt", "runId": "chars"})
+	if rep.RecordsFailed != 1 || rep.RecordsSent != 29 {
+		t.Errorf("report %+v: want 29 records sent, 1 failed", rep)
+	}
+	var got []string
+	for _, m := range localaws.Drain(t, st.sqs, st.target, 2*time.Second) {
+		got = append(got, strings.Split(aws.ToString(m.Body), "\n")...)
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	if offs := failedOffsets(t, st, "failed/chars/", ".jsonl", failureLines(t)); !cmp.Equal(offs, []int64{56}) {
+		t.Errorf("failure output at offsets %v, want the bad record's alone, 56", offs)
+	}
+}

@@ -434,10 +434,15 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 		tr.res.Messages++
 		return true
 	}
-	fail := func(off int64, code, msg, body string) {
+	// refuse puts a record that cannot be sent on the failure output; fail
+	// one that cannot be read or mapped, a bad record.
+	refuse := func(off int64, code, msg, body string) {
 		tr.fails = append(tr.fails, Failure{RunID: t.RunID, Source: c.URI(), Version: c.Pin(), Offset: off, RecordID: RecordID(c.Object, off),
 			Code: code, Message: msg, SenderFault: true, Body: body})
 		tr.res.RecordsFailed++
+	}
+	fail := func(off int64, code, msg, body string) {
+		refuse(off, code, msg, body)
 		tr.res.BadRecords++
 	}
 	// A read still waiting on S3 when work ends stops then too, not when
@@ -529,6 +534,13 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 			p.BytesRead.Add(int64(len(rec.Value)) + 1)
 		}
 		if p := tr.packer; p != nil {
+			if at := sqsbatch.InvalidCharAt(rec.Value); at >= 0 && !r.opts.Send.ReplaceInvalidCharacters {
+				// SQS would refuse the whole message for this record:
+				// it goes to the failure output alone.
+				refuse(rec.Offset, string(sqsbatch.RuleInvalidCharacters),
+					fmt.Sprintf("the record has a character SQS rejects at byte %d", at), string(rec.Value))
+				continue
+			}
 			if p.n > 0 && !p.fits(rec) && !hand(p.flush()) {
 				return
 			}
