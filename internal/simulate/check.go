@@ -162,6 +162,12 @@ func (w *world) check(out *Outcome) {
 			// CodeGroupFailed); they are on the failure output.
 			continue
 		}
+		if e.Fail == failUnread {
+			if !w.unreadOnFailureOutput(e, fails) && len(ds) == 0 {
+				bad("%s: after the end of the truncated stream, and no failure on the failure output covers it", where)
+			}
+			continue
+		}
 		switch {
 		case mustDeliver && len(ds) == 0 && len(fs) > 0:
 			bad("%s: readable but not delivered; on the failure output with %v", where, codes)
@@ -360,6 +366,33 @@ func (w *world) failsBefore(e *expected, got map[string][]delivery) bool {
 		offloaded := r.Fail == CodeTooLarge && w.sc.Settings.Offload
 		if (r.Fail != "" && !offloaded || r.Either) && len(got[r.Token]) == 0 {
 			return true
+		}
+	}
+	return false
+}
+
+// unreadOnFailureOutput reports whether a failure of e's object is on the
+// failure output at an offset from the end of the last record read before
+// e to e's own.
+func (w *world) unreadOnFailureOutput(e *expected, fails map[string][]fanout.Failure) bool {
+	from := int64(0)
+	for _, r := range e.obj.Records {
+		if r.Offset >= e.Offset {
+			break
+		}
+		if r.Fail != failUnread {
+			from = r.Offset + 1
+		}
+	}
+	for k, fs := range fails {
+		uri, _, _ := strings.Cut(k, "\x00")
+		if uri != e.uri {
+			continue
+		}
+		for _, f := range fs {
+			if f.Offset >= from && f.Offset <= e.Offset {
+				return true
+			}
 		}
 	}
 	return false

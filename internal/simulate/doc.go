@@ -1,7 +1,7 @@
 // Package simulate looks for the next data-safety bug before users do, in
 // the spirit of FoundationDB's simulation testing and Jepsen's checkers:
 // a seeded generator makes scenarios (objects in JSON Lines, CSV and text,
-// compressed by name or by Content-Encoding, with BOMs, CRLF, quoted
+// compressed by name or by Content-Encoding (some cut short), with BOMs, CRLF, quoted
 // newlines, bare quotes, ragged rows, empty objects, multi-byte text,
 // records near and over the queue's size limit, versioned buckets; engine
 // settings: record and chunk mode, chunk sizes, standard and FIFO targets,

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 
@@ -22,6 +23,10 @@ const (
 	// CodeInvalidChars is the failure code of a record with characters
 	// SQS refuses.
 	CodeInvalidChars = "InvalidCharacters"
+	// failUnread marks a record after the end of a truncated compressed
+	// stream: the unread range it is in must be on the failure output, at
+	// an offset at or before it, whatever the code.
+	failUnread = "(unread range)"
 )
 
 // Record is one generated record and what must become of it.
@@ -63,7 +68,7 @@ type Object struct {
 // issue 24 is unfixed.
 var Classes = []string{
 	"bom", "crlf", "gzip-name", "gzip-encoding", "quoted-newline", "bare-quote", "ragged",
-	"empty", "multibyte", "near-limit", "over-limit", "bad-json", "invalid-chars", "no-final-newline", "empty-lines", "old-notification", "parquet",
+	"empty", "multibyte", "near-limit", "over-limit", "bad-json", "invalid-chars", "no-final-newline", "empty-lines", "old-notification", "parquet", "truncated-gzip",
 }
 
 // gen makes the data of one scenario.
@@ -254,6 +259,10 @@ func (g *gen) object(i int) Object {
 	case len(data) > 0 && feat("gzip-name", 0.12):
 		o.Key += ".gz"
 		data = gzipped(data)
+		if cut := g.rng.IntN(len(data)); feat("truncated-gzip", 0.15) {
+			data = data[:max(cut, 10)]
+			g.truncated(&o, data)
+		}
 	case len(data) > 0 && feat("gzip-encoding", 0.08):
 		o.Encoding = "gzip"
 		data = gzipped(data)
@@ -326,4 +335,27 @@ func (g *gen) parquet(i int) Object {
 	o.Data = buf.Bytes()
 	o.Features = append(o.Features, "parquet")
 	return o
+}
+
+// truncated marks the records of o that a reader of its cut gzip stream
+// data cannot read: those that do not end, newline included, in the bytes
+// that still decompress. They must be on the failure output as an unread
+// range; the rest must be delivered.
+func (g *gen) truncated(o *Object, data []byte) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	n := 0
+	if err == nil {
+		b, _ := io.ReadAll(zr)
+		n = len(b)
+	}
+	for i := range o.Records {
+		r := &o.Records[i]
+		end := int64(n) + 1 // unknown: the stream ended
+		if i+1 < len(o.Records) {
+			end = o.Records[i+1].Offset
+		}
+		if end > int64(n) {
+			r.Fail, r.Either, r.Class = failUnread, false, "truncated-gzip"
+		}
+	}
 }

@@ -74,9 +74,6 @@ type Scenario struct {
 	Rates    Rates
 	Objects  []Object
 	Requests []Request
-	// Deleted and Overwritten are the keys whose earlier versions the
-	// runs must not send (they are gone before any run).
-	Deleted []string
 	// Notifications are delivered through a notification queue.
 	Notifications []Notification
 	// Off is what was turned off when the scenario was made.

@@ -230,6 +230,7 @@ func kindOf(v string) string {
 		{"not on the failure output with", "bad record missing from the failure output"},
 		{"delivered although it must fail", "bad record delivered"},
 		{"did not settle", "did not settle"},
+		{"after the end of the truncated stream", "unread range of a truncated stream not on the failure output"},
 		{"near the size limit, neither", "record near the size limit lost"},
 	} {
 		if strings.Contains(v, k.has) {
