@@ -39,6 +39,7 @@ func (s *ClaimsModel) fault(ctx context.Context, op, key string) error {
 	}
 	if !s.F.healed.Load() && s.F.rng("claims."+op, key).Float64() < s.F.rates.ClaimsErr {
 		s.F.count(&s.F.Stats.ClaimsErr)
+		disrupt(ctx)
 		return fmt.Errorf("claims model: %s %s: %w", op, key, errReset(op))
 	}
 	return nil

@@ -123,6 +123,11 @@ type invocation struct {
 	dieAt  int64 // 0: never
 	die    context.CancelCauseFunc
 	died   atomic.Bool
+	// disrupted is set by a fault after which the engine, by design,
+	// sends again some records it had sent: a send cut off at the
+	// deadline (those accepted in requests in flight beside it), a claims
+	// store call or a failure output write that failed.
+	disrupted atomic.Bool
 	mu     sync.Mutex
 	sentTo []string // message ids accepted during the invocation
 }
@@ -139,6 +144,13 @@ func withInvocation(ctx context.Context, inv *invocation) context.Context {
 func invocationOf(ctx context.Context) *invocation {
 	inv, _ := ctx.Value(invocationKey{}).(*invocation)
 	return inv
+}
+
+// disrupt marks ctx's invocation as disrupted (see invocation).
+func disrupt(ctx context.Context) {
+	if inv := invocationOf(ctx); inv != nil {
+		inv.disrupted.Store(true)
+	}
 }
 
 // tick counts a call of ctx's invocation and kills it at its dieAt-th
@@ -219,6 +231,7 @@ func (c *FaultSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatc
 	case x < r.SQS500+r.Throttled+r.ResetBefore+r.ResetAfter+r.SQSStall:
 		if shortDeadline(ctx) {
 			f.count(&f.Stats.SQSStall)
+			disrupt(ctx)
 			<-ctx.Done()
 			if rng.IntN(2) == 0 {
 				// It took effect before the caller gave up.
@@ -364,6 +377,7 @@ func (c *FaultS3) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...fun
 	rng := f.rng("PutObject", aws.ToString(in.Bucket), aws.ToString(in.Key))
 	if rng.Float64() < r.PutRefused {
 		f.count(&f.Stats.PutRefused)
+		disrupt(ctx)
 		return nil, s3Error(503, "SlowDown", "injected: Please reduce your request rate.")
 	}
 	var last error
@@ -384,6 +398,9 @@ func (c *FaultS3) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...fun
 			return c.M.PutObject(ctx, &again, o...)
 		}
 	}
+	// Every attempt failed: what the engine wrote with it must be written
+	// again, and what it sent before may be sent again.
+	disrupt(ctx)
 	return nil, last
 }
 

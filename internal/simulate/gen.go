@@ -165,6 +165,11 @@ func (g *gen) object(i int) Object {
 	blankAt := int64(-1)
 	add := func(r Record, line string) {
 		r.Offset = int64(buf.Len())
+		if bom && r.Offset == 3 {
+			// The first record's line starts at the object's start, its
+			// byte order mark included (package records).
+			r.Offset = 0
+		}
 		if blankAt >= 0 {
 			r.BlankAt, blankAt = blankAt, -1
 		}

@@ -3,11 +3,13 @@ package simulate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"path"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -346,12 +348,15 @@ func (w *world) invokeWith(ctx context.Context, payload []byte, fn func(context.
 		defer cancel()
 	}
 	out, err := fn(withInvocation(ctx, inv), payload)
-	if inv.died.Load() {
-		// Its answer is never seen; what it sent counts as sent by a
-		// request whose answer was lost.
+	if inv.died.Load() || inv.disrupted.Load() {
+		// A dead invocation's answer is never seen, and a disrupted one
+		// leaves records to be sent again: what it sent counts as sent
+		// by a request whose answer was lost.
 		inv.mu.Lock()
 		w.faults.markLost(inv.sentTo...)
 		inv.mu.Unlock()
+	}
+	if inv.died.Load() {
 		err = errDied
 	}
 	if w.claims != nil {
@@ -381,13 +386,24 @@ func (w *world) drive(ctx context.Context, out *Outcome) int {
 			}
 			busy = true
 			ans, err, _ := w.invoke(ctx, req.Payload)
+			var failedItems *fanout.FailedItemsError
 			switch {
+			case errors.As(err, &failedItems):
+				// Step Functions does not retry items that failed for
+				// good (a corrupt object is one): the batch is over, and
+				// its records are checked one by one.
+				done[i] = true
 			case err != nil:
 			case req.Driver == driverBatchOps:
 				// Batch Operations retries the tasks that failed for
 				// now; those that failed for good stay failed.
 				retry, failed := batchRetry(req.Payload, ans)
 				for _, f := range failed {
+					if strings.Contains(f, "cannot be read to its end") {
+						// A corrupt object is a PermanentFailure by
+						// design; its records are checked one by one.
+						continue
+					}
 					out.Violations = append(out.Violations, fmt.Sprintf("request %d: Batch Operations task failed for good: %.300s", i, f))
 				}
 				if retry == nil {

@@ -380,6 +380,14 @@ func (tr *taskRun) cut(readCtx context.Context, offset int64) {
 	tr.notAccepted(offset)
 }
 
+// unwritten notes that tr's failures could not be written: the next
+// attempt must start at the first of them, to fail it again.
+func (tr *taskRun) unwritten() {
+	for _, f := range tr.fails {
+		tr.notAccepted(f.Offset)
+	}
+}
+
 // releaseAt is where the next attempt of a failed task starts: its first
 // record that a stopped send did not accept, else where this one started.
 func (tr *taskRun) releaseAt() int64 {
@@ -743,8 +751,8 @@ func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 			// settled: those of them that failed are put on the failure
 			// output now, or nobody would.
 			if err := r.writeFailures(sendCtx, tr, tr.releaseAt()); err != nil {
-				r.log.WarnContext(ctx, "failures of a task that fails not written; it is sent again from its start", "task", t.ID(), "error", err)
-				tr.unaccepted = -1
+				r.log.WarnContext(ctx, "failures of a task that fails not written; it is sent again from its first failed record", "task", t.ID(), "error", err)
+				tr.unwritten()
 			}
 		}
 		return res
@@ -756,6 +764,9 @@ func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 		return res
 	}
 	if err := r.writeFailures(sendCtx, tr, -1); err != nil {
+		// The records before the first failed one are settled: the next
+		// attempt starts there, to put it on the failure output.
+		tr.unwritten()
 		res.Err = err
 		return res
 	}
