@@ -118,18 +118,18 @@ func errReset(op string) error {
 // belongs to: it can die after a number of calls, and it collects the
 // messages accepted in it.
 type invocation struct {
-	id     int
-	calls  atomic.Int64
-	dieAt  int64 // 0: never
-	die    context.CancelCauseFunc
-	died   atomic.Bool
+	id    int
+	calls atomic.Int64
+	dieAt int64 // 0: never
+	die   context.CancelCauseFunc
+	died  atomic.Bool
 	// disrupted is set by a fault after which the engine, by design,
 	// sends again some records it had sent: a send cut off at the
 	// deadline (those accepted in requests in flight beside it), a claims
 	// store call or a failure output write that failed.
 	disrupted atomic.Bool
-	mu     sync.Mutex
-	sentTo []string // message ids accepted during the invocation
+	mu        sync.Mutex
+	sentTo    []string // message ids accepted during the invocation
 }
 
 type invocationKey struct{}
