@@ -51,7 +51,7 @@ simulate: ## run SEEDS generated scenarios (default 2000) through the engine aga
 	$(GO) test -count=1 -timeout 60m -run 'TestSimulate$$' ./internal/simulate -v -seeds=$(SEEDS) $(if $(SEED),-seed=$(SEED)) $(if $(OFF),-off=$(OFF))
 
 test: ## install and start the local AWS stand-ins, then vet and run every test with -race; then test-infra
-	tools/with-local-aws sh -c '$(GO) vet ./... && $(GO) test -race -count=1 ./...'
+	tools/with-local-aws sh -c '$(GO) vet ./... && $(GO) test -race -count=1 -timeout 20m ./...'
 	$(MAKE) --no-print-directory test-infra
 
 test-infra: $(CDK_CLI) ## vet and test the CDK app in infra/, cdk synth it offline (cdk-nag included) at each parity set, cfn-lint, then test-sam

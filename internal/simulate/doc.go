@@ -21,7 +21,10 @@
 //   - nothing is delivered that is not in the data;
 //   - with claims, a record arrives more than once per run only if a
 //     request that carried it had its answer lost (a reset after SQS took
-//     it, a bad MD5, an invocation that died);
+//     it, a bad MD5, an invocation that died), or it was sent by an
+//     invocation that met a fault after which the engine resends by
+//     design (a send cut off at the deadline, a claims store call or a
+//     PutObject that failed after the SDK's retries);
 //   - no offloaded payload object is ever rewritten with other bytes;
 //   - nothing is left in the work queue's dead-letter queue.
 //
