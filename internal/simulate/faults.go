@@ -199,6 +199,9 @@ func (c *FaultSQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttri
 // SendMessageBatch implements sqsbatch.API with the faults.
 func (c *FaultSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, o ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	if err := c.F.tick(ctx); err != nil {
+		// The send is cut off (its deadline, or the invocation died):
+		// the requests in flight beside this one may have been taken.
+		disrupt(ctx)
 		return nil, err
 	}
 	f, r := c.F, c.F.rates
@@ -278,6 +281,11 @@ func (c *FaultSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatc
 // invocation.
 func (c *FaultSQS) send(ctx context.Context, in *sqs.SendMessageBatchInput, o []func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	out, err := c.client.SendMessageBatch(ctx, in, o...)
+	if err != nil && ctx.Err() != nil {
+		// Cut off by the deadline, maybe after the model took it: an
+		// answer lost.
+		disrupt(ctx)
+	}
 	if inv := invocationOf(ctx); inv != nil && err == nil {
 		inv.mu.Lock()
 		inv.sentTo = append(inv.sentTo, acceptedIDs(out)...)

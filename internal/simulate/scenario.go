@@ -348,6 +348,12 @@ func (w *world) invokeWith(ctx context.Context, payload []byte, fn func(context.
 		defer cancel()
 	}
 	out, err := fn(withInvocation(ctx, inv), payload)
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl.Add(-w.sc.Settings.Margin)) {
+		// It ran into its work deadline: its send may have stopped with
+		// requests in flight, whose records after the first one not
+		// accepted its next attempt sends again.
+		inv.disrupted.Store(true)
+	}
 	if inv.died.Load() || inv.disrupted.Load() {
 		// A dead invocation's answer is never seen, and a disrupted one
 		// leaves records to be sent again: what it sent counts as sent

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/s3sqs/s3sqs/internal/sqsfault"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -124,8 +125,11 @@ func TestFailureRecordID(t *testing.T) {
 	for _, mode := range []fanout.Mode{fanout.ModeRecord, fanout.ModeChunk} {
 		t.Run(string(mode), func(t *testing.T) {
 			st := newStack(t, "")
-			st.put(t, "r.txt", "bad\x02\n")
-			h, _ := st.handler(t, fanout.Options{Mode: mode}, nil)
+			st.put(t, "r.txt", "bad\n")
+			refuse := func(api sqsbatch.API) sqsbatch.API {
+				return &sqsfault.Client{API: api, EntryErr: sqsfault.SenderFault("InvalidParameterValue", func(body string) bool { return body == "bad" })}
+			}
+			h, _ := st.handler(t, fanout.Options{Mode: mode}, refuse)
 			if rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "r.txt"}); rep.RecordsFailed != 1 {
 				t.Fatalf("report %+v; want the record failed", rep)
 			}
