@@ -3,6 +3,7 @@ package fanout_test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -280,5 +281,55 @@ func TestChunkModeInvalidCharacters(t *testing.T) {
 	}
 	if offs := failedOffsets(t, st, "failed/chars/", ".jsonl", failureLines(t)); !cmp.Equal(offs, []int64{56}) {
 		t.Errorf("failure output at offsets %v, want the bad record's alone, 56", offs)
+	}
+}
+
+// refusePut refuses every PutObject while refusing is set, as S3 does
+// after the SDK's retries of a SlowDown.
+type refusePut struct {
+	fanout.S3API
+	refusing atomic.Bool
+}
+
+func (r *refusePut) PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	if r.refusing.Load() {
+		return nil, &smithy.GenericAPIError{Code: "SlowDown", Message: "injected by the test"}
+	}
+	return r.S3API.PutObject(ctx, in, opts...)
+}
+
+// TestFailureOutputRefused refuses the write of a task's failures: the
+// task fails and is released at its first failed record, so that its
+// delivery again puts that record on the failure output and sends only
+// the records from there on, not those before it.
+func TestFailureOutputRefused(t *testing.T) {
+	st := newStack(t, "")
+	want, task, _ := st.records(t, "put.jsonl", 40)
+	s3api := &refusePut{S3API: st.s3}
+	s3api.refusing.Store(true)
+	st.s3api = s3api
+	bad := func(body string) bool { return body == "r030" }
+	h, _ := st.handler(t, fanout.Options{Claims: claimsStore(t), FailureS3URI: "s3://lake/failed/"}, func(api sqsbatch.API) sqsbatch.API {
+		return &sqsfault.Client{API: api, EntryErr: sqsfault.SenderFault("InvalidParameterValue", bad)}
+	})
+	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
+	if len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("failures %v, want the task's: its failures were not written", resp.BatchItemFailures)
+	}
+	first := st.sent(t)
+	s3api.refusing.Store(false)
+	resp = invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %v on the second delivery", resp.BatchItemFailures)
+	}
+	again := st.sent(t)
+	if diff := cmp.Diff(slices.DeleteFunc(slices.Clone(want), bad), first); diff != "" {
+		t.Errorf("first delivery (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(slices.DeleteFunc(slices.Clone(want[30:]), bad), again); diff != "" {
+		t.Errorf("second delivery sent (-want +got): only the records after the first failed one:\n%s", diff)
+	}
+	if got := failedOffsets(t, st, "failed/r/", ".jsonl", failureLines(t)); !cmp.Equal(got, []int64{510}) {
+		t.Errorf("failure output at offsets %v, want r030's, 510", got)
 	}
 }
