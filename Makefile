@@ -35,7 +35,7 @@ SYNTH_SETS_OUT := .local/cdk.out-sets
 # How a function is built for Lambda: provided.al2023 on arm64.
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: help demo chaos test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction synth vet build bench bench-go planbench membench plot clean
+.PHONY: help demo chaos simulate test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction synth vet build bench bench-go planbench membench plot clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -46,8 +46,12 @@ demo: ## install and start the local AWS stand-ins and run the whole pipeline en
 chaos: ## run both functions through a fault-injecting proxy (with and without claims) and print how every record ended
 	tools/with-local-aws $(GO) run ./tools/chaos $(CHAOS_ARGS)
 
+SEEDS ?= 2000
+simulate: ## run SEEDS generated scenarios (default 2000) through the engine against in-process S3/SQS models with faults, and check each (SEED=n replays one; OFF=class,... turns classes off)
+	$(GO) test -count=1 -timeout 60m -run 'TestSimulate$$' ./internal/simulate -v -seeds=$(SEEDS) $(if $(SEED),-seed=$(SEED)) $(if $(OFF),-off=$(OFF))
+
 test: ## install and start the local AWS stand-ins, then vet and run every test with -race; then test-infra
-	tools/with-local-aws sh -c '$(GO) vet ./... && $(GO) test -race -count=1 ./...'
+	tools/with-local-aws sh -c '$(GO) vet ./... && $(GO) test -race -count=1 -timeout 20m ./...'
 	$(MAKE) --no-print-directory test-infra
 
 test-infra: $(CDK_CLI) ## vet and test the CDK app in infra/, cdk synth it offline (cdk-nag included) at each parity set, cfn-lint, then test-sam

@@ -82,9 +82,6 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if msg, ok := firstBad(checks); ok {
 		return bad("%s", msg)
 	}
-	// A notification read from a file is as old as the file: no age limit.
-	in.Filter.MaxFileAge = -1
-
 	s3c, sqsc, err := lambdaenv.Clients(ctx, pathStyle)
 	if err != nil {
 		fmt.Fprintf(stderr, "s3sqs ingest: %v\n", err)

@@ -523,7 +523,7 @@ var (
 	fanoutReservedEnv = []string{"TARGET_QUEUE_URL", "TARGET_QUEUE_NAME", "TARGET_QUEUE_OWNER_ACCOUNT_ID", "TARGET_MAX_MESSAGE_SIZE",
 		"WORK_QUEUE_URL", "FAILURE_QUEUE_URL", "FAILURE_S3_URI", "FORMAT", "MODE", "CHUNK_SIZE", "MAX_IN_FLIGHT", "FAIL_ON_ERROR", "CLAIMS_TABLE",
 		"OFFLOAD_S3_URI", "OFFLOAD", "TRACING", "REPORT_S3_URI"}
-	offloadPrefix = regexp.MustCompile(`^[A-Za-z0-9./_-]{1,960}$`)
+	offloadPrefix = regexp.MustCompile(`^[A-Za-z0-9./_-]{1,895}$`)
 	reportPrefix  = regexp.MustCompile(`^[^/*?][^*?]*/$`)
 )
 

@@ -231,9 +231,9 @@ func ParseEventTypes(list string) ([]string, []error) {
 }
 
 // parseAge reads MAX_FILE_AGE: a number of days ("7d"), a Go duration
-// ("36h", "90m"), or "0" or "off" to turn the check off. Zero means off here,
-// unlike s3event.Filter where zero means the default, so that the value
-// written is the value meant.
+// ("36h", "90m"), or "0", "off" or "none" to turn the check off, as it is
+// when the variable is unset: no notification is skipped for its age unless
+// asked, since a DLQ redriven late holds old ones.
 func parseAge(s string) (time.Duration, error) {
 	switch strings.ToLower(s) {
 	case "0", "off", "none":

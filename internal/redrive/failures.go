@@ -3,6 +3,7 @@ package redrive
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,7 +67,10 @@ func newPending(body []byte, from string) *pending {
 		return p
 	}
 	p.obj = dataset.Object{Bucket: bucket, Key: key, VersionID: p.f.Version}
-	p.item.ID = fanout.RecordID(p.obj, p.f.Offset)
+	// The id the engine gave the record or message; a failure written
+	// before failures named it has the id the engine gave then, from the
+	// version id (or ETag) Version holds.
+	p.item.ID = cmp.Or(p.f.RecordID, fanout.RecordID(p.obj, p.f.Offset))
 	p.item.Source, p.item.Offset, p.item.Code = p.f.Source, ptr(p.f.Offset), p.f.Code
 	return p
 }

@@ -1,6 +1,7 @@
 // Package strictjson decodes JSON inputs strictly (unknown fields, wrong
-// types and trailing data are refused) and says what is wrong in the
-// input's own words: JSON field paths and kinds, never Go type names.
+// types, trailing data, a key given twice and a field's name in another
+// case are refused) and says what is wrong in the input's own words: JSON
+// field paths and kinds, never Go type names.
 package strictjson
 
 import (
@@ -13,9 +14,14 @@ import (
 	"strings"
 )
 
-// Decode decodes one JSON value into v, refusing unknown fields and
-// trailing data, and rewrites the decoder's errors to name fields as the
-// JSON writes them.
+// Decode decodes one JSON value into v, refusing unknown fields, trailing
+// data, a key that appears twice in one object and a key that names a
+// field in another case, and rewrites the decoder's errors to name fields
+// as the JSON writes them. encoding/json would take the last of two keys
+// and match "Prefix" to the field "prefix"; either can send another
+// dataset than the one the writer meant, so both are refused, in nested
+// objects too. The values of json.RawMessage fields are left to whoever
+// decodes them. On an error, v may hold part of the input.
 func Decode(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -25,7 +31,7 @@ func Decode(data []byte, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("more than one JSON value")
 	}
-	return nil
+	return checkKeys(data, reflect.TypeOf(v))
 }
 
 // describeJSONError turns encoding/json's errors into words about the

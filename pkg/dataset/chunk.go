@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 )
 
 // DefaultChunkSize is the chunk size used when PlanOptions.ChunkSize is zero.
@@ -126,6 +128,16 @@ func NewPlanner(client GetAPI, opts PlanOptions) *Planner {
 var ErrUnknownFormat = errors.New("cannot tell the format from the key; set a format")
 
 // Plan returns the chunks of obj. An empty object has none.
+//
+// An object compressed by its name (.gz, .zst) or by its Content-Encoding
+// (gzip, zstd) is one chunk, read whole as a stream. A listing does not
+// give Content-Encoding, so before it cuts an object whose name says it is
+// not compressed into byte ranges, Plan asks S3 for the object's first
+// byte, whose answer does: one small GET (priced as a HEAD, and pinned as
+// every read) for each object over ChunkSize. Smaller objects are one chunk
+// anyway, and their read decodes what the GET's Content-Encoding says; a
+// CSV object's header read and a Parquet object's footer read learn it
+// without an extra request.
 func (p *Planner) Plan(ctx context.Context, obj Object) ([]Chunk, error) {
 	format, comp := Detect(obj.Key)
 	if p.opts.Format != FormatAuto {
@@ -140,19 +152,36 @@ func (p *Planner) Plan(ctx context.Context, obj Object) ([]Chunk, error) {
 	if obj.Size == 0 {
 		return nil, nil
 	}
+	if comp == CompressionNone && p.byRanges(format, obj) {
+		var err error
+		if comp, err = p.contentEncoding(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
 	base := Chunk{Object: obj, Format: format, Compression: comp}
+	var enc *EncodingError
 	switch {
 	case format == FormatParquet:
 		if comp != CompressionNone {
 			return nil, fmt.Errorf("dataset: plan %s: a compressed Parquet file is not supported; Parquet compresses its pages itself", obj)
 		}
 		groups, err := RowGroups(ctx, p.client, obj)
+		if errors.As(err, &enc) {
+			return nil, fmt.Errorf("dataset: plan %s: a compressed Parquet file is not supported (Content-Encoding %q); Parquet compresses its pages itself", obj, enc.ContentEncoding)
+		}
 		if err != nil {
 			return nil, err
 		}
 		return split(base, int64(groups), int64(p.opts.RowGroupsPerChunk)), nil
 	case format == FormatCSV:
 		c, err := p.csv(ctx, obj, comp)
+		if errors.As(err, &enc) && comp == CompressionNone {
+			// The header's read found the object compressed by its
+			// Content-Encoding: it is read whole, decompressed.
+			comp = enc.Compression
+			base.Compression = comp
+			c, err = p.csv(ctx, obj, comp)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -164,6 +193,34 @@ func (p *Planner) Plan(ctx context.Context, obj Object) ([]Chunk, error) {
 		return split(base, obj.Size, obj.Size), nil
 	}
 	return split(base, obj.Size, p.opts.ChunkSize), nil
+}
+
+// byRanges reports whether Plan would cut obj, not known to be compressed,
+// into byte ranges without reading any of it, so that it must ask for its
+// Content-Encoding first.
+func (p *Planner) byRanges(format Format, obj Object) bool {
+	if obj.Size <= p.opts.ChunkSize {
+		return false
+	}
+	switch format {
+	case FormatJSONL, FormatText:
+		return true
+	case FormatCSV:
+		// A header is read with a ranged GET, whose answer tells.
+		return p.opts.CSV.NoQuotedNewlines && p.opts.CSV.NoHeader
+	}
+	return false
+}
+
+// contentEncoding returns the compression obj's Content-Encoding names,
+// from a GET of its first byte.
+func (p *Planner) contentEncoding(ctx context.Context, obj Object) (Compression, error) {
+	out, err := get(ctx, p.client, obj, 0, 0)
+	if err != nil {
+		return CompressionNone, fmt.Errorf("dataset: plan %s: ask for its Content-Encoding: %w", obj, err)
+	}
+	out.Body.Close()
+	return CompressionFromEncoding(aws.ToString(out.ContentEncoding)), nil
 }
 
 // split cuts [0, total) into chunks of size step.
@@ -218,6 +275,10 @@ func (p *Planner) csv(ctx context.Context, obj Object, comp Compression) (*CSV, 
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
+	// A UTF-8 byte order mark, which Excel writes first, is not part of
+	// the first column's name; package records drops it from the first
+	// line too.
+	line = strings.TrimPrefix(line, "\ufeff")
 	cr := csv.NewReader(strings.NewReader(line))
 	cr.Comma = comma
 	header, err := cr.Read()

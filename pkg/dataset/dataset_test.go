@@ -63,9 +63,15 @@ func TestSourceValidate(t *testing.T) {
 }
 
 func TestPlanRanges(t *testing.T) {
-	c := localaws.FakeS3(t) // not used: JSON Lines plans need no I/O
+	c := localaws.FakeS3(t)
 	p := dataset.NewPlanner(c, dataset.PlanOptions{ChunkSize: 10})
-	obj := dataset.Object{Bucket: "b", Key: "k.jsonl", Size: 25, ETag: "e"}
+	// Its one GET, before it is cut into ranges, is of its first byte, for
+	// its Content-Encoding.
+	put(t, c, newBucket(t, c, "plan"), "k.jsonl", bytes.Repeat([]byte("{}\n"), 9)[:25])
+	obj, err := dataset.Head(t.Context(), c, "plan", "k.jsonl", "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	chunks, err := p.Plan(t.Context(), obj)
 	if err != nil {
 		t.Fatal(err)

@@ -18,4 +18,16 @@
 // small JSON value so that it can travel as an SQS message. A record belongs
 // to the chunk in which its first byte lies; package records reads chunks
 // with that rule.
+//
+// An object compressed by its name (.gz, .zst) or by its Content-Encoding
+// (gzip, zstd) is one chunk, read whole from its start. A listing does not
+// give Content-Encoding: the planner asks for it, with a GET of one byte,
+// only for an object it would otherwise cut into byte ranges. A ranged read
+// that finds it anyway (a chunk planned before) is an [*EncodingError].
+//
+// Errors say what a caller can do: [ErrChanged] and [ErrNotFound] (the
+// planned version is gone), [ErrCorrupt] (the bytes were all read and are
+// not what their format says: reading again gives the same), and the
+// others, which a later attempt may not meet (a read that failed in the
+// network after its resumes).
 package dataset

@@ -20,7 +20,47 @@ var (
 	// ErrNotFound reports that the object, or the planned version of it,
 	// is gone.
 	ErrNotFound = errors.New("object not found")
+	// ErrCorrupt reports that the object's bytes, all of them read, are
+	// not what their format says: a compressed stream that is truncated or
+	// corrupt (a bad gzip header or checksum, deflate or zstd data that
+	// does not decode, a stream that stops before its end), or a Parquet
+	// file whose footer or pages do not decode. Reading the same bytes
+	// again gives the same error, so it is never resumed; a body that
+	// broke off in the network is resumed instead, and what it ends with
+	// when that fails is not ErrCorrupt. The error says where: the
+	// compressed byte the decompressor had reached, and the *ReadError
+	// around it the offset in the records' stream.
+	ErrCorrupt = errors.New("corrupt or truncated data")
 )
+
+// EncodingError is the error of a read of an object's stored bytes by
+// range when S3 serves the object with a Content-Encoding that compresses
+// it (gzip or zstd): a range of compressed bytes holds no records. It means
+// the read's chunk was planned before the object's Content-Encoding was
+// known, as one of several byte ranges; a chunk planned whole reads the
+// object as the encoding says. Asking again gives the same answer, so it
+// is not resumed.
+type EncodingError struct {
+	Object Object
+	// ContentEncoding is the encoding S3 reported.
+	ContentEncoding string
+	// Compression is the compression it names.
+	Compression Compression
+}
+
+func (e *EncodingError) Error() string {
+	return fmt.Sprintf("dataset: %s is stored with Content-Encoding %q: its bytes are %s-compressed and can only be read whole, from the start", e.Object, e.ContentEncoding, e.Compression)
+}
+
+// checkEncoding returns an *EncodingError when out, the answer to a ranged
+// read of obj's stored bytes, says they are compressed.
+func checkEncoding(obj Object, out *s3.GetObjectOutput) error {
+	enc := aws.ToString(out.ContentEncoding)
+	if c := CompressionFromEncoding(enc); c != CompressionNone {
+		return &EncodingError{Object: obj, ContentEncoding: enc, Compression: c}
+	}
+	return nil
+}
 
 // ReadError is a failure to read an object, with where it happened.
 type ReadError struct {
@@ -90,6 +130,12 @@ func classify(err error) error {
 // it is needed. A response body that breaks off (a reset, a short body, a
 // stall) is resumed from the first byte not yet read, as Resume says. It is
 // not safe for concurrent use.
+//
+// A Reader that starts with a range (expect > 0) reads the stored bytes as
+// records: when S3 serves the object with a compressing Content-Encoding
+// its first Read fails with an *EncodingError (in a *ReadError) instead.
+// One that reads the whole object (expect <= 0) leaves the encoding to its
+// caller (see ContentEncoding).
 type Reader struct {
 	// Resume says how a broken response is resumed; set it before the
 	// first Read.
@@ -174,6 +220,9 @@ func (r *Reader) open() error {
 		out *s3.GetObjectOutput
 		err error
 	)
+	// The first GET asks for a range of the stored bytes, unless it asks
+	// for the whole object.
+	ranged := !r.opened && r.next > 0
 	switch {
 	case !r.opened && r.next <= 0:
 		out, err = get(r.ctx, r.client, r.obj, -1, -1)
@@ -183,15 +232,21 @@ func (r *Reader) open() error {
 			end = -1
 		}
 		out, err = get(r.ctx, r.client, r.obj, r.pos, end)
-		if err == nil {
-			r.next = 0 // the rest, when needed, in one range
-		}
 	default:
 		out, err = get(r.ctx, r.client, r.obj, r.pos, -1)
 	}
 	if err != nil {
 		return err
 	}
+	if ranged {
+		// A whole read is not checked, nor are its resumed ranges: its
+		// caller decodes what the encoding says.
+		if err := checkEncoding(r.obj, out); err != nil {
+			out.Body.Close()
+			return &ReadError{Object: r.obj, Offset: r.pos, Err: err}
+		}
+	}
+	r.next = 0 // the rest, when needed, in one range
 	if !r.opened {
 		r.encoding = aws.ToString(out.ContentEncoding)
 		r.obj = pinETag(r.obj, out.ETag)
@@ -261,6 +316,11 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if off < 0 {
+		// As a corrupt Parquet footer's length can make it: never a GET
+		// of the whole object.
+		return 0, fmt.Errorf("dataset: read %s at negative offset %d", r.obj, off)
+	}
 	if off >= r.obj.Size {
 		return 0, io.EOF
 	}
@@ -292,6 +352,9 @@ func (r *ReaderAt) readRange(p []byte, off int64, n *int) error {
 		return err
 	}
 	defer out.Body.Close()
+	if err := checkEncoding(r.obj, out); err != nil {
+		return &ReadError{Object: r.obj, Offset: off, Err: err}
+	}
 	w := newStallWatch(r.Resume.stallTimeout(), out.Body)
 	defer w.stop()
 	for got := 0; got < len(p); {

@@ -34,8 +34,9 @@ var ErrStalled = errors.New("response body stalled")
 // pinned to the same version or ETag. The zero value uses the defaults.
 //
 // Errors that asking again cannot fix end the read at once: the object
-// changed or is gone (ErrChanged, ErrNotFound), access is denied, or the
-// context ended.
+// changed or is gone (ErrChanged, ErrNotFound), its bytes are compressed
+// by its Content-Encoding where a range of them was wanted
+// (*EncodingError), access is denied, or the context ended.
 type Resume struct {
 	// Attempts is how many times in a row a read is resumed without
 	// getting a byte; zero means DefaultResumeAttempts, and a negative
@@ -87,7 +88,8 @@ func (t *retries) again(ctx context.Context, opts Resume, err error) bool {
 
 // resumable reports whether asking again for the same bytes may succeed.
 func resumable(ctx context.Context, err error) bool {
-	if ctx.Err() != nil || errors.Is(err, ErrChanged) || errors.Is(err, ErrNotFound) {
+	var enc *EncodingError
+	if ctx.Err() != nil || errors.Is(err, ErrChanged) || errors.Is(err, ErrNotFound) || errors.As(err, &enc) {
 		return false
 	}
 	var re *awshttp.ResponseError

@@ -65,7 +65,7 @@ func (r *Runner) settle(ctx context.Context, tr *taskRun, res TaskResult) {
 	var err error
 	switch {
 	case res.Err != nil:
-		err = r.opts.Claims.Release(ctx, *tr.claim, tr.from)
+		err = r.opts.Claims.Release(ctx, *tr.claim, tr.releaseAt())
 	case res.Continuation != nil && res.Continuation.Chunk.ID() == tr.task.Chunk.ID():
 		err = r.opts.Claims.Release(ctx, *tr.claim, max(res.Continuation.ResumeAt, tr.from))
 	default:

@@ -20,9 +20,11 @@
 // object with the key's partition values and _file.
 //
 // Every message carries a deterministic record id attribute built from the
-// object's bucket, key, version (or ETag) and the record's offset, so that
-// consumers can drop the duplicates that at-least-once delivery and re-runs
-// produce. On FIFO queues it is the deduplication id unless the mapping
+// object's bucket, key and ETag (its version id when no ETag is known) and
+// the record's offset, or in chunk mode the offsets of its first and last
+// records and their count, so that consumers can drop the duplicates that
+// at-least-once delivery and re-runs produce, whichever path found the
+// object, while a message that carries other records is a new one. On FIFO queues it is the deduplication id unless the mapping
 // gives one, and a record without a group goes in its object's (GroupID),
 // which is valid whatever the key.
 package fanout

@@ -169,6 +169,12 @@ func (h *Handler) runObject(ctx context.Context, runID string, obj dataset.Objec
 	one := func(yield func(dataset.Object, error) bool) { yield(out.Object, nil) }
 	out.Report, out.Err = h.runner.run(ctx, runID, listed(one), ov, false, nil)
 	out.Code = Classify(out.Err)
+	if out.Err == nil && out.Report.ObjectsFailed > 0 {
+		// No retry reads it: what could be read was sent, and the rest is
+		// on the failure output with the reason.
+		out.Code = PermanentFailure
+		out.Err = errors.New("the object cannot be read to its end (corrupt, truncated or changed since it was pinned): the records read were sent, the rest is on the failure output")
+	}
 	if out.Err == nil && h.opts.FailOnError && out.Report.RecordsFailed > 0 {
 		out.Code = PermanentFailure
 		out.Err = fmt.Errorf("%d records failed (FAIL_ON_ERROR is set; they are on the failure output)", out.Report.RecordsFailed)

@@ -1,6 +1,7 @@
 package fanout
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -18,8 +19,9 @@ import (
 
 // Message attributes fanout sets on every message.
 const (
-	// AttrRecordID is the deterministic id of the record (record mode) or
-	// of the first record of the message (chunk mode).
+	// AttrRecordID is the deterministic id of the record (record mode,
+	// RecordID) or of exactly the records the message carries (chunk
+	// mode, ChunkMessageID).
 	AttrRecordID = "s3sqs-record-id"
 	// AttrSource is the s3://bucket/key of the record's object.
 	AttrSource = "s3sqs-source"
@@ -73,16 +75,33 @@ func (m Mapping) withDefaults() Mapping {
 }
 
 // RecordID returns the deterministic id of the record at offset in obj: 32
-// hex characters of SHA-256 over bucket, key, version (or ETag) and offset.
-// s3ingest builds its record ids the same way, so a record has one id
-// whichever function sent it.
+// hex characters of SHA-256 over bucket, key, ETag and offset. The ETag,
+// not the version id, names the version: listings (which give no version
+// id), HeadObject, S3 and EventBridge notifications and GET responses all
+// give the same ETag for a version, so a record has one id whichever path
+// found its object. An object whose ETag is not known (an S3 Inventory
+// report without its ETag field, a notification without eTag) is named by
+// its version id instead, and its ids then differ from a listing's. Reads
+// stay pinned by version id (dataset.Object.Pin). s3ingest builds its
+// record ids the same way, so a record has one id whichever function sent
+// it.
 func RecordID(obj dataset.Object, offset int64) string {
 	return NewRecordIDs(obj).ID(offset)
 }
 
+// ChunkMessageID returns the deterministic id of a chunk-mode message of
+// obj that carries count records, from offset first to offset last: the
+// id covers exactly those records, so that a message packed again with
+// the same records keeps its id and one with other records (cut short, or
+// longer) is a new message, which a FIFO queue does not take for a
+// duplicate. It is never the RecordID of a record.
+func ChunkMessageID(obj dataset.Object, first, last int64, count int) string {
+	return NewRecordIDs(obj).chunk(first, last, count)
+}
+
 // RecordIDs makes the record ids of one object, as RecordID does, without
-// formatting the object's pin again for each record. It is not safe for
-// concurrent use.
+// formatting the object's identity again for each record. It is not safe
+// for concurrent use.
 type RecordIDs struct {
 	buf    []byte
 	prefix int
@@ -90,9 +109,9 @@ type RecordIDs struct {
 
 // NewRecordIDs returns the record id maker of obj.
 func NewRecordIDs(obj dataset.Object) *RecordIDs {
-	pin := obj.Pin()
-	b := make([]byte, 0, len(obj.Bucket)+len(obj.Key)+len(pin)+24)
-	b = append(append(append(append(append(b, obj.Bucket...), 0), obj.Key...), 0), pin...)
+	version := cmp.Or(obj.ETag, obj.VersionID)
+	b := make([]byte, 0, len(obj.Bucket)+len(obj.Key)+len(version)+48)
+	b = append(append(append(append(append(b, obj.Bucket...), 0), obj.Key...), 0), version...)
 	b = append(b, 0)
 	return &RecordIDs{buf: b, prefix: len(b)}
 }
@@ -100,6 +119,19 @@ func NewRecordIDs(obj dataset.Object) *RecordIDs {
 // ID returns the id of the record at offset.
 func (r *RecordIDs) ID(offset int64) string {
 	r.buf = strconv.AppendInt(r.buf[:r.prefix], offset, 10)
+	return r.sum()
+}
+
+// chunk returns the id of a chunk-mode message (see ChunkMessageID). The
+// NUL bytes between its numbers keep it apart from every record's id.
+func (r *RecordIDs) chunk(first, last int64, count int) string {
+	b := strconv.AppendInt(r.buf[:r.prefix], first, 10)
+	b = strconv.AppendInt(append(b, 0), last, 10)
+	r.buf = strconv.AppendInt(append(b, 0), int64(count), 10)
+	return r.sum()
+}
+
+func (r *RecordIDs) sum() string {
 	sum := sha256.Sum256(r.buf)
 	return hex.EncodeToString(sum[:16])
 }
@@ -282,7 +314,7 @@ func (p *chunkPacker) add(rec records.Record) {
 // flush returns the gathered records as one entry, with the records it
 // holds, and starts anew.
 func (p *chunkPacker) flush() (sqsbatch.Entry, span) {
-	id := RecordID(p.obj, p.first)
+	id := ChunkMessageID(p.obj, p.first, p.last, p.n)
 	e := sqsbatch.Entry{
 		Body: p.body.String(),
 		Attributes: map[string]types.MessageAttributeValue{

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,7 +109,14 @@ func TestChunkPacker(t *testing.T) {
 	last, _ := p.flush()
 	out = append(out, last)
 	got := 0
+	ids := map[string]bool{}
 	for _, e := range out {
+		attr := func(name string) string { return aws.ToString(e.Attributes[name].StringValue) }
+		id := ChunkMessageID(obj, atoi(t, attr(AttrFirst)), atoi(t, attr(AttrLast)), int(atoi(t, attr(AttrCount))))
+		if attr(AttrRecordID) != id || e.DeduplicationID != id || ids[id] {
+			t.Errorf("message from %s: record id %s, dedup id %s; want %s, its records' own", attr(AttrFirst), attr(AttrRecordID), e.DeduplicationID, id)
+		}
+		ids[id] = true
 		if e.Size() > 2048 {
 			t.Errorf("message of %d bytes over 2048", e.Size())
 		}
@@ -117,6 +125,15 @@ func TestChunkPacker(t *testing.T) {
 	if got != total || len(out) < 5 {
 		t.Errorf("%d records in %d messages, want %d packed", got, len(out), total)
 	}
+}
+
+func atoi(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func TestIngestEntry(t *testing.T) {
@@ -213,22 +230,46 @@ func TestEntryRef(t *testing.T) {
 }
 
 // TestRecordID pins the record id scheme that fanout and s3ingest share:
-// SHA-256 of "bucket\x00key\x00pin\x00offset", 16 bytes in hex, the pin
-// being the version id or else the ETag.
+// SHA-256 of "bucket\x00key\x00etag\x00offset", 16 bytes in hex, with the
+// version id in place of the ETag only when no ETag is known; so an object
+// found by a listing (ETag only) and by HeadObject or a notification (ETag
+// and version id) gives its records one id.
 func TestRecordID(t *testing.T) {
-	sum := sha256.Sum256([]byte("b\x00k\x00v\x00123"))
+	sum := sha256.Sum256([]byte("b\x00k\x00e\x00123"))
 	if got, want := RecordID(dataset.Object{Bucket: "b", Key: "k", VersionID: "v", ETag: "e"}, 123), hex.EncodeToString(sum[:16]); got != want {
 		t.Errorf("RecordID = %s; want %s", got, want)
 	}
-	sum = sha256.Sum256([]byte("b\x00k\x00e\x00-1"))
-	if got, want := RecordID(dataset.Object{Bucket: "b", Key: "k", ETag: "e"}, -1), hex.EncodeToString(sum[:16]); got != want {
-		t.Errorf("RecordID without version = %s; want %s", got, want)
+	if got, want := RecordID(dataset.Object{Bucket: "b", Key: "k", ETag: "e"}, 123), hex.EncodeToString(sum[:16]); got != want {
+		t.Errorf("RecordID of the object as a listing names it = %s; want %s, as HeadObject names it", got, want)
+	}
+	sum = sha256.Sum256([]byte("b\x00k\x00v\x00-1"))
+	if got, want := RecordID(dataset.Object{Bucket: "b", Key: "k", VersionID: "v"}, -1), hex.EncodeToString(sum[:16]); got != want {
+		t.Errorf("RecordID without ETag = %s; want %s", got, want)
 	}
 	ids := NewRecordIDs(dataset.Object{Bucket: "b", Key: "k", VersionID: "v"})
 	for _, off := range []int64{0, 123, 7, 123} {
 		if got, want := ids.ID(off), RecordID(dataset.Object{Bucket: "b", Key: "k", VersionID: "v"}, off); got != want {
 			t.Errorf("RecordIDs.ID(%d) = %s; want %s", off, got, want)
 		}
+	}
+}
+
+// TestChunkMessageID pins the id of a chunk-mode message: SHA-256 of
+// "bucket\x00key\x00etag\x00first\x00last\x00count", 16 bytes in hex. It
+// differs for every other set of records, and from every record id.
+func TestChunkMessageID(t *testing.T) {
+	obj := dataset.Object{Bucket: "b", Key: "k", ETag: "e", VersionID: "v"}
+	sum := sha256.Sum256([]byte("b\x00k\x00e\x000\x0040\x005"))
+	if got, want := ChunkMessageID(obj, 0, 40, 5), hex.EncodeToString(sum[:16]); got != want {
+		t.Errorf("ChunkMessageID = %s; want %s", got, want)
+	}
+	seen := map[string]string{RecordID(obj, 0): "record 0"}
+	for _, c := range []struct{ first, last, count int64 }{{0, 40, 5}, {0, 30, 4}, {0, 0, 1}, {10, 40, 4}} {
+		id := ChunkMessageID(obj, c.first, c.last, int(c.count))
+		if other, dup := seen[id]; dup {
+			t.Errorf("message of %+v has the id of %s", c, other)
+		}
+		seen[id] = fmt.Sprintf("message %+v", c)
 	}
 }
 

@@ -26,6 +26,9 @@ type Failure struct {
 	Version string `json:"version,omitempty"`
 	// Offset is the record's position in the object.
 	Offset int64 `json:"offset"`
+	// RecordID is the record id (AttrRecordID) the message had, or the
+	// record would have had, so that a redrive sends it under the same id.
+	RecordID string `json:"recordId,omitempty"`
 	// Code is SQS's error code, a validation rule, or a read error kind.
 	Code    string `json:"code"`
 	Message string `json:"message"`
@@ -68,7 +71,8 @@ func (b *failureBatch) len() int {
 }
 
 // write puts the failures of a task on the output. name identifies the
-// task, for the S3 object's key.
+// attempt at the task (see attemptName), for the S3 object's key and the
+// FIFO deduplication id.
 func (s *failureSink) write(ctx context.Context, runID, name string, fs []Failure) error {
 	if len(fs) == 0 {
 		return nil
@@ -162,7 +166,7 @@ func truncate(s string, n int) string {
 
 func failureFrom(runID string, obj dataset.Object, e *sqsbatch.EntryError, offset int64) Failure {
 	return Failure{
-		RunID: runID, Source: obj.URI(), Version: obj.Pin(), Offset: offset,
+		RunID: runID, Source: obj.URI(), Version: obj.Pin(), Offset: offset, RecordID: aws.ToString(e.Entry.Attributes[AttrRecordID].StringValue),
 		Code: e.Code, Message: e.Message, SenderFault: e.SenderFault, Attempts: e.Attempts, Body: e.Entry.Body,
 	}
 }

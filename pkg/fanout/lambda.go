@@ -3,11 +3,14 @@ package fanout
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,9 +36,10 @@ type HandlerOptions struct {
 	// SkipGroupOnError, on a FIFO work queue, fails only the later messages
 	// of a failed message's group instead of the rest of the batch.
 	SkipGroupOnError bool
-	// Concurrency is how many notification messages of an SQS event run
-	// at once; zero means partialbatch.DefaultConcurrency. Chunk tasks
-	// are read ChunkConcurrency at a time, as in any run.
+	// Concurrency is how many notified objects of an SQS event (each a
+	// run) and planning steps run at once; zero means
+	// partialbatch.DefaultConcurrency. Chunk tasks are read
+	// ChunkConcurrency at a time, as in any run.
 	Concurrency int
 	// DeadlineMargin is how long before an invocation's deadline work
 	// stops; zero means partialbatch.AutoMargin.
@@ -294,9 +298,10 @@ type noteResult struct {
 }
 
 // notifications sends the objects that msgs name and that the filter
-// accepts, each message's objects as a run named after the message, up to
-// Concurrency runs at once. A message fails when one of its records could
-// not be read, after its other objects were sent.
+// accepts, each object as a run of its own named after the event (see
+// NotifiedRunID), up to Concurrency runs at once. A message's report sums
+// its objects' runs and names the first. A message fails when one of its
+// records could not be read, after its other objects were sent.
 func (h *Handler) notifications(ctx context.Context, inv *Invocation, msgs []s3event.Message) []noteResult {
 	if len(msgs) == 0 {
 		return nil
@@ -314,45 +319,90 @@ func (h *Handler) notifications(ctx context.Context, inv *Invocation, msgs []s3e
 	}
 	for _, s := range res.Skipped {
 		inv.Skipped++
-		h.log.DebugContext(ctx, "object skipped", "messageId", s.MessageID, "object", dataset.Object{Bucket: s.Object.Bucket, Key: s.Object.Key}.URI(),
-			"reason", s.Reason.String(), "detail", s.Detail)
-	}
-	objs := make([][]dataset.Object, len(msgs))
-	for _, it := range res.Accepted {
-		objs[index[it.MessageID]] = append(objs[index[it.MessageID]], Notified(it.Object))
-	}
-	var (
-		mu sync.Mutex
-		g  errgroup.Group
-	)
-	g.SetLimit(h.opts.Concurrency)
-	for i := range msgs {
-		if len(objs[i]) == 0 {
-			continue
+		level := slog.LevelDebug
+		if s.Reason == s3event.SkipTooOld {
+			// Unlike an event type or a prefix left out, the object is
+			// data that is never sent: the log must say so.
+			level = slog.LevelWarn
 		}
+		h.log.Log(ctx, level, "object skipped", "messageId", s.MessageID, "object", Notified(s.Object).String(),
+			"eTag", s.Object.ETag, "reason", s.Reason.String(), "detail", s.Detail)
+	}
+	type job struct {
+		msg   int
+		runID string
+		obj   dataset.Object
+		rep   Report
+		err   error
+	}
+	var jobs []*job
+	for _, it := range res.Accepted {
+		i := index[it.MessageID]
+		runID, ok := NotifiedRunID(it.Object)
+		if !ok {
+			// Nothing tells this event from another on the key: named
+			// after its message (a new id when invoked directly), a new
+			// notification of the key is never taken for a repeat.
+			runID = msgs[i].ID
+		}
+		jobs = append(jobs, &job{msg: i, runID: runID, obj: Notified(it.Object)})
+	}
+	var g errgroup.Group
+	g.SetLimit(h.opts.Concurrency)
+	for _, j := range jobs {
 		g.Go(func() error {
-			seq := func(yield func(dataset.Object, error) bool) {
-				for _, o := range objs[i] {
-					if !yield(o, nil) {
-						return
-					}
-				}
-			}
-			rep, err := h.runner.RunObjects(ctx, msgs[i].ID, seq, Overrides{})
-			mu.Lock()
-			defer mu.Unlock()
-			inv.Stats.Add(rep.Stats)
-			inv.Queued = inv.Queued || rep.Queued
-			if inv.RunID == "" {
-				inv.RunID = rep.RunID
-			}
-			out[i].report = rep
-			out[i].err = errors.Join(err, out[i].err)
+			one := func(yield func(dataset.Object, error) bool) { yield(j.obj, nil) }
+			j.rep, j.err = h.runner.RunObjects(ctx, j.runID, one, Overrides{})
 			return nil
 		})
 	}
 	g.Wait()
+	for _, j := range jobs {
+		inv.Stats.Add(j.rep.Stats)
+		inv.Queued = inv.Queued || j.rep.Queued
+		inv.RunID = cmp.Or(inv.RunID, j.rep.RunID)
+		o := &out[j.msg]
+		o.report.RunID = cmp.Or(o.report.RunID, j.rep.RunID)
+		o.report.Queued = o.report.Queued || j.rep.Queued
+		o.report.Stats.Add(j.rep.Stats)
+		o.err = errors.Join(o.err, j.err)
+	}
 	return out
+}
+
+// NotifiedRunID returns the run id of the object an S3 notification
+// names: "s3event-", a hash of its bucket, key, version id and ETag, and
+// the event's sequencer, upper-cased and without trailing zeros (so that
+// sequencers equal by CompareSequencers give one id). Every delivery of one
+// event (S3 sends some twice; raw, wrapped by SNS or through EventBridge)
+// is then one run, whose claims a repeat finds done; an overwrite, a new
+// event on the key, is a run of its own. Without a sequencer (moto omits
+// it) a new PUT of the same bytes, unversioned, is taken for a repeat: its
+// records, with the same record ids, were sent. ok is false when the
+// notification gives neither version, ETag nor sequencer: nothing then
+// tells its event from another on the same key.
+func NotifiedRunID(o s3event.Object) (id string, ok bool) {
+	seq := strings.TrimRight(strings.ToUpper(o.Sequencer), "0")
+	if seq == "" && o.Sequencer != "" {
+		seq = "0"
+	}
+	if o.VersionID == "" && o.ETag == "" && seq == "" {
+		return "", false
+	}
+	// The ETag too: the version id "null" (an object written while
+	// versioning was off) is every such PUT's.
+	sum := sha256.Sum256([]byte(o.Bucket + "\x00" + o.Key + "\x00" + o.VersionID + "\x00" + o.ETag))
+	id = "s3event-" + hex.EncodeToString(sum[:16])
+	if seq == "" {
+		return id, true
+	}
+	if len(seq) > 32 || strings.Trim(seq, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "" {
+		// Not a sequencer as AWS writes them: hashed, so that the id
+		// stays a valid run id.
+		s := sha256.Sum256([]byte(seq))
+		seq = hex.EncodeToString(s[:8])
+	}
+	return id + "-" + seq, true
 }
 
 // Notified returns the object a notification names, pinned to the
@@ -374,6 +424,7 @@ func (h *Handler) report(ctx context.Context, inv *Invocation, err error) {
 		{Name: "BytesSent", Unit: emf.Bytes, Value: float64(inv.BytesSent)},
 		{Name: "TasksQueued", Unit: emf.Count, Value: float64(inv.TasksQueued)},
 		{Name: "TasksSkipped", Unit: emf.Count, Value: float64(inv.TasksSkipped)},
+		{Name: "ObjectsFailed", Unit: emf.Count, Value: float64(inv.ObjectsFailed)},
 		{Name: "FailedMessages", Unit: emf.Count, Value: float64(inv.FailedMessages)},
 		{Name: "Duration", Unit: emf.Milliseconds, Value: float64(inv.DurationMs)},
 	}

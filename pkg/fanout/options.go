@@ -131,6 +131,11 @@ type Stats struct {
 	// did not find when they were planned; they are skipped, with a
 	// warning that names each.
 	ObjectsMissing int `json:"objectsMissing,omitempty"`
+	// ObjectsFailed counts the chunks of objects that could not be read
+	// to their end for a reason no retry fixes (corrupt or truncated data,
+	// an object changed since it was planned): what was read was sent, and
+	// the rest of each is on the failure output as one failed record.
+	ObjectsFailed int `json:"objectsFailed,omitempty"`
 	// RecordsOffloaded counts the records sent as pointers to S3 (one
 	// PutObject each), among RecordsSent.
 	RecordsOffloaded int64 `json:"recordsOffloaded,omitempty"`
@@ -151,6 +156,7 @@ func (s *Stats) Add(o Stats) {
 	s.BytesSent += o.BytesSent
 	s.TasksSkipped += o.TasksSkipped
 	s.ObjectsMissing += o.ObjectsMissing
+	s.ObjectsFailed += o.ObjectsFailed
 	s.RecordsOffloaded += o.RecordsOffloaded
 }
 

@@ -54,10 +54,16 @@ func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[da
 	return r.runAndReport(ctx, runID, listed(objs), ov, false, nil)
 }
 
-// runAndReport runs and then writes the run report's manifest.
+// runAndReport runs and then writes the run report's manifest, unless the
+// run was a repeat that found every task run by an earlier delivery (a
+// notification S3 sent twice, a request sent again with its runId): the
+// manifest then stays the one of the delivery that sent the records.
 func (r *Runner) runAndReport(ctx context.Context, runID string, objs iter.Seq2[dataset.Listed, error], ov Overrides, queue bool, step *worktask.Plan) (Report, error) {
 	at := time.Now().UTC()
 	rep, err := r.run(ctx, runID, objs, ov, queue, step)
+	if err == nil && !rep.Queued && rep.TasksSkipped > 0 && rep.RecordsRead == 0 {
+		return rep, nil
+	}
 	// Written after work ends, as the continuations are (see run).
 	if rerr := r.report.manifest(partialbatch.SendContext(ctx), rep, at); err == nil {
 		err = rerr
@@ -379,6 +385,15 @@ func (r *Runner) planner(ctx context.Context, runID string, ov Overrides, chain 
 	planner := dataset.NewPlanner(r.s3, opts)
 	return func(ctx context.Context, obj dataset.Object) ([]worktask.Task, int, error) {
 		chunks, err := planner.Plan(ctx, obj)
+		if _, ok := unreadable(err); ok {
+			// Planning read the object and met what no retry fixes (a
+			// corrupt Parquet footer or compressed CSV header, an object
+			// changed since it was listed): it becomes one task for the
+			// whole object, whose read meets the same error and puts the
+			// object on the failure output with the reason, instead of
+			// ending the run.
+			chunks, err = []dataset.Chunk{wholeChunk(obj, opts)}, nil
+		}
 		if err != nil {
 			return nil, 0, err
 		}
@@ -453,4 +468,17 @@ func (r *Runner) enqueue(ctx context.Context, tasks iter.Seq[message]) (int, err
 		err = fmt.Errorf("fanout: %d tasks did not reach the work queue: %s", res.Failed, res.Failures[0])
 	}
 	return res.Sent, err
+}
+
+// wholeChunk is obj as one chunk, in the format and compression opts or its
+// key give.
+func wholeChunk(obj dataset.Object, opts dataset.PlanOptions) dataset.Chunk {
+	format, comp := dataset.Detect(obj.Key)
+	if opts.Format != dataset.FormatAuto {
+		format = opts.Format
+	}
+	if opts.Compression != dataset.CompressionNone {
+		comp = opts.Compression
+	}
+	return dataset.Chunk{Object: obj, Count: 1, End: obj.Size, Format: format, Compression: comp}
 }

@@ -19,7 +19,9 @@ import (
 // be re-driven by sending the listed tasks back to the work queue.
 //
 //	<prefix>/<runId>/manifest.json          what the run planned
-//	<prefix>/<runId>/failed/<taskId>.json   a task, its range and what failed
+//	<prefix>/<runId>/failed/<taskId>-<from>.json   an attempt at a task that
+//	                                               started at offset from: the
+//	                                               task and what failed
 
 // Manifest is the run report's manifest.json.
 type Manifest struct {
@@ -27,8 +29,10 @@ type Manifest struct {
 	PlannedAt time.Time `json:"plannedAt"`
 }
 
-// FailedTask is a run report's failed/<taskId>.json: the task, which names
-// its object and range, and the records of it that failed.
+// FailedTask is a run report's failed/<taskId>-<from>.json: the task, which
+// names its object and range, and the records of it that failed in the
+// attempt that started reading at from. Each attempt that resumed part-way
+// has a file of its own.
 type FailedTask struct {
 	Task     worktask.Task  `json:"task"`
 	Failures []FailedRecord `json:"failures"`
@@ -76,7 +80,7 @@ func (rp *reporter) manifest(ctx context.Context, rep Report, at time.Time) erro
 	return rp.put(ctx, rep.RunID+"/manifest.json", Manifest{Report: rep, PlannedAt: at})
 }
 
-func (rp *reporter) failed(ctx context.Context, t worktask.Task, fs []Failure) error {
+func (rp *reporter) failed(ctx context.Context, t worktask.Task, name string, fs []Failure) error {
 	if rp == nil || len(fs) == 0 {
 		return nil
 	}
@@ -84,5 +88,5 @@ func (rp *reporter) failed(ctx context.Context, t worktask.Task, fs []Failure) e
 	for _, f := range fs {
 		ft.Failures = append(ft.Failures, FailedRecord{Offset: f.Offset, Code: f.Code, Message: f.Message})
 	}
-	return rp.put(ctx, t.RunID+"/failed/"+t.ID()+".json", ft)
+	return rp.put(ctx, t.RunID+"/failed/"+name+".json", ft)
 }

@@ -139,6 +139,13 @@ type taskRun struct {
 	stopped  error // why the read stopped at resumeAt, if not for the deadline
 	produced int
 	consumed int
+	// ingest is set for s3ingest's objects (see IngestEncoding).
+	ingest bool
+	// unaccepted is the offset of the first record that the send did not
+	// accept because it stopped (unread, unsent, or unanswered), or -1.
+	// The task's claim is released there, so that a task whose records
+	// were all accepted is done and the others resume where they must.
+	unaccepted int64
 	// only, when set, is the offsets of the only records to send
 	// (RunRecords), and last the highest of them; found collects those
 	// that start a record of the chunk.
@@ -158,10 +165,11 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 	if err != nil {
 		return nil, err
 	}
-	tr := &taskRun{index: index, task: t, sender: sender, resumeAt: -1, from: t.ResumeAt, offload: r.offloader(sender)}
+	tr := &taskRun{index: index, task: t, sender: sender, resumeAt: -1, unaccepted: -1, from: t.ResumeAt, offload: r.offloader(sender)}
 	c, fifo := t.Chunk, sender.FIFO()
 	switch {
 	case ov.Ingest != nil:
+		tr.ingest = true
 		tr.encode = ingestEntries(r.ingestEncoder(ctx, c, *ov.Ingest), c.Object, fifo)
 	case mode == ModeChunk:
 		tr.packer = &chunkPacker{obj: c.Object, max: sender.MaxMessageSize()}
@@ -240,6 +248,7 @@ func (r *Runner) ingestEncoder(ctx context.Context, c dataset.Chunk, ie IngestEn
 type pending struct {
 	entry  sqsbatch.Entry
 	run    *taskRun
+	offset int64 // of its first record
 	weight int64 // of the pipe's bytes it holds
 }
 
@@ -299,7 +308,16 @@ func (r *Runner) runGroup(ctx context.Context, runs []*taskRun, concurrency int)
 	}
 	res, err := sender.Send(partialbatch.SendContext(ctx), entries)
 	stopReading(errSendStopped)
-	for range pipe.all() {
+	// What is left in the pipe was read and never sent. It is noted once
+	// the pipe is closed, when the readers, which note where they were
+	// cut, have all returned.
+	var unsent []pending
+	for p := range pipe.all() {
+		p.entry = sqsbatch.Entry{}
+		unsent = append(unsent, p)
+	}
+	for _, p := range unsent {
+		p.run.notAccepted(p.offset)
 	}
 	// The send's totals go to the first task; what failed, to its own.
 	runs[0].res.Requests += int64(res.Requests)
@@ -311,18 +329,69 @@ func (r *Runner) runGroup(ctx context.Context, runs []*taskRun, concurrency int)
 			continue
 		}
 		tr := runs[ref.task]
-		tr.fails = append(tr.fails, failureFrom(tr.task.RunID, tr.task.Chunk.Object, f, ref.offset))
 		tr.res.RecordsFailed += int64(ref.count)
 		tr.res.Messages--
+		if err != nil && stoppedBy(f) {
+			// Not the record's fault: it is sent again by the task's
+			// next attempt, not put on the failure output.
+			tr.notAccepted(ref.offset)
+			continue
+		}
+		tr.fails = append(tr.fails, failureFrom(tr.task.RunID, tr.task.Chunk.Object, f, ref.offset))
 	}
 	if err != nil {
-		// Every task of the group fails, those not started too: a
-		// continuation would only meet the same stop, and a failed task
-		// comes back until its queue's DLQ takes it.
+		// Each task is settled on its own: one whose records were all
+		// accepted is done (or continues, as it would have); the others
+		// fail, those not started too (a continuation would only meet the
+		// same stop, and a failed task comes back until its queue's DLQ
+		// takes it), and resume at their first record not accepted.
 		for _, tr := range runs {
-			tr.readErr = cmp.Or(tr.readErr, fmt.Errorf("send to %s: %w", sender.QueueURL(), err))
+			if !tr.started || tr.unaccepted >= 0 || tr.readErr != nil {
+				tr.readErr = cmp.Or(tr.readErr, fmt.Errorf("send to %s: %w", sender.QueueURL(), err))
+			}
 		}
 	}
+}
+
+// stoppedBy reports whether f failed only because its send stopped (a
+// request cut off, or an entry of its FIFO group that was), rather than
+// for a reason of its own.
+func stoppedBy(f *sqsbatch.EntryError) bool {
+	var stop *sqsbatch.StopError
+	return errors.As(f.Err, &stop) || errors.Is(f.Err, context.Canceled) || errors.Is(f.Err, context.DeadlineExceeded) ||
+		f.Code == sqsbatch.CodeGroupFailed
+}
+
+// notAccepted notes that the record at offset, and so the task from there
+// on, was not accepted by a send that stopped.
+func (tr *taskRun) notAccepted(offset int64) {
+	if tr.unaccepted < 0 || offset < tr.unaccepted {
+		tr.unaccepted = offset
+	}
+}
+
+// cut ends tr's read because readCtx ended (the send stopped): the record
+// at offset, and any the packer holds, were not handed to the send.
+func (tr *taskRun) cut(readCtx context.Context, offset int64) {
+	tr.readErr = context.Cause(readCtx)
+	if p := tr.packer; p != nil && p.n > 0 {
+		offset = min(offset, p.first)
+	}
+	tr.notAccepted(offset)
+}
+
+// unwritten notes that tr's failures could not be written: the next
+// attempt must start at the first of them, to fail it again.
+func (tr *taskRun) unwritten() {
+	for _, f := range tr.fails {
+		tr.notAccepted(f.Offset)
+	}
+}
+
+// releaseAt is where the next attempt of a failed task starts: its first
+// record that a stopped send did not accept, else where this one started.
+func (tr *taskRun) releaseAt() int64 {
+	return max(tr.from, tr.unaccepted)
 }
 
 // lanes are the runs that are read one after another. On a FIFO queue the
@@ -365,18 +434,23 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 			}
 		}
 		e.ID = entryRef{task: tr.groupIndex, offset: held.offset, count: held.count}.id()
-		if pipe.put(readCtx, pending{entry: e, run: tr, weight: weight}) != nil {
-			tr.readErr = context.Cause(readCtx)
+		if pipe.put(readCtx, pending{entry: e, run: tr, offset: held.offset, weight: weight}) != nil {
+			tr.cut(readCtx, held.offset)
 			return false
 		}
 		tr.produced++
 		tr.res.Messages++
 		return true
 	}
-	fail := func(off int64, code, msg, body string) {
-		tr.fails = append(tr.fails, Failure{RunID: t.RunID, Source: c.URI(), Version: c.Pin(), Offset: off,
+	// refuse puts a record that cannot be sent on the failure output; fail
+	// one that cannot be read or mapped, a bad record.
+	refuse := func(off int64, code, msg, body string) {
+		tr.fails = append(tr.fails, Failure{RunID: t.RunID, Source: c.URI(), Version: c.Pin(), Offset: off, RecordID: RecordID(c.Object, off),
 			Code: code, Message: msg, SenderFault: true, Body: body})
 		tr.res.RecordsFailed++
+	}
+	fail := func(off int64, code, msg, body string) {
+		refuse(off, code, msg, body)
 		tr.res.BadRecords++
 	}
 	// A read still waiting on S3 when work ends stops then too, not when
@@ -413,12 +487,28 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 				}
 				continue
 			}
+			code, permanent := unreadable(err)
+			if tr.ingest && errors.Is(err, dataset.ErrChanged) {
+				// For s3ingest a notified version that changed is
+				// superseded: a later notification names the new one.
+				permanent = false
+			}
 			switch {
 			case readCtx.Err() != nil:
-				tr.readErr = context.Cause(readCtx)
+				tr.cut(readCtx, next)
 				return
 			case work.Err() != nil:
 				tr.resumeAt = next
+			case permanent:
+				// Reading the same bytes again gives the same error: the
+				// rest of the chunk is not continued but put on the
+				// failure output, as one failed record at the offset the
+				// task would have resumed from (just after the last record
+				// read), and the task ends.
+				at := max(next, c.Start)
+				tr.res.RecordsRead++
+				fail(at, code, fmt.Sprintf("the records of %s from offset %d to the end of the chunk cannot be read: %v", c.Object, at, err), "")
+				tr.res.ObjectsFailed = 1
 			case next > tr.from && !errors.Is(err, dataset.ErrChanged) && !errors.Is(err, dataset.ErrNotFound):
 				// What was read is sent; the rest is a continuation
 				// that starts at the first record not read, instead of
@@ -452,6 +542,13 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 			p.BytesRead.Add(int64(len(rec.Value)) + 1)
 		}
 		if p := tr.packer; p != nil {
+			if at := sqsbatch.InvalidCharAt(rec.Value); at >= 0 && !r.opts.Send.ReplaceInvalidCharacters {
+				// SQS would refuse the whole message for this record:
+				// it goes to the failure output alone.
+				refuse(rec.Offset, string(sqsbatch.RuleInvalidCharacters),
+					fmt.Sprintf("the record has a character SQS rejects at byte %d", at), string(rec.Value))
+				continue
+			}
 			if p.n > 0 && !p.fits(rec) && !hand(p.flush()) {
 				return
 			}
@@ -460,7 +557,7 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 				// pipe now, before it is packed.
 				var err error
 				if reserved, err = pipe.reserve(readCtx, p.max); err != nil {
-					tr.readErr = context.Cause(readCtx)
+					tr.cut(readCtx, rec.Offset)
 					return
 				}
 			}
@@ -481,6 +578,23 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 		// continuation starts after it.
 		hand(tr.packer.flush())
 	}
+}
+
+// unreadable returns the failure code of a read error that no retry
+// fixes, the same bytes giving the same error: a corrupt or truncated
+// object, one changed since it was planned, or a compressed one planned as
+// byte ranges. ok is false for any other error.
+func unreadable(err error) (code string, ok bool) {
+	var enc *dataset.EncodingError
+	switch {
+	case errors.Is(err, dataset.ErrCorrupt):
+		return "CorruptObject", true
+	case errors.Is(err, dataset.ErrChanged):
+		return "ObjectChanged", true
+	case errors.As(err, &enc):
+		return "ObjectEncoded", true
+	}
+	return "", false
 }
 
 // wants reports whether the record at offset is to be sent, and notes it
@@ -554,12 +668,12 @@ func (r *Runner) offloadEntry(ctx context.Context, tr *taskRun, e sqsbatch.Entry
 	out, offloaded, err := tr.offload.Entry(ctx, id, e)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		tr.readErr = context.Cause(ctx)
+		tr.cut(ctx, held.offset)
 		return e, false
 	case err != nil:
 		var invalid *sqsextended.InvalidEntryError
 		c := tr.task.Chunk
-		tr.fails = append(tr.fails, Failure{RunID: tr.task.RunID, Source: c.URI(), Version: c.Pin(), Offset: held.offset,
+		tr.fails = append(tr.fails, Failure{RunID: tr.task.RunID, Source: c.URI(), Version: c.Pin(), Offset: held.offset, RecordID: id,
 			Code: "OffloadFailed", Message: err.Error(), SenderFault: errors.As(err, &invalid)})
 		tr.res.RecordsFailed += int64(held.count)
 		return e, false
@@ -628,9 +742,19 @@ func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 		p.RecordsFailed.Add(res.RecordsFailed)
 		p.Messages.Add(res.Messages)
 	}
+	sendCtx := partialbatch.SendContext(ctx)
 	switch {
 	case tr.readErr != nil:
 		res.Err = fmt.Errorf("fanout: %s [%d,%d): %w", c.Object, c.Start, c.End, tr.readErr)
+		if tr.claim != nil && tr.releaseAt() > tr.from {
+			// The next attempt resumes after the records this one
+			// settled: those of them that failed are put on the failure
+			// output now, or nobody would.
+			if err := r.writeFailures(sendCtx, tr, tr.releaseAt()); err != nil {
+				r.log.WarnContext(ctx, "failures of a task that fails not written; it is sent again from its first failed record", "task", t.ID(), "error", err)
+				tr.unwritten()
+			}
+		}
 		return res
 	case !tr.started:
 		res.Continuation = &tr.task
@@ -639,12 +763,10 @@ func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 		res.Err = fmt.Errorf("fanout: %s [%d,%d): %d records were not sent: the send stopped", c.Object, c.Start, c.End, tr.produced-tr.consumed)
 		return res
 	}
-	sendCtx := partialbatch.SendContext(ctx)
-	if err := r.failures.write(sendCtx, t.RunID, t.ID(), tr.fails); err != nil {
-		res.Err = err
-		return res
-	}
-	if err := r.report.failed(sendCtx, t, tr.fails); err != nil {
+	if err := r.writeFailures(sendCtx, tr, -1); err != nil {
+		// The records before the first failed one are settled: the next
+		// attempt starts there, to put it on the failure output.
+		tr.unwritten()
 		res.Err = err
 		return res
 	}
@@ -659,6 +781,31 @@ func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 		}
 	}
 	return res
+}
+
+// writeFailures puts tr's failures before offset before (all of them when
+// before is negative) on the failure output and in the run report, under
+// the name of this attempt: the task and where it started, so that the
+// failures of an attempt that resumed part-way do not replace those of
+// the attempt before it.
+func (r *Runner) writeFailures(ctx context.Context, tr *taskRun, before int64) error {
+	fs := tr.fails
+	if before >= 0 {
+		fs = slices.DeleteFunc(slices.Clone(fs), func(f Failure) bool { return f.Offset >= before })
+	}
+	name := attemptName(tr.task, tr.from)
+	if err := r.failures.write(ctx, tr.task.RunID, name, fs); err != nil {
+		return err
+	}
+	return r.report.failed(ctx, tr.task, name, fs)
+}
+
+// attemptName names one attempt at task t that started reading at from:
+// the id of t resumed there, which is t's own id unless the attempt
+// resumed from its claim.
+func attemptName(t worktask.Task, from int64) string {
+	t.ResumeAt = from
+	return t.ID()
 }
 
 // span is the records an entry carries: from offset, count of them.

@@ -317,11 +317,11 @@ func TestHandleBadRecords(t *testing.T) {
 		want    []string
 	}{
 		// The unreadable records go to the failure output and their
-		// messages succeed; broken.csv cannot be read to its end.
+		// messages succeed; broken.bin cannot be read.
 		{name: "output", want: []string{"broken"}},
 		// The unreadable records go to the failure output all the same,
 		// and their messages fail too.
-		{name: "fail", failBad: true, want: []string{"bad", "csv", "broken"}},
+		{name: "fail", failBad: true, want: []string{"bad", "csv", "quote", "broken"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -330,17 +330,19 @@ func TestHandleBadRecords(t *testing.T) {
 			// the queue (a record SQS refuses, not a bad one).
 			bad := f.put("b/bad.jsonl", `{"a":1}`+"\n"+`{"a":`+"\n"+`{"a":"`+strings.Repeat("x", 2000)+`"}`+"\n"+`{"a":4}`+"\n")
 			csvBad := f.put("b/bad.csv", "a,b\n1,2\n333\n4,5\n") // one field in row 3
-			// An unterminated quote: package records cannot frame the rest
-			// and ends the object with a read error, so its message fails
+			// A quote that opens a field of line 3 and never ends: line 3
+			// is one bad record, and row 4 is read.
+			quote := f.put("b/quote.csv", "a,b\n1,2\n3,\"x\n4,5\n")
+			// No known format: a read error, so its message fails
 			// whatever ON_BAD_RECORD says.
-			broken := f.put("b/broken.csv", "a,b\n1,2\n3,\"x\n4,5\n")
+			broken := f.put("b/broken.bin", "a,b\n1,2\n")
 			good := f.put("b/good.jsonl", `{"a":5}`+"\n")
 			o := f.defaults()
 			o.ingest.FailBadRecords = tt.failBad
 			h := f.handler(o, nil, nil)
 			resp, err := h.Handle(t.Context(), sqsEvent(
 				msg{id: "bad", body: s3Body(bad)}, msg{id: "csv", body: s3Body(csvBad)},
-				msg{id: "broken", body: s3Body(broken)}, msg{id: "good", body: s3Body(good)},
+				msg{id: "quote", body: s3Body(quote)}, msg{id: "broken", body: s3Body(broken)}, msg{id: "good", body: s3Body(good)},
 			))
 			if err != nil {
 				t.Fatalf("Handle: %v", err)
@@ -360,7 +362,11 @@ func TestHandleBadRecords(t *testing.T) {
 					recs[id] = r
 				}
 			}
-			maps.Copy(recs, wantRecords(t, object{Object: broken.Object, content: "a,b\n1,2\n"}))
+			for id, r := range wantRecords(t, quote) {
+				if r["a"] != "3" {
+					recs[id] = r
+				}
+			}
 			checkOutput(t, f.sqs, f.out, recs)
 
 			got := f.failed(time.Second)
@@ -368,6 +374,7 @@ func TestHandleBadRecords(t *testing.T) {
 				{bad.Key, 8}:    "UnreadableRecord",
 				{bad.Key, 14}:   string(sqsbatch.RuleTooLarge),
 				{csvBad.Key, 8}: "UnreadableRecord",
+				{quote.Key, 8}:  "UnreadableRecord",
 			}
 			gotCodes := map[failureAt]string{}
 			for at, fl := range got {
@@ -379,9 +386,9 @@ func TestHandleBadRecords(t *testing.T) {
 			if diff := cmp.Diff(wantCodes, gotCodes, cmp.AllowUnexported(failureAt{})); diff != "" {
 				t.Errorf("failure output (-want +got):\n%s", diff)
 			}
-			// broken.csv is a read error, not a bad record.
+			// broken.bin is a read error, not a bad record.
 			s := summaryOf(t, f.summary)
-			if s.BadRecords != 2 || s.RecordsFailed != 3 || !cmp.Equal(s.FailedBy, map[string]int{failObject: len(tt.want)}) {
+			if s.BadRecords != 3 || s.RecordsFailed != 4 || !cmp.Equal(s.FailedBy, map[string]int{failObject: len(tt.want)}) {
 				t.Errorf("summary %+v", s)
 			}
 		})
@@ -409,11 +416,11 @@ func TestHandleFIFOGroups(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, ".fifo", map[string]string{"ContentBasedDeduplication": "false"})
 			// a1's second record is refused for good: it goes to the
-			// failure output and a1 succeeds. a2 cannot be read to its end
-			// (an unterminated quote): it fails after its first record.
+			// failure output and a1 succeeds. a2 cannot be read (it is not
+			// any known format): it fails.
 			objs := map[string]object{
 				"a1": f.put("f/g=a/1.jsonl", `{"n":"a1"}`+"\n"+`{"n":"poison"}`+"\n"),
-				"a2": f.put("f/g=a/2.csv", "n\na2\n\"unterminated\n"),
+				"a2": f.put("f/g=a/2.bin", "n\na2\n"),
 				"b1": f.put("f/g=b/1.jsonl", `{"n":"b1"}`+"\n"),
 				"a3": f.put("f/g=a/3.jsonl", `{"n":"a3"}`+"\n"),
 				"b2": f.put("f/g=b/2.jsonl", `{"n":"b2"}`+"\n"),
@@ -442,7 +449,6 @@ func TestHandleFIFOGroups(t *testing.T) {
 					delete(want, id)
 				}
 			}
-			maps.Copy(want, wantRecords(t, object{Object: objs["a2"].Object, content: "n\na2\n"}))
 			got := checkOutput(t, f.sqs, f.out, want)
 			// On a FIFO output queue the group is the object (the hash
 			// s3ingest has always used) and the deduplication id the
@@ -789,7 +795,6 @@ func TestInvokeJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := f.defaults()
-	o.ingest.Filter.MaxFileAge = -1 // MAX_FILE_AGE=off: the sample is old
 	h := f.handler(o, nil, nil)
 	ctx := lambdacontext.NewContext(t.Context(), &lambdacontext.LambdaContext{AwsRequestID: "req-1"})
 	out, err := lambda.NewHandler(h.Invoke).Invoke(ctx, event)

@@ -377,6 +377,7 @@ func summaryOf(t *testing.T, out *lockedBuffer) Summary {
 	if err := json.Unmarshal([]byte(lines[1]), &doc); err != nil || len(doc.AWS.CloudWatchMetrics) != 1 ||
 		doc.AWS.CloudWatchMetrics[0].Namespace != summary.Namespace || doc.Function != "s3ingest" ||
 		int(doc.Messages) != line.Summary.Messages || int(doc.NotFound) != line.Summary.Skipped[reasonNotFound] ||
+		int(doc.TooOld) != line.Summary.Skipped[s3event.SkipTooOld.String()] ||
 		int64(doc.RecSent) != line.Summary.RecordsSent || int64(doc.RecFailed) != line.Summary.RecordsFailed {
 		t.Errorf("EMF line does not match the summary (%v):\n%s\n%s", err, lines[0], lines[1])
 	}

@@ -24,3 +24,19 @@ func TestDeletionID(t *testing.T) {
 		t.Error("two deletions of one key with different sequencers have the same id")
 	}
 }
+
+// TestRunIDByVersion checks that two versions of the same bytes (one ETag)
+// are runs of their own even without a sequencer (moto writes none), as
+// record ids, which hash the ETag, would not tell them apart; and that a
+// notification without a version is named by its ETag.
+func TestRunIDByVersion(t *testing.T) {
+	v1 := &objectRun{obj: s3event.Object{Bucket: "b", Key: "k", ETag: "e", VersionID: "v1"}}
+	v2 := &objectRun{obj: s3event.Object{Bucket: "b", Key: "k", ETag: "e", VersionID: "v2"}}
+	if v1.runID() == v2.runID() {
+		t.Errorf("two versions of one ETag have one run id, %s", v1.runID())
+	}
+	sum := sha256.Sum256([]byte("b\x00k\x00e\x00-1"))
+	if got, want := (&objectRun{obj: s3event.Object{Bucket: "b", Key: "k", ETag: "e"}}).runID(), "s3ingest-"+hex.EncodeToString(sum[:16]); got != want {
+		t.Errorf("run id without a version %s; want %s", got, want)
+	}
+}

@@ -58,9 +58,14 @@ func (o *objectRun) pinned() dataset.Object { return fanout.Notified(o.obj) }
 // runID is the run of an object's tasks: derived from the object's pin and
 // the event's sequencer, so that a retried or repeated notification plans
 // the same tasks with the same ids (and claims), while a new PUT of the
-// same bytes is a run of its own.
+// same bytes is a run of its own. It hashes the pin (the version id where
+// there is one), not the ETag record ids hash: a new version of the same
+// bytes has the same ETag, and without a sequencer only its version id
+// tells the two PUTs apart.
 func (o *objectRun) runID() string {
-	id := fanout.RecordID(o.pinned(), -1)
+	p := o.pinned()
+	sum := sha256.Sum256([]byte(p.Bucket + "\x00" + p.Key + "\x00" + p.Pin() + "\x00-1"))
+	id := hex.EncodeToString(sum[:16])
 	if o.obj.Sequencer != "" {
 		id += "-" + o.obj.Sequencer
 	}
@@ -96,6 +101,14 @@ func (inv *invocation) messages(ctx context.Context, msgs []events.SQSMessage) [
 	inv.testEvents += len(res.TestEvents)
 	for _, s := range res.Skipped {
 		inv.skipped[s.Reason.String()]++
+		if s.Reason == s3event.SkipTooOld {
+			// Unlike the other filters, age drops an object the
+			// notification asked for, such as one redriven from a DLQ
+			// late: say which.
+			h.log.WarnContext(ctx, "object skipped: its notification is older than the maximum file age (MAX_FILE_AGE)", "messageId", s.MessageID,
+				"bucket", s.Object.Bucket, "key", s.Object.Key, "versionId", s.Object.VersionID, "eventTime", s.Object.EventTime, "detail", s.Detail)
+			continue
+		}
 		h.log.DebugContext(ctx, "object skipped", "messageId", s.MessageID, "bucket", s.Object.Bucket, "key", s.Object.Key, "reason", s.Reason.String(), "detail", s.Detail)
 	}
 	inv.mu.Unlock()

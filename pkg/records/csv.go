@@ -14,104 +14,290 @@ import (
 )
 
 // readCSV yields each row of a CSV chunk as a JSON object keyed by the
-// header. A row with the wrong number of fields is a RecordError with its
-// line, and the rows after it are still read.
+// header. A row that is not valid CSV, or has the wrong number of fields,
+// is a RecordError at the line where it starts, and the rows after it are
+// still read (the package doc gives the rule).
 func readCSV(src io.Reader, c dataset.Chunk, start, end int64, max int, yield func(Record, error) bool) {
-	header := c.CSV.Header
-	w := &csvRow{header: header}
-	emit := func(fields []string, off, line int64) bool {
-		if len(header) > 0 && len(fields) != len(header) {
-			err := &RecordError{Object: c.Object, Offset: off, Line: line,
-				Err: fmt.Errorf("CSV row has %d fields, the header %d", len(fields), len(header))}
-			return yield(Record{}, err)
-		}
-		return yield(Record{Offset: off, Line: line, Value: w.json(fields)}, nil)
+	comma := c.CSV.Comma()
+	if !validComma(comma) {
+		yield(Record{}, fmt.Errorf("records: %s: %q cannot delimit CSV fields", c.Object, comma))
+		return
 	}
-	skipHeader := c.CSV != nil && c.CSV.SkipFirstLine && start == 0
-
-	if start == 0 && end == endless || c.Whole() {
+	r := &csvReader{obj: c.Object, p: csvParser{comma: utf8.AppendRune(nil, comma)}}
+	if c.CSV != nil {
+		r.header = c.CSV.Header
+		r.skipHeader = c.CSV.SkipFirstLine && start == 0
+	}
+	s := newSplitter(src, c, start, end, max)
+	if end == endless {
 		// The whole object as one stream: quoted fields may hold newlines.
-		cr := csv.NewReader(src)
-		cr.Comma = c.CSV.Comma()
-		cr.FieldsPerRecord = -1
-		cr.ReuseRecord = true
-		for first := true; ; first = false {
-			off := cr.InputOffset()
-			fields, err := cr.Read()
-			if errors.Is(err, io.EOF) {
-				return
-			}
-			if err != nil {
-				var pe *csv.ParseError
-				if errors.As(err, &pe) {
-					// The rest of the stream cannot be framed reliably, so
-					// this ends the chunk: a ReadError, not a RecordError.
-					yield(Record{}, &dataset.ReadError{Object: c.Object, Offset: off, Err: fmt.Errorf("CSV line %d: %w", pe.StartLine, err)})
-					return
-				}
-				yield(Record{}, &dataset.ReadError{Object: c.Object, Offset: off, Err: err})
-				return
-			}
-			if first && skipHeader {
-				continue
-			}
-			// Only now: FieldPos panics when a row failed before its first
-			// field.
-			line, _ := cr.FieldPos(0)
-			if !emit(fields, off, int64(line)) {
-				return
-			}
-		}
+		r.whole(s, yield)
+		return
 	}
-
 	// Split at line boundaries, as the caller promised that no quoted field
 	// holds a newline.
-	readLines(newSplitter(src, c, start, end, max), false, func(r Record, err error) bool {
+	readLines(s, false, func(rec Record, err error) bool {
 		if err != nil {
 			return yield(Record{}, err)
 		}
-		if skipHeader && r.Offset == 0 {
+		if r.skipHeader && rec.Offset == 0 {
 			return true
 		}
-		cr := csv.NewReader(bytes.NewReader(r.Value))
-		cr.Comma = c.CSV.Comma()
-		cr.FieldsPerRecord = -1
-		fields, err := cr.Read()
-		if err != nil {
-			return yield(Record{}, &RecordError{Object: c.Object, Offset: r.Offset, Line: r.Line, Err: err})
+		r.p.reset()
+		col, err := r.p.add(rec.Value, rec.Line)
+		if err == nil && r.p.open {
+			err = fmt.Errorf("CSV %w: the quoted field that opens at column %d does not end on its line, and this CSV is split at line ends (no quoted newlines)",
+				csv.ErrQuote, r.p.openCol)
+		} else if err != nil {
+			err = fmt.Errorf("CSV %w (column %d)", err, col)
 		}
-		return emit(fields, r.Offset, r.Line)
+		if err != nil {
+			return yield(Record{}, &RecordError{Object: r.obj, Offset: rec.Offset, Line: rec.Line, Err: err})
+		}
+		return r.emit(rec.Offset, rec.Line, yield)
 	})
 }
 
-// csvRow turns rows into JSON objects, reusing its buffer.
-type csvRow struct {
-	header []string
-	buf    []byte
+// validComma reports whether r can delimit fields, as encoding/csv says.
+func validComma(r rune) bool {
+	return r != '"' && r != '\r' && r != '\n' && utf8.ValidRune(r) && r != utf8.RuneError
 }
 
-func (w *csvRow) json(fields []string) []byte {
-	b := append(w.buf[:0], '{')
-	for i, f := range fields {
+// csvReader frames and parses the rows of one CSV chunk.
+type csvReader struct {
+	obj        dataset.Object
+	header     []string
+	skipHeader bool
+	p          csvParser
+	json       []byte
+}
+
+// csvLine is a line of a CSV stream, without its line ending.
+type csvLine struct {
+	off, no int64
+	text    []byte
+	tooLong bool
+}
+
+// whole reads a whole stream, in which a record runs over several lines
+// while a quoted field is open. A record that fails is its first line
+// alone: the lines after it are framed again, from the next line.
+func (r *csvReader) whole(s *splitter, yield func(Record, error) bool) {
+	// held keeps the lines after the first of the record being read, and
+	// pending the lines to frame again before reading on.
+	var held, pending []csvLine
+	var no int64
+	// next returns the next line; with keep, one that outlives the next
+	// read.
+	next := func(keep bool) (csvLine, bool) {
+		if len(pending) > 0 {
+			l := pending[0]
+			pending = pending[1:]
+			return l, true
+		}
+		off := s.pos
+		text, tooLong, err := s.readLine(false)
+		if err != nil && (!errors.Is(err, io.EOF) || len(text) == 0 && !tooLong) {
+			s.setErr(err)
+			return csvLine{}, false
+		}
+		no++
+		text = bytes.TrimSuffix(text, []byte{'\r'})
+		if off == 0 {
+			text = bytes.TrimPrefix(text, utf8BOM)
+		}
+		if keep {
+			text = bytes.Clone(text)
+		}
+		return csvLine{off: off, no: no, text: text, tooLong: tooLong}, true
+	}
+	for {
+		first, ok := next(false)
+		if !ok {
+			if s.err != nil {
+				yield(Record{}, s.err)
+			}
+			return
+		}
+		var err error
+		switch {
+		case first.tooLong:
+			err = fmt.Errorf("%w (%d bytes)", ErrTooLong, s.max)
+		case len(bytes.TrimSpace(first.text)) == 0:
+			continue // a blank line, as in a chunked read
+		case r.skipHeader && first.off == 0:
+			continue
+		default:
+			r.p.reset()
+			var col int
+			if col, err = r.p.add(first.text, first.no); err != nil {
+				err = fmt.Errorf("CSV %w (column %d)", err, col)
+			}
+		}
+		size := len(first.text)
+		for err == nil && r.p.open {
+			l, ok := next(true)
+			if !ok {
+				if s.err != nil {
+					yield(Record{}, s.err)
+					return
+				}
+				err = fmt.Errorf("CSV %w: the quoted field that opens %s does not end before the end of the object",
+					csv.ErrQuote, r.p.opened(first.no))
+				break
+			}
+			held = append(held, l)
+			size += 1 + len(l.text)
+			if l.tooLong || size > s.max {
+				err = fmt.Errorf("%w (%d bytes): the quoted field that opens %s does not end within it",
+					ErrTooLong, s.max, r.p.opened(first.no))
+				break
+			}
+			if col, perr := r.p.add(l.text, l.no); perr != nil {
+				err = fmt.Errorf("CSV %w (line %d, column %d, in the record that starts on line %d)", perr, l.no, col, first.no)
+			}
+		}
+		if err != nil {
+			// The lines after the first are read again as records of
+			// their own.
+			pending = append(held, pending...)
+			held = nil
+			if !yield(Record{}, &RecordError{Object: r.obj, Offset: first.off, Line: first.no, Err: err}) {
+				return
+			}
+			continue
+		}
+		held = held[:0]
+		if !r.emit(first.off, first.no, yield) {
+			return
+		}
+	}
+}
+
+// emit yields the parsed row at off as a JSON object, or a RecordError when
+// its fields do not match the header.
+func (r *csvReader) emit(off, line int64, yield func(Record, error) bool) bool {
+	n := len(r.p.ends)
+	if len(r.header) > 0 && n != len(r.header) {
+		err := &RecordError{Object: r.obj, Offset: off, Line: line,
+			Err: fmt.Errorf("CSV row has %d fields, the header %d", n, len(r.header))}
+		return yield(Record{}, err)
+	}
+	b := append(r.json[:0], '{')
+	from := 0
+	for i, to := range r.p.ends {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		name := dataset.ColumnName(i)
-		if i < len(w.header) {
-			name = w.header[i]
+		if i < len(r.header) {
+			b = appendString(b, r.header[i])
+		} else {
+			b = appendString(b, dataset.ColumnName(i))
 		}
-		b = appendString(b, name)
 		b = append(b, ':')
-		b = appendString(b, f)
+		b = appendString(b, r.p.buf[from:to])
+		from = to
 	}
 	b = append(b, '}')
-	w.buf = b
-	return b
+	r.json = b
+	return yield(Record{Offset: off, Line: line, Value: b}, nil)
+}
+
+// csvParser parses a record a line at a time, by the grammar encoding/csv
+// reads with LazyQuotes and TrimLeadingSpace off (RFC 4180): a field that
+// starts with a quote ends at a quote followed by the delimiter or the
+// line's end, holds "" as a quote, and may hold delimiters and newlines; a
+// quote anywhere else is an error. Its caller decides where lines come
+// from, and so what a bad record costs.
+type csvParser struct {
+	comma []byte
+	// buf holds the record's fields one after another; ends[i] is where
+	// field i ends.
+	buf  []byte
+	ends []int
+	// open is set while the last field is a quoted field that has not
+	// ended: the record goes on on the next line. It opened at openLine,
+	// column openCol.
+	open              bool
+	openLine, openCol int64
+}
+
+// opened says where the open quoted field opened, for a message about
+// the record that starts on line first.
+func (p *csvParser) opened(first int64) string {
+	if p.openLine == first {
+		return fmt.Sprintf("at column %d", p.openCol)
+	}
+	return fmt.Sprintf("on line %d, column %d", p.openLine, p.openCol)
+}
+
+func (p *csvParser) reset() {
+	p.buf, p.ends, p.open = p.buf[:0], p.ends[:0], false
+}
+
+// add parses the next line of the record (without its line ending), its
+// line number no. On error it returns the error and the 1-based column
+// of the quote at fault.
+func (p *csvParser) add(line []byte, no int64) (int, error) {
+	i := 0
+	quoted := p.open
+	if quoted {
+		p.buf = append(p.buf, '\n')
+	}
+	for {
+		if !quoted {
+			if i < len(line) && line[i] == '"' {
+				quoted = true
+				p.openLine, p.openCol = no, int64(i+1)
+				i++
+				continue
+			}
+			field := line[i:]
+			j := bytes.Index(field, p.comma)
+			if j >= 0 {
+				field = field[:j]
+			}
+			if q := bytes.IndexByte(field, '"'); q >= 0 {
+				return i + q + 1, csv.ErrBareQuote
+			}
+			p.buf = append(p.buf, field...)
+			p.ends = append(p.ends, len(p.buf))
+			if j < 0 {
+				p.open = false
+				return 0, nil
+			}
+			i += j + len(p.comma)
+			continue
+		}
+		q := bytes.IndexByte(line[i:], '"')
+		if q < 0 {
+			p.buf = append(p.buf, line[i:]...)
+			p.open = true
+			return 0, nil
+		}
+		p.buf = append(p.buf, line[i:i+q]...)
+		i += q + 1
+		switch {
+		case i < len(line) && line[i] == '"':
+			p.buf = append(p.buf, '"')
+			i++
+		case bytes.HasPrefix(line[i:], p.comma):
+			p.ends = append(p.ends, len(p.buf))
+			i += len(p.comma)
+			quoted = false
+		case i == len(line):
+			p.ends = append(p.ends, len(p.buf))
+			p.open = false
+			return 0, nil
+		default:
+			return i, csv.ErrQuote
+		}
+	}
 }
 
 // appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD,
 // as encoding/json does.
-func appendString(b []byte, s string) []byte {
+func appendString[T string | []byte](b []byte, s T) []byte {
 	simple := true
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
@@ -124,9 +310,9 @@ func appendString(b []byte, s string) []byte {
 		b = append(b, s...)
 		return append(b, '"')
 	}
-	q, err := json.Marshal(s)
+	q, err := json.Marshal(string(s))
 	if err != nil {
-		return strconv.AppendQuote(b, s)
+		return strconv.AppendQuote(b, string(s))
 	}
 	return append(b, q...)
 }

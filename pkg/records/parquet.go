@@ -46,6 +46,12 @@ func readRowGroup(c dataset.Chunk, g parquet.RowGroup, row *int64, yield func(Re
 			return true
 		}
 		if err != nil {
+			var re *dataset.ReadError
+			if !errors.As(err, &re) {
+				// Not S3's answer nor the network's: the pages read do
+				// not decode.
+				err = fmt.Errorf("%w: %w", dataset.ErrCorrupt, err)
+			}
 			yield(Record{}, &dataset.ReadError{Object: c.Object, Offset: *row, Err: fmt.Errorf("Parquet row %d: %w", *row, err)})
 			return false
 		}

@@ -22,10 +22,10 @@ const readBufferSize = 256 << 10
 
 // Record is one record of a chunk.
 type Record struct {
-	// Offset is the position of the record's first byte in the object (in
-	// the decompressed stream of a compressed object), or for Parquet the
-	// row's number in the file. With the object's pin it identifies the
-	// record.
+	// Offset is the position in the object of the line where the record
+	// starts (in the decompressed stream of a compressed object; 0 for the
+	// first line, byte order mark or not), or for Parquet the row's number
+	// in the file. With the object's pin it identifies the record.
 	Offset int64
 	// Line is the record's line number, from 1, when it is known: in a
 	// chunk that starts at the beginning of its object.
@@ -58,6 +58,8 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // ErrTooLong is wrapped by the RecordError of a record over the size limit.
 var ErrTooLong = errors.New("record is longer than the limit")
 
+// utf8BOM is the UTF-8 byte order mark that Excel and other Windows tools
+// write first in a file. It is not part of the first record.
 var utf8BOM = []byte("\xef\xbb\xbf")
 
 // ErrNotJSON is wrapped by the RecordError of a JSON Lines record that is
@@ -206,6 +208,9 @@ func (s *splitter) next() (line []byte, off, lineNo int64, ok bool) {
 			return nil, 0, 0, false
 		}
 		l = bytes.TrimSuffix(l, []byte{'\r'})
+		if off == 0 {
+			l = bytes.TrimPrefix(l, utf8BOM)
+		}
 		if len(bytes.TrimSpace(l)) == 0 {
 			if err != nil {
 				return nil, 0, 0, false
@@ -282,11 +287,6 @@ func readLines(s *splitter, jsonOnly bool, yield func(Record, error) bool) {
 		}
 		// A JSON Lines line that is not JSON is refused here, once, so that
 		// every consumer sees the same bad record at the same offset.
-		if jsonOnly && off == 0 {
-			// A UTF-8 byte order mark, which some writers put first in a
-			// file, is not part of the record.
-			line = bytes.TrimPrefix(line, utf8BOM)
-		}
 		if jsonOnly && !jsonfields.Valid(line) {
 			if !yield(Record{}, &RecordError{Object: s.obj, Offset: off, Line: n, Err: ErrNotJSON}) {
 				return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"strings"
@@ -305,13 +306,19 @@ func TestMalformed(t *testing.T) {
 		}
 	})
 	t.Run("csv quote that does not end", func(t *testing.T) {
-		// The quote opens the row's first field: the read ends there with
-		// an error, after the rows before it.
-		put(t, c, bucket, "quote.csv", []byte("n\na2\n\"unterminated\nb3\n"), "")
-		got, errs, _ := readAll(t, c, head(t, c, bucket, "quote.csv"), dataset.PlanOptions{})
-		var re *dataset.ReadError
-		if !cmp.Equal(got, []string{`{"n":"a2"}`}) || len(errs) != 1 || !errors.As(errs[0], &re) || re.Offset != 5 {
-			t.Errorf("records %v, errors %v; want a2, then one read error at offset 5", got, errs)
+		// A stray quote opens the first field of line 3, and no quote ends
+		// it: that line is one bad record, and the rows after it are
+		// read, whole or in chunks.
+		put(t, c, bucket, "quote.csv", []byte("n\na2\n\"unterminated\nb3\nc4\n"), "")
+		for _, opts := range []dataset.PlanOptions{{}, {ChunkSize: 4, CSV: dataset.CSVOptions{NoQuotedNewlines: true}}} {
+			got, errs, _ := readAll(t, c, head(t, c, bucket, "quote.csv"), opts)
+			if diff := cmp.Diff([]string{`{"n":"a2"}`, `{"n":"b3"}`, `{"n":"c4"}`}, got); diff != "" {
+				t.Errorf("chunk size %d: records (-want +got):\n%s", opts.ChunkSize, diff)
+			}
+			var re *records.RecordError
+			if len(errs) != 1 || !errors.As(errs[0], &re) || !errors.Is(errs[0], csv.ErrQuote) || re.Offset != 5 {
+				t.Errorf("chunk size %d: errors %v; want one RecordError wrapping csv.ErrQuote at offset 5", opts.ChunkSize, errs)
+			}
 		}
 	})
 	t.Run("csv wrong column count", func(t *testing.T) {

@@ -19,7 +19,8 @@ type rec struct {
 }
 
 // expected returns the records of data as the splitting rules define them:
-// every non-blank line, without its line ending, at its offset.
+// every non-blank line, without its line ending (and, first, without a
+// byte order mark), at its offset.
 func expected(data string) []rec {
 	var out []rec
 	off := 0
@@ -31,6 +32,9 @@ func expected(data string) []rec {
 			next = len(data)
 		}
 		line := strings.TrimSuffix(data[off:off+end], "\r")
+		if off == 0 {
+			line = strings.TrimPrefix(line, "\ufeff")
+		}
 		if strings.TrimSpace(line) != "" {
 			out = append(out, rec{int64(off), line})
 		}
@@ -83,6 +87,9 @@ func TestSplitEdges(t *testing.T) {
 		{"only newlines", "\n\n\n\n"},
 		{"one record no newline", "abcdefghijklmnopqrstuvwxyz"},
 		{"lone cr kept inside", "a\rb\nc\n"},
+		{"byte order mark", "\ufeffa\nb\n"},
+		{"only a byte order mark", "\ufeff\r\nb"},
+		{"byte order mark not first", "a\n\ufeffb\n"},
 	}
 	for _, tt := range tests {
 		for _, step := range []int64{1, 2, 3, 5, 7, 64, 1000} {
@@ -100,6 +107,8 @@ func FuzzSplit(f *testing.F) {
 	f.Add([]byte("a\nbb\r\n\nccc"), uint16(3))
 	f.Add([]byte("\n\n\n"), uint16(1))
 	f.Add([]byte("{\"a\":1}\n{\"b\":2}\n"), uint16(8))
+	f.Add([]byte("\ufeff{\"a\":1}\n\ufeff\n"), uint16(2))
+	f.Add([]byte("\ufeff\n\"open,x\nb\"q,\"\n"), uint16(1))
 	f.Fuzz(func(t *testing.T, data []byte, step uint16) {
 		if step == 0 {
 			step = 1

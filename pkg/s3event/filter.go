@@ -8,16 +8,20 @@ import (
 	"time"
 )
 
-// DefaultMaxFileAge is the MaxFileAge used when Filter.MaxFileAge is zero,
-// as in the Bahir S3-SQS source's maxFileAge.
+// DefaultMaxFileAge is the Bahir S3-SQS source's default maxFileAge, seven
+// days, which a zero Filter.MaxFileAge used to mean. Zero now turns the age
+// check off, so that no notification is dropped unless its caller asked:
+// a queue's DLQ keeps messages up to 14 days, and a redrive after a week
+// would otherwise skip every object. Set MaxFileAge to DefaultMaxFileAge
+// for Bahir's behaviour.
 const DefaultMaxFileAge = 7 * 24 * time.Hour
 
 // defaultEventTypes is used when Filter.EventTypes is empty.
 var defaultEventTypes = []string{"ObjectCreated:*"}
 
 // Filter decides which objects of a batch of SQS messages to process. The
-// zero value keeps object-created events no older than seven days, drops
-// deletions and duplicates, and keeps batch order. The names follow the
+// zero value keeps object-created events of any age, drops deletions and
+// duplicates, and keeps batch order. The names follow the
 // Bahir S3-SQS source where it has one. A Filter is not modified by Apply and
 // may be used from several goroutines at once.
 type Filter struct {
@@ -37,9 +41,9 @@ type Filter struct {
 	// Suffix, when set, keeps only objects whose decoded key ends with it.
 	Suffix string
 	// MaxFileAge skips events older than this, measured from Now to the
-	// event time (Bahir's maxFileAge). Zero means DefaultMaxFileAge; a
-	// negative value turns the check off. An event without a time is never
-	// too old.
+	// event time (Bahir's maxFileAge), with reason SkipTooOld. Zero or a
+	// negative value turns the check off (zero meant DefaultMaxFileAge
+	// before). An event without a time is never too old.
 	MaxFileAge time.Duration
 	// SortByTime orders the accepted objects by event time, oldest first
 	// (Bahir's shouldSortFiles). Ties keep batch order. When false, accepted
@@ -170,10 +174,6 @@ func (f Filter) Apply(msgs []Message) *Result {
 		now = f.Now
 	}
 	at := now()
-	maxAge := f.MaxFileAge
-	if maxAge == 0 {
-		maxAge = DefaultMaxFileAge
-	}
 	types := f.EventTypes
 	if len(types) == 0 {
 		types = defaultEventTypes
@@ -194,7 +194,7 @@ func (f Filter) Apply(msgs []Message) *Result {
 		}
 		for _, obj := range n.Objects {
 			it := Item{MessageID: m.ID, Object: obj}
-			if reason, detail := f.check(obj, types, at, maxAge); reason != 0 {
+			if reason, detail := f.check(obj, types, at); reason != 0 {
 				res.Skipped = append(res.Skipped, Skipped{Item: it, Reason: reason, Detail: detail})
 				continue
 			}
@@ -223,7 +223,7 @@ func (f Filter) Apply(msgs []Message) *Result {
 }
 
 // check returns why obj is skipped, or 0.
-func (f Filter) check(obj Object, types []string, now time.Time, maxAge time.Duration) (SkipReason, string) {
+func (f Filter) check(obj Object, types []string, now time.Time) (SkipReason, string) {
 	switch {
 	case obj.Deletion && !f.KeepDeletions:
 		return SkipDeletion, obj.EventName
@@ -234,9 +234,9 @@ func (f Filter) check(obj Object, types []string, now time.Time, maxAge time.Dur
 	case !strings.HasSuffix(obj.Key, f.Suffix):
 		return SkipSuffix, f.Suffix
 	}
-	if maxAge > 0 && !obj.EventTime.IsZero() {
-		if age := now.Sub(obj.EventTime); age > maxAge {
-			return SkipTooOld, fmt.Sprintf("event at %s is %s old, more than %s", obj.EventTime.Format(time.RFC3339), age.Round(time.Second), maxAge)
+	if f.MaxFileAge > 0 && !obj.EventTime.IsZero() {
+		if age := now.Sub(obj.EventTime); age > f.MaxFileAge {
+			return SkipTooOld, fmt.Sprintf("event at %s is %s old, more than %s", obj.EventTime.Format(time.RFC3339), age.Round(time.Second), f.MaxFileAge)
 		}
 	}
 	return 0, ""

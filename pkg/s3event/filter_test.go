@@ -89,7 +89,7 @@ func TestFilterApplyMixedBatch(t *testing.T) {
 		{ID: "m8", Body: string(readTestdata(t, "eventbridge-object-created.json"))},
 		{ID: "m9", Body: string(readTestdata(t, "unrecognized-eventbridge-ec2.json"))},
 	}
-	res := s3event.Filter{Now: fixedNow}.Apply(msgs)
+	res := s3event.Filter{Now: fixedNow, MaxFileAge: s3event.DefaultMaxFileAge}.Apply(msgs)
 	want := []string{
 		"accept m1 dt=2024-01-01/a b+c.csv",
 		"accept m1 dt=2024-01-01/x=y%z.csv",
@@ -165,8 +165,17 @@ func TestFilterApply(t *testing.T) {
 			want: []string{"accept a in/dt=1/a b.csv", "skip a out/dt=1/a.csv prefix", "skip a in/dt=1/a.json suffix"},
 		},
 		{
-			name:   "max age: default 7 days",
+			// A DLQ redriven after a week must not lose its objects.
+			name:   "max age: off by default",
 			filter: s3event.Filter{},
+			msgs: func(t *testing.T) []s3event.Message {
+				return []s3event.Message{{ID: "a", Body: s3Body(t, ev{key: "new", at: now.Add(-6 * 24 * time.Hour)}, ev{key: "old", at: old})}}
+			},
+			want: []string{"accept a new", "accept a old"},
+		},
+		{
+			name:   "max age: Bahir's 7 days",
+			filter: s3event.Filter{MaxFileAge: s3event.DefaultMaxFileAge},
 			msgs: func(t *testing.T) []s3event.Message {
 				return []s3event.Message{{ID: "a", Body: s3Body(t, ev{key: "new", at: now.Add(-6 * 24 * time.Hour)}, ev{key: "old", at: old})}}
 			},
@@ -190,7 +199,7 @@ func TestFilterApply(t *testing.T) {
 		},
 		{
 			name:   "max age: no event time is never too old",
-			filter: s3event.Filter{},
+			filter: s3event.Filter{MaxFileAge: time.Hour},
 			msgs: func(t *testing.T) []s3event.Message {
 				return []s3event.Message{{ID: "a", Body: `{"Records":[{"eventSource":"aws:s3","eventName":"ObjectCreated:Put","s3":{"bucket":{"name":"b"},"object":{"key":"k"}}}]}`}}
 			},

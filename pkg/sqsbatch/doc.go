@@ -21,7 +21,11 @@
 // A request holds nothing besides its entries: its JSON is written as it is
 // read, from the entries' own strings, and the MD5 of each accepted body is
 // checked without copying the body, where the SDK's encoder and check would
-// copy each body and leave several times its size in garbage.
+// copy each body and leave several times its size in garbage. Unlike the
+// SDK's check, which fails the whole request, a mismatch fails only its
+// entry: it is retried as a throttled entry is, and fails with
+// [CodeMD5Mismatch] when its attempts run out, while the other entries of
+// the answer count as accepted.
 //
 // On FIFO queues the entries of one message group are never in two requests
 // in flight at once, so a retried entry keeps its place before the later

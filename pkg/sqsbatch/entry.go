@@ -78,10 +78,12 @@ func validChar(r rune) bool {
 	return false
 }
 
-// invalidCharAt returns the byte offset of the first character SQS rejects
-// in s, or -1. Invalid UTF-8 counts as such a character: the SDK's JSON
-// encoder would otherwise replace it silently.
-func invalidCharAt(s string) int {
+// InvalidCharAt returns the byte offset of the first character SQS
+// rejects in a message body s, or -1. Invalid UTF-8 counts as such a
+// character: the SDK's JSON encoder would otherwise replace it silently.
+// A caller that packs several records into one body checks each with it,
+// so that one record SQS would refuse does not take the others with it.
+func InvalidCharAt[S string | []byte](s S) int {
 	i := 0
 	// Eight bytes at a time while they are all printable ASCII, which is
 	// what most bodies are: no byte below 0x20 and none with its top bit.
@@ -98,7 +100,8 @@ func invalidCharAt(s string) int {
 			i++
 			continue
 		}
-		r, w := utf8.DecodeRuneInString(s[i:])
+		// At most four bytes are converted, on the stack for a []byte.
+		r, w := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if (r == utf8.RuneError && w == 1) || !validChar(r) {
 			return i
 		}
@@ -110,13 +113,14 @@ func invalidCharAt(s string) int {
 // replaceInvalid returns s with each character SQS rejects replaced by
 // U+FFFD.
 func replaceInvalid(s string) string {
-	if invalidCharAt(s) < 0 {
+	if InvalidCharAt(s) < 0 {
 		return s
 	}
 	var b strings.Builder
 	b.Grow(len(s))
 	for i := 0; i < len(s); {
-		r, w := utf8.DecodeRuneInString(s[i:])
+		// At most four bytes are converted, on the stack for a []byte.
+		r, w := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if (r == utf8.RuneError && w == 1) || !validChar(r) {
 			r = utf8.RuneError
 		}
@@ -139,7 +143,7 @@ func sanitize(e *Entry) {
 	e.Body = replaceInvalid(e.Body)
 	var attrs map[string]types.MessageAttributeValue
 	for name, a := range e.Attributes {
-		if a.StringValue == nil || invalidCharAt(*a.StringValue) < 0 {
+		if a.StringValue == nil || InvalidCharAt(*a.StringValue) < 0 {
 			continue
 		}
 		if attrs == nil {
@@ -169,7 +173,7 @@ func validate(e *Entry, size int, q queueLimits) *ValidationError {
 	if size > q.maxMessageSize {
 		return fail(RuleTooLarge, "message is %d bytes with attributes; the queue accepts at most %d", size, q.maxMessageSize)
 	}
-	if i := invalidCharAt(e.Body); i >= 0 {
+	if i := InvalidCharAt(e.Body); i >= 0 {
 		return fail(RuleInvalidCharacters, "message body has a character SQS rejects at byte %d", i)
 	}
 	if len(e.Attributes) > MaxAttributes {
@@ -246,7 +250,7 @@ func checkAttributeValue(a types.MessageAttributeValue) string {
 		if a.StringValue == nil || *a.StringValue == "" {
 			return "has an empty StringValue"
 		}
-		if i := invalidCharAt(*a.StringValue); i >= 0 {
+		if i := InvalidCharAt(*a.StringValue); i >= 0 {
 			return "has a character SQS rejects in its value"
 		}
 		if base == "Number" {

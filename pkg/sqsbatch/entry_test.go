@@ -110,7 +110,7 @@ func TestReplaceInvalid(t *testing.T) {
 		if got := replaceInvalid(tt.in); got != tt.want {
 			t.Errorf("replaceInvalid(%q) = %q, want %q", tt.in, got, tt.want)
 		}
-		if i := invalidCharAt(replaceInvalid(tt.in)); i >= 0 {
+		if i := InvalidCharAt(replaceInvalid(tt.in)); i >= 0 {
 			t.Errorf("replaceInvalid(%q) still has an invalid character at %d", tt.in, i)
 		}
 	}
@@ -130,8 +130,8 @@ func FuzzInvalidCharAt(f *testing.F) {
 				break
 			}
 		}
-		if got := invalidCharAt(s); got != want {
-			t.Fatalf("invalidCharAt(%q) = %d; want %d", s, got, want)
+		if got := InvalidCharAt(s); got != want {
+			t.Fatalf("InvalidCharAt(%q) = %d; want %d", s, got, want)
 		}
 	})
 }

@@ -27,6 +27,14 @@ const (
 // because an earlier entry of its message group failed for good.
 const CodeGroupFailed = "MessageGroupFailed"
 
+// CodeMD5Mismatch is the [EntryError] code of an entry that SQS answered
+// as accepted with an MD5 of its body that is not the MD5 of the body
+// sent, on every attempt. Such an entry is not counted as accepted: it is
+// retried as a throttled entry is, while the other entries of the answer
+// count as accepted. SQS may hold a message for each attempt, with
+// whatever body it received.
+const CodeMD5Mismatch = "MD5Mismatch"
+
 // ValidationError reports an entry that breaks a rule SQS enforces. Such an
 // entry is never sent.
 type ValidationError struct {
@@ -55,7 +63,8 @@ type EntryError struct {
 	// Seq is the entry's position in the input, from zero.
 	Seq int
 	// Code is SQS's error code for the entry or the request, a [Rule] for
-	// entries that failed validation, or [CodeGroupFailed].
+	// entries that failed validation, [CodeGroupFailed] or
+	// [CodeMD5Mismatch].
 	Code string
 	// Message is SQS's error message, or a description of the failure.
 	Message string

@@ -199,6 +199,10 @@ type item struct {
 	size     int
 	attempts int
 	req      types.SendMessageBatchRequestEntry
+	// code and msg say why the entry's last attempt did not succeed, so
+	// that an entry whose attempts run out fails with its own reason, not
+	// that of another entry of its request.
+	code, msg string
 }
 
 // outcome is what a worker reports for one batch.
@@ -445,7 +449,6 @@ func (s *Sender) sendBatch(ctx context.Context, batch []*item) *outcome {
 		out, err := s.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.queueURL), Entries: reqs}, exactBodies)
 
 		var retry []*item
-		var lastCode, lastMsg string
 		switch {
 		case err != nil && ctx.Err() != nil:
 			o.fail(pending, context.Cause(ctx))
@@ -455,9 +458,12 @@ func (s *Sender) sendBatch(ctx context.Context, batch []*item) *outcome {
 			o.fail(pending, o.stop)
 			return o
 		case err != nil:
-			retry, lastCode, lastMsg = pending, codeOf(err), err.Error()
+			retry = pending
+			for _, it := range retry {
+				it.code, it.msg = codeOf(err), err.Error()
+			}
 		default:
-			retry, lastCode, lastMsg = o.settle(pending, out)
+			retry = o.settle(pending, out)
 			if s.limits.fifo && len(retry) > 0 {
 				s.warnReordered(ctx, pending, retry)
 			}
@@ -470,12 +476,12 @@ func (s *Sender) sendBatch(ctx context.Context, batch []*item) *outcome {
 		}
 		if attempt >= s.maxAttempts {
 			for _, it := range retry {
-				o.failures = append(o.failures, &EntryError{Entry: it.entry, Seq: it.seq, Code: lastCode, Message: lastMsg, Attempts: it.attempts})
+				o.failures = append(o.failures, &EntryError{Entry: it.entry, Seq: it.seq, Code: it.code, Message: it.msg, Attempts: it.attempts})
 			}
 			return o
 		}
 		d := s.backoff(attempt)
-		s.log.DebugContext(ctx, "sqsbatch retry", "queue", s.queueURL, "entries", len(retry), "attempt", attempt, "code", lastCode, "delay", d)
+		s.log.DebugContext(ctx, "sqsbatch retry", "queue", s.queueURL, "entries", len(retry), "attempt", attempt, "code", retry[len(retry)-1].code, "delay", d)
 		if !sleep(ctx, d) {
 			o.fail(retry, context.Cause(ctx))
 			return o
@@ -486,9 +492,9 @@ func (s *Sender) sendBatch(ctx context.Context, batch []*item) *outcome {
 }
 
 // settle records the accepted and permanently failed entries of a response
-// and returns, in their original order, the entries worth retrying, with the
-// code and message of the last of them.
-func (o *outcome) settle(pending []*item, out *sqs.SendMessageBatchOutput) (retry []*item, code, msg string) {
+// and returns, in their original order, the entries worth retrying, each
+// with the code and message of its failure.
+func (o *outcome) settle(pending []*item, out *sqs.SendMessageBatchOutput) (retry []*item) {
 	answered := make([]bool, len(pending))
 	for _, ok := range out.Successful {
 		i, err := strconv.Atoi(aws.ToString(ok.Id))
@@ -520,16 +526,16 @@ func (o *outcome) settle(pending []*item, out *sqs.SendMessageBatchOutput) (retr
 				SenderFault: true, Attempts: it.attempts,
 			})
 		case f != nil:
+			it.code, it.msg = aws.ToString(f.Code), aws.ToString(f.Message)
 			retry = append(retry, it)
-			code, msg = aws.ToString(f.Code), aws.ToString(f.Message)
 		default:
 			// SQS neither accepted nor rejected it; sending again is
 			// the only way to know.
+			it.code, it.msg = "NoResult", "the response did not mention the entry"
 			retry = append(retry, it)
-			code, msg = "NoResult", "the response did not mention the entry"
 		}
 	}
-	return retry, code, msg
+	return retry
 }
 
 // warnReordered logs the FIFO entries that SQS failed while accepting a

@@ -5,7 +5,6 @@ import (
 	"crypto/md5"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -21,8 +20,8 @@ import (
 
 // exactBodies is the client option of every SendMessageBatch the Sender
 // makes: the request's JSON is written into one buffer of its exact size,
-// and the MD5 of each accepted body is checked without copying the body.
-// The SDK's own encoder grows its buffer as it writes (by a quarter at a
+// and the MD5 of each accepted body is checked without copying the body,
+// entry by entry (see bodyChecksums). The SDK's own encoder grows its buffer as it writes (by a quarter at a
 // time once a body holds a character it escapes, as JSON records do: about
 // five times a request's size in garbage) and then copies it, and its MD5
 // check copies each body again; with requests of up to a MiB in flight,
@@ -45,8 +44,12 @@ func exactBodies(o *sqs.Options) {
 var awsJSON10 = smithy.ShapeID{Namespace: "aws.protocols", Name: "awsJson1_0"}
 
 // bodyChecksums checks, as the SDK does when its own check is on, that
-// SQS's MD5 of each accepted body is the MD5 of the body sent; a mismatch
-// fails the call.
+// SQS's MD5 of each accepted body is the MD5 of the body sent. Where the
+// SDK fails the whole call, which would report every entry of the request
+// failed although SQS accepted the others, an entry whose MD5 does not
+// match is moved from the answer's Successful to its Failed entries with
+// code CodeMD5Mismatch, not the sender's fault: the Sender retries it as
+// it retries a throttled entry, and counts the others accepted.
 type bodyChecksums struct{}
 
 func (bodyChecksums) ID() string { return "SQSBatchBodyChecksums" }
@@ -69,19 +72,25 @@ func (bodyChecksums) HandleInitialize(ctx context.Context, in middleware.Initial
 			bodies[*id] = input.Entries[i].MessageBody
 		}
 	}
-	var errs []error
+	accepted := output.Successful[:0]
 	for _, ok := range output.Successful {
 		body := bodies[aws.ToString(ok.Id)]
 		if body == nil || ok.MD5OfMessageBody == nil {
+			accepted = append(accepted, ok)
 			continue
 		}
 		if sum := md5Hex(*body); sum != *ok.MD5OfMessageBody {
-			errs = append(errs, fmt.Errorf("message %s: expected MD5 checksum %s, got %s", aws.ToString(ok.MessageId), *ok.MD5OfMessageBody, sum))
+			output.Failed = append(output.Failed, types.BatchResultErrorEntry{
+				Id:   ok.Id,
+				Code: aws.String(CodeMD5Mismatch),
+				Message: aws.String(fmt.Sprintf("SQS answered MD5 %s for message %s, but the body sent has MD5 %s",
+					*ok.MD5OfMessageBody, aws.ToString(ok.MessageId), sum)),
+			})
+			continue
 		}
+		accepted = append(accepted, ok)
 	}
-	if len(errs) > 0 {
-		return out, meta, fmt.Errorf("message checksum validation failed, %w", errors.Join(errs...))
-	}
+	output.Successful = accepted
 	return out, meta, nil
 }
 

@@ -222,29 +222,43 @@ func validUTF8(s string) string {
 	return b.String()
 }
 
-// TestBodyChecksums checks that a body whose MD5 SQS reports otherwise
-// fails the call, as the SDK's own check does, and that a right one passes.
+// TestBodyChecksums checks that an entry whose MD5 SQS reports otherwise
+// moves from the answer's Successful to its Failed entries, retryable with
+// CodeMD5Mismatch, and that the call and the other entries stay as SQS
+// answered them.
 func TestBodyChecksums(t *testing.T) {
+	long := strings.Repeat("body ", 5000)
 	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String("q"), Entries: []types.SendMessageBatchRequestEntry{
-		{Id: aws.String("0"), MessageBody: aws.String(strings.Repeat("body ", 5000))},
+		{Id: aws.String("0"), MessageBody: aws.String(long)},
+		{Id: aws.String("1"), MessageBody: aws.String("short")},
+		{Id: aws.String("2"), MessageBody: aws.String("refused")},
 	}}
-	for _, tc := range []struct {
-		name string
-		sum  string
-		fail bool
-	}{
-		{"right", md5Of(*in.Entries[0].MessageBody), false},
-		{"wrong", md5Of("other"), true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := &capture{answer: func([]byte) string {
-				return `{"Successful":[{"Id":"0","MessageId":"m","MD5OfMessageBody":"` + tc.sum + `"}],"Failed":[]}`
-			}}
-			_, err := captureClient(c).SendMessageBatch(context.Background(), in, exactBodies)
-			if (err != nil) != tc.fail {
-				t.Errorf("error %v; want one: %v", err, tc.fail)
-			}
-		})
+	c := &capture{answer: func([]byte) string {
+		return `{"Successful":[` +
+			`{"Id":"0","MessageId":"m0","MD5OfMessageBody":"` + md5Of("other") + `"},` +
+			`{"Id":"1","MessageId":"m1","MD5OfMessageBody":"` + md5Of("short") + `"}],` +
+			`"Failed":[{"Id":"2","Code":"InvalidParameterValue","SenderFault":true}]}`
+	}}
+	out, err := captureClient(c).SendMessageBatch(context.Background(), in, exactBodies)
+	if err != nil {
+		t.Fatalf("call failed: %v; want the mismatch kept to its entry", err)
+	}
+	var ok []string
+	for _, e := range out.Successful {
+		ok = append(ok, aws.ToString(e.Id))
+	}
+	if !reflect.DeepEqual(ok, []string{"1"}) {
+		t.Errorf("successful %v, want [1]", ok)
+	}
+	failed := map[string]types.BatchResultErrorEntry{}
+	for _, f := range out.Failed {
+		failed[aws.ToString(f.Id)] = f
+	}
+	if f := failed["0"]; aws.ToString(f.Code) != CodeMD5Mismatch || f.SenderFault || !strings.Contains(aws.ToString(f.Message), md5Of(long)) {
+		t.Errorf("entry 0 failed as %+v, want %s, not the sender's fault, naming the body's MD5", f, CodeMD5Mismatch)
+	}
+	if f := failed["2"]; aws.ToString(f.Code) != "InvalidParameterValue" || len(failed) != 2 {
+		t.Errorf("failed %v, want entry 2 kept as SQS answered it", failed)
 	}
 	if md5Hex(strings.Repeat("x", 20000)) != md5Of(strings.Repeat("x", 20000)) {
 		t.Error("md5Hex differs from md5.Sum")

@@ -71,10 +71,34 @@
 // # Object keys
 //
 // The Java and Python clients name objects with a random UUID, so a
-// retried send writes a second object. An [Offloader] derives the key from
-// a stable id that the caller supplies (Prefix followed by the hex SHA-256
-// of the id), so a retried record overwrites its own object, and on a
-// versioned bucket the pointer names the same key every time. Objects are
+// retried send writes a second object. An [Offloader] names an object
+// after what it holds: Prefix, the hex SHA-256 of a stable record id that
+// the caller supplies, "/", and the hex SHA-256 of the body
+// ([Offloader.Key]). It writes the object only if the key is free
+// (If-None-Match: *), so an object never changes once written: a retried
+// or re-run record with the same body finds its object and points to it,
+// and a record whose body differs (another mapping, another mode) gets an
+// object of its own, leaving the pointers already sent intact. Objects are
 // written with server-side encryption: SSE-S3 (AES256) by default, or
 // SSE-KMS with a given key.
+//
+// # Deleting payloads
+//
+// Several messages may name one object: every copy of a record with the
+// same body, on any queue the Offloader's prefix serves: a message SQS
+// delivers twice, a record sent again after a lost answer, a second run of
+// the same object. A consumer that deletes the payload once it has
+// processed a message ([Resolver.Delete], as the Java client does when it
+// deletes a message) leaves the other copies without one. When that
+// consumer is the only reader of the records, a copy whose payload is gone
+// carries a record it has processed (the same id with the same body), and
+// [ResolverOptions].IgnorePayloadNotFound reports it as [ErrSkip] instead
+// of a failure. S3 reports a missing object as NoSuchKey only to a reader
+// allowed s3:ListBucket on the bucket (AccessDenied otherwise), so such a
+// consumer needs it. A payload also disappears when the bucket's lifecycle
+// rule expires it, which should therefore keep payloads at least as long
+// as their queue (and its dead-letter queue, for a redrive) keeps
+// messages. Where several consumers, or several queues served by one
+// prefix, read the same records, none should delete payloads: the
+// lifecycle rule does.
 package sqsextended

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
@@ -48,7 +48,7 @@ func Example() {
 			continue
 		}
 		if offloaded {
-			log.Printf("record %s offloaded to %s", id, off.Pointer(id))
+			log.Printf("record %s offloaded to %s", id, off.Pointer(id, body))
 		}
 		entries = append(entries, e)
 	}
@@ -64,13 +64,24 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	r := sqsextended.NewResolver(s3c, sqsextended.ResolverOptions{MaxPayloadBytes: 16 << 20})
+	// Payloads are deleted after processing, so a second copy of a record
+	// (SQS delivers one now and then) finds its payload gone: skip it.
+	r := sqsextended.NewResolver(s3c, sqsextended.ResolverOptions{MaxPayloadBytes: 16 << 20, IgnorePayloadNotFound: true})
+	deleteMessage := func(m types.Message) error {
+		_, err := sqsc.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(sender.QueueURL()), ReceiptHandle: m.ReceiptHandle})
+		return err
+	}
 	for _, m := range out.Messages {
 		body, p, err := r.Resolve(ctx, m)
 		var tooLarge *sqsextended.TooLargeError
-		var missing *s3types.NoSuchKey
 		switch {
-		case errors.As(err, &tooLarge), errors.As(err, &missing):
+		case errors.Is(err, sqsextended.ErrSkip):
+			log.Printf("message %s: %v; a copy was processed before", aws.ToString(m.MessageId), err)
+			if err := deleteMessage(m); err != nil {
+				log.Print(err)
+			}
+			continue
+		case errors.As(err, &tooLarge):
 			log.Printf("message %s cannot be read: %v", aws.ToString(m.MessageId), err)
 			continue
 		case err != nil:
@@ -78,7 +89,7 @@ func Example() {
 			continue
 		}
 		fmt.Println(len(body)) // process the record
-		if _, err := sqsc.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(sender.QueueURL()), ReceiptHandle: m.ReceiptHandle}); err != nil {
+		if err := deleteMessage(m); err != nil {
 			log.Print(err)
 			continue
 		}

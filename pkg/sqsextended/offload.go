@@ -3,6 +3,7 @@ package sqsextended
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,9 +12,11 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
@@ -42,8 +45,9 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // MaxPrefixLen is the longest key prefix an [Offloader] accepts: S3's
-// 1,024-byte key limit less the 64 hex digits of the id's hash.
-const MaxPrefixLen = 1024 - sha256.Size*2
+// 1,024-byte key limit less the 129 bytes of [Offloader.Key]'s two hashes
+// and the slash between them.
+const MaxPrefixLen = 1024 - (2*sha256.Size*2 + 1)
 
 // OffloadAPI is the part of the S3 client an [Offloader] uses. *s3.Client
 // satisfies it; tests wrap one to inject failures.
@@ -127,19 +131,22 @@ func prefixChar(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '/' || r == '_' || r == '-'
 }
 
-// Key returns the object key of the record with the given id: Prefix
-// followed by the lower-case hex SHA-256 of id. The same id always gives
-// the same key, so a retried record overwrites its own object; ids must be
-// unique among the records that share a prefix.
-func (o *Offloader) Key(id string) string {
-	sum := sha256.Sum256([]byte(id))
-	return o.opts.Prefix + hex.EncodeToString(sum[:])
+// Key returns the object key of the payload body of the record with the
+// given id: Prefix, the lower-case hex SHA-256 of id, "/", and the
+// lower-case hex SHA-256 of body. The key names its bytes: two entries
+// share an object only when they carry the same record with the same
+// body, and the object under a key never changes (see [Offloader.Entry]).
+// The first hash groups the payloads of one record, so that
+// "Prefix<sha256 of id>/" lists them all.
+func (o *Offloader) Key(id, body string) string {
+	idSum, bodySum := sha256.Sum256([]byte(id)), sha256.Sum256([]byte(body))
+	return o.opts.Prefix + hex.EncodeToString(idSum[:]) + "/" + hex.EncodeToString(bodySum[:])
 }
 
-// Pointer returns the pointer to the object of the record with the given
-// id.
-func (o *Offloader) Pointer(id string) Pointer {
-	return Pointer{Bucket: o.opts.Bucket, Key: o.Key(id)}
+// Pointer returns the pointer to the payload body of the record with the
+// given id, the object named by Key(id, body).
+func (o *Offloader) Pointer(id, body string) Pointer {
+	return Pointer{Bucket: o.opts.Bucket, Key: o.Key(id, body)}
 }
 
 // InvalidEntryError reports an entry that cannot be sent as a pointer:
@@ -159,12 +166,23 @@ func (e *InvalidEntryError) Error() string {
 // Entry returns the entry to send in place of e. When e fits its queue
 // (and Mode is ModeLarge) that is e itself, and offloaded is false. When it
 // does not, or Mode is ModeAlways, Entry writes e.Body to S3 under
-// Key(id) and returns a copy of e whose body is the pointer and whose
-// attributes are e's plus SizeAttribute (Number, the body's size in bytes);
-// offloaded is true. GroupID, DeduplicationID, DelaySeconds and ID are kept.
+// Key(id, e.Body) and returns a copy of e whose body is the pointer and
+// whose attributes are e's plus SizeAttribute (Number, the body's size in
+// bytes); offloaded is true. GroupID, DeduplicationID, DelaySeconds and ID
+// are kept.
 //
 // id must identify the record stably across retries; e.ID may serve when it
 // does.
+//
+// The object is written only if the key is free (If-None-Match: *), with
+// the body's SHA-256 for S3 to check (x-amz-checksum-sha256), so an object
+// is never rewritten: an entry whose object exists already, because the
+// record was offloaded before with this body (a retry, a second run), gets
+// a pointer to it (S3 answers 412 PreconditionFailed, which Entry takes as
+// success; the key says the bytes are the same), and the object keeps the
+// encryption it was written with. A write that S3 refuses
+// with 409 ConditionalRequestConflict, while another write of the same key
+// is under way, is retried with the client's retryer.
 //
 // Entry returns an *InvalidEntryError, and writes nothing, when id is
 // empty, when e already has SizeAttribute or LegacySizeAttribute (a
@@ -199,7 +217,7 @@ func (o *Offloader) Entry(ctx context.Context, id string, e sqsbatch.Entry) (out
 	if len(e.Attributes) >= sqsbatch.MaxAttributes {
 		return invalid("it has %d message attributes; an offloaded message may have %d besides %s", len(e.Attributes), sqsbatch.MaxAttributes-1, SizeAttribute)
 	}
-	p := o.Pointer(id)
+	p := o.Pointer(id, e.Body)
 	out = e
 	out.Body = p.Body()
 	out.Attributes = make(map[string]sqstypes.MessageAttributeValue, len(e.Attributes)+1)
@@ -211,11 +229,23 @@ func (o *Offloader) Entry(ctx context.Context, id string, e sqsbatch.Entry) (out
 	if n := out.Size(); n > o.opts.MaxMessageSize {
 		return invalid("the pointer message would be %d bytes with its attributes; the queue accepts %d", n, o.opts.MaxMessageSize)
 	}
+	if err := o.put(ctx, p, e.Body); err != nil {
+		return sqsbatch.Entry{}, false, fmt.Errorf("sqsextended: write payload of entry %q (%d bytes) to %s: %w", id, len(e.Body), p, err)
+	}
+	return out, true, nil
+}
+
+// put writes body to p unless p exists. An existing object holds the same
+// bytes, since its key is their hash.
+func (o *Offloader) put(ctx context.Context, p Pointer, body string) error {
+	sum := sha256.Sum256([]byte(body))
 	in := &s3.PutObjectInput{
-		Bucket:        aws.String(p.Bucket),
-		Key:           aws.String(p.Key),
-		Body:          strings.NewReader(e.Body),
-		ContentLength: aws.Int64(int64(len(e.Body))),
+		Bucket:         aws.String(p.Bucket),
+		Key:            aws.String(p.Key),
+		Body:           strings.NewReader(body),
+		ContentLength:  aws.Int64(int64(len(body))),
+		ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(sum[:])),
+		IfNoneMatch:    aws.String("*"),
 	}
 	if o.opts.KMSKeyID != "" {
 		in.ServerSideEncryption = s3types.ServerSideEncryptionAwsKms
@@ -223,8 +253,17 @@ func (o *Offloader) Entry(ctx context.Context, id string, e sqsbatch.Entry) (out
 	} else {
 		in.ServerSideEncryption = s3types.ServerSideEncryptionAes256
 	}
-	if _, err := o.client.PutObject(ctx, in); err != nil {
-		return sqsbatch.Entry{}, false, fmt.Errorf("sqsextended: write payload of entry %q (%d bytes) to %s: %w", id, len(e.Body), p, err)
+	_, err := o.client.PutObject(ctx, in, retryConflicts)
+	if api, ok := errors.AsType[smithy.APIError](err); ok && api.ErrorCode() == "PreconditionFailed" {
+		return nil
 	}
-	return out, true, nil
+	return err
+}
+
+// retryConflicts has the client retry a conditional write that S3 refused
+// because another one on the same key was in progress, as S3 asks (see
+// s3.PutObjectInput.IfNoneMatch); the retry then finds the object (412)
+// or writes it.
+func retryConflicts(o *s3.Options) {
+	o.Retryer = retry.AddWithErrorCodes(o.Retryer, "ConditionalRequestConflict")
 }

@@ -2,6 +2,8 @@ package sqsextended_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"strings"
@@ -61,21 +63,29 @@ func newTestOffloader(t *testing.T, client sqsextended.OffloadAPI, opts sqsexten
 	return o
 }
 
-// The pointer body of id "r1" in bucket "b" under prefix "p/":
-// p/ + sha256("r1") in hex, 152 bytes in all.
-const (
-	r1Key     = "p/82f3e9c695dc6b8d1b11818d5701919e286de8d47f7c3eb3100c485f79e57828"
-	r1Pointer = `["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"b","s3Key":"` + r1Key + `"}]`
-)
+// The object key of record "r1" under prefix "p/": p/ + sha256("r1") in
+// hex + "/" + the sha256 of the body in hex (r1Key), 131 bytes.
+const r1KeyStart = "p/82f3e9c695dc6b8d1b11818d5701919e286de8d47f7c3eb3100c485f79e57828/"
+
+func r1Key(body string) string {
+	sum := sha256.Sum256([]byte(body))
+	return r1KeyStart + hex.EncodeToString(sum[:])
+}
+
+// r1Pointer is the pointer body of record "r1" with body in bucket "b"
+// under prefix "p/", 217 bytes.
+func r1Pointer(body string) string {
+	return `["software.amazon.payloadoffloading.PayloadS3Pointer",{"s3BucketName":"b","s3Key":"` + r1Key(body) + `"}]`
+}
 
 // TestOffloadSizeRule checks the inline-or-offload decision at the limit and
 // the size of the pointer message, worked out by hand: the pointer body
-// (152 bytes) plus "ExtendedPayloadSize" (19) + "Number" (6) + the digits
+// (217 bytes) plus "ExtendedPayloadSize" (19) + "Number" (6) + the digits
 // of the payload size, plus the entry's own attributes ("source" +
 // "String" + "orders.jsonl" = 24).
 func TestOffloadSizeRule(t *testing.T) {
-	if len(r1Pointer) != 152 {
-		t.Fatalf("the test's pointer is %d bytes, want 152", len(r1Pointer))
+	if n := len(r1Pointer("x")); n != 217 {
+		t.Fatalf("the test's pointer is %d bytes, want 217", n)
 	}
 	const limit = 1024
 	withSource := map[string]sqstypes.MessageAttributeValue{"source": strAttr("orders.jsonl")}
@@ -88,13 +98,13 @@ func TestOffloadSizeRule(t *testing.T) {
 	}{
 		{name: "limit minus one", body: strings.Repeat("x", limit-1)},
 		{name: "at the limit", body: strings.Repeat("x", limit)},
-		{name: "limit plus one", body: strings.Repeat("x", limit+1), offload: true, pointerSize: 152 + 19 + 6 + 4},
+		{name: "limit plus one", body: strings.Repeat("x", limit+1), offload: true, pointerSize: 217 + 19 + 6 + 4},
 		{name: "attributes: limit minus one", body: strings.Repeat("x", limit-24-1), attrs: withSource},
 		{name: "attributes: at the limit", body: strings.Repeat("x", limit-24), attrs: withSource},
-		{name: "attributes: limit plus one", body: strings.Repeat("x", limit-24+1), attrs: withSource, offload: true, pointerSize: 152 + 24 + 19 + 6 + 4},
+		{name: "attributes: limit plus one", body: strings.Repeat("x", limit-24+1), attrs: withSource, offload: true, pointerSize: 217 + 24 + 19 + 6 + 4},
 		{name: "UTF-8: 512 two-byte characters are 1024 bytes", body: strings.Repeat("é", 512)},
-		{name: "UTF-8: 342 characters, 1025 bytes", body: strings.Repeat("€", 341) + "é", offload: true, pointerSize: 152 + 19 + 6 + 4},
-		{name: "large payload: seven digits", body: strings.Repeat("y", 5<<20), offload: true, pointerSize: 152 + 19 + 6 + 7},
+		{name: "UTF-8: 342 characters, 1025 bytes", body: strings.Repeat("€", 341) + "é", offload: true, pointerSize: 217 + 19 + 6 + 4},
+		{name: "large payload: seven digits", body: strings.Repeat("y", 5<<20), offload: true, pointerSize: 217 + 19 + 6 + 7},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -117,8 +127,8 @@ func TestOffloadSizeRule(t *testing.T) {
 				}
 				return
 			}
-			if out.Body != r1Pointer {
-				t.Errorf("body = %s, want %s", out.Body, r1Pointer)
+			if want := r1Pointer(c.body); out.Body != want {
+				t.Errorf("body = %s, want %s", out.Body, want)
 			}
 			if got := out.Size(); got != c.pointerSize {
 				t.Errorf("pointer message is %d bytes, want %d", got, c.pointerSize)
@@ -145,8 +155,11 @@ func TestOffloadSizeRule(t *testing.T) {
 				t.Fatalf("%d PutObject calls, want 1", len(rec.puts))
 			}
 			put := rec.puts[0]
-			if aws.ToString(put.Bucket) != "b" || aws.ToString(put.Key) != r1Key {
-				t.Errorf("PutObject to %s/%s, want b/%s", aws.ToString(put.Bucket), aws.ToString(put.Key), r1Key)
+			if aws.ToString(put.Bucket) != "b" || aws.ToString(put.Key) != r1Key(c.body) {
+				t.Errorf("PutObject to %s/%s, want b/%s", aws.ToString(put.Bucket), aws.ToString(put.Key), r1Key(c.body))
+			}
+			if aws.ToString(put.IfNoneMatch) != "*" {
+				t.Errorf("PutObject If-None-Match = %q, want * (never rewrite an object)", aws.ToString(put.IfNoneMatch))
 			}
 			if put.ServerSideEncryption != s3types.ServerSideEncryptionAes256 || put.SSEKMSKeyId != nil {
 				t.Errorf("SSE = %q key %v, want AES256 and no key", put.ServerSideEncryption, put.SSEKMSKeyId)
@@ -175,7 +188,7 @@ func TestOffloadAlwaysAndKMS(t *testing.T) {
 	if err != nil || !offloaded {
 		t.Fatalf("Entry = %v, %v; want offloaded", offloaded, err)
 	}
-	if out.Body != r1Pointer {
+	if out.Body != r1Pointer("ab") {
 		t.Errorf("body = %s", out.Body)
 	}
 	put := rec.puts[0]
@@ -254,14 +267,23 @@ func TestOffloadPutFailure(t *testing.T) {
 
 func TestOffloadKeys(t *testing.T) {
 	o := newTestOffloader(t, &recordingS3{}, sqsextended.OffloaderOptions{Bucket: "b", Prefix: "p/", MaxMessageSize: 1024})
-	if got := o.Key("r1"); got != r1Key {
-		t.Errorf("Key(r1) = %s, want %s", got, r1Key)
+	const body = "payload"
+	// sha256("payload"), as sha256sum prints it.
+	const want = r1KeyStart + "239f59ed55e737c77147cf55ad0c1b030b6d7ee748a7426952f9b852d5a935e5"
+	if got := o.Key("r1", body); got != want {
+		t.Errorf("Key(r1, payload) = %s, want %s", got, want)
 	}
-	if o.Key("r1") == o.Key("r2") || o.Key("") == o.Key(" ") {
+	if o.Key("r1", body) == o.Key("r2", body) || o.Key("", body) == o.Key(" ", body) {
 		t.Error("different ids share a key")
 	}
-	if got := o.Pointer("r1"); got != (sqsextended.Pointer{Bucket: "b", Key: r1Key}) {
-		t.Errorf("Pointer(r1) = %+v", got)
+	if o.Key("r1", body) == o.Key("r1", body+" ") {
+		t.Error("different bodies of one record share a key")
+	}
+	if got := o.Pointer("r1", body); got != (sqsextended.Pointer{Bucket: "b", Key: want}) {
+		t.Errorf("Pointer(r1, payload) = %+v", got)
+	}
+	if n := len(o.Key("r1", body)) - len("p/"); n != 1024-sqsextended.MaxPrefixLen {
+		t.Errorf("keys are the prefix and %d bytes; MaxPrefixLen leaves %d", n, 1024-sqsextended.MaxPrefixLen)
 	}
 }
 
@@ -279,7 +301,7 @@ func TestNewOffloaderChecks(t *testing.T) {
 		{"no client", nil, func(*sqsextended.OffloaderOptions) {}, "no S3 client"},
 		{"no bucket", &recordingS3{}, func(o *sqsextended.OffloaderOptions) { o.Bucket = "" }, "no bucket"},
 		{"prefix with '='", &recordingS3{}, func(o *sqsextended.OffloaderOptions) { o.Prefix = "date=1/" }, `"=" at byte 4`},
-		{"prefix too long", &recordingS3{}, func(o *sqsextended.OffloaderOptions) { o.Prefix = strings.Repeat("p", sqsextended.MaxPrefixLen+1) }, "961 bytes"},
+		{"prefix too long", &recordingS3{}, func(o *sqsextended.OffloaderOptions) { o.Prefix = strings.Repeat("p", sqsextended.MaxPrefixLen+1) }, "896 bytes"},
 		{"unknown mode", &recordingS3{}, func(o *sqsextended.OffloaderOptions) { o.Mode = "sometimes" }, `mode "sometimes"`},
 		{"no message size", &recordingS3{}, func(o *sqsextended.OffloaderOptions) { o.MaxMessageSize = 0 }, "MaxMessageSize is not set"},
 	}

@@ -2,12 +2,14 @@ package sqsextended
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
@@ -31,13 +33,24 @@ type ResolverOptions struct {
 	// yields a *TooLargeError and is not read. Zero or less means
 	// DefaultMaxPayloadBytes.
 	MaxPayloadBytes int64
+	// IgnorePayloadNotFound says what becomes of a marked message whose
+	// payload is not in S3, as the Java client's ignorePayloadNotFound
+	// does. False, the zero value, makes it a *PayloadNotFoundError, to be
+	// handled as any failure: the message comes back and, in the end, goes
+	// to its queue's dead-letter queue. True makes it ErrSkip (wrapping the
+	// *PayloadNotFoundError): the message is a copy of one already
+	// processed, whose consumer deleted the payload (see "Deleting
+	// payloads" in the package documentation), and is to be deleted
+	// without processing, as the Java client deletes it on receive.
+	IgnorePayloadNotFound bool
 }
 
 // Resolver reads the payloads of received messages. It is safe for
 // concurrent use.
 type Resolver struct {
-	client ResolveAPI
-	max    int64
+	client     ResolveAPI
+	max        int64
+	ignoreGone bool
 }
 
 // NewResolver returns a Resolver that reads with client.
@@ -45,8 +58,34 @@ func NewResolver(client ResolveAPI, opts ResolverOptions) *Resolver {
 	if opts.MaxPayloadBytes <= 0 {
 		opts.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
-	return &Resolver{client: client, max: opts.MaxPayloadBytes}
+	return &Resolver{client: client, max: opts.MaxPayloadBytes, ignoreGone: opts.IgnorePayloadNotFound}
 }
+
+// ErrSkip is the error, with ResolverOptions.IgnorePayloadNotFound, of a
+// marked message whose payload is not in S3: the message is done with, and
+// the caller deletes it (or reports it processed) without processing it.
+// The error also matches the *PayloadNotFoundError, for logs.
+var ErrSkip = errors.New("sqsextended: payload not found: message skipped")
+
+// PayloadNotFoundError reports a payload that S3 does not have (NoSuchKey).
+// Payloads are deleted by consumers ([Resolver.Delete]) and by the
+// bucket's lifecycle rule; an [Offloader] sends no pointer before its
+// object is written. Err is S3's error, so errors.As with *s3types.NoSuchKey
+// matches too.
+type PayloadNotFoundError struct {
+	// Pointer names the payload.
+	Pointer Pointer
+	// Err is S3's error.
+	Err error
+}
+
+// Error implements error.
+func (e *PayloadNotFoundError) Error() string {
+	return fmt.Sprintf("sqsextended: payload %s not found: %v", e.Pointer, e.Err)
+}
+
+// Unwrap returns S3's error.
+func (e *PayloadNotFoundError) Unwrap() error { return e.Err }
 
 // TooLargeError reports a payload larger than ResolverOptions.MaxPayloadBytes.
 // It was not read.
@@ -72,10 +111,13 @@ func (e *TooLargeError) Error() string {
 // pointer. The message and its receipt handle are not changed.
 //
 // Errors: a marked message whose body is not a pointer yields a
-// *PointerError; a payload over the limit a *TooLargeError; S3's errors
-// are returned wrapped, so that a missing payload can be recognised with
-// errors.As and *s3types.NoSuchKey (and a denied one by its
-// smithy.APIError code).
+// *PointerError; a payload over the limit a *TooLargeError; a payload S3
+// does not have a *PayloadNotFoundError, or ErrSkip with
+// ResolverOptions.IgnorePayloadNotFound; S3's other errors are returned
+// wrapped (a denied one is known by its smithy.APIError code). S3 answers
+// NoSuchKey only to a caller allowed s3:ListBucket on the bucket; to any
+// other it answers AccessDenied for a missing object, which is not taken
+// for a missing payload.
 func (r *Resolver) Resolve(ctx context.Context, msg sqstypes.Message) (string, *Pointer, error) {
 	body := aws.ToString(msg.Body)
 	if !Marked(msg.MessageAttributes) {
@@ -93,10 +135,18 @@ func (r *Resolver) Resolve(ctx context.Context, msg sqstypes.Message) (string, *
 }
 
 // Fetch reads the payload p names, as Resolve does once it has the
-// pointer. Use it with [Marked] and [ParsePointer] for messages that come
-// in another shape, such as aws-lambda-go's events.SQSMessage.
+// pointer, with the same errors. Use it with [Marked] and [ParsePointer]
+// for messages that come in another shape, such as aws-lambda-go's
+// events.SQSMessage.
 func (r *Resolver) Fetch(ctx context.Context, p Pointer) (string, error) {
 	out, err := r.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(p.Bucket), Key: aws.String(p.Key)})
+	if _, ok := errors.AsType[*s3types.NoSuchKey](err); ok {
+		gone := &PayloadNotFoundError{Pointer: p, Err: err}
+		if r.ignoreGone {
+			return "", fmt.Errorf("%w: %w", ErrSkip, gone)
+		}
+		return "", gone
+	}
 	if err != nil {
 		return "", fmt.Errorf("sqsextended: read payload %s: %w", p, err)
 	}
@@ -121,9 +171,11 @@ func (r *Resolver) Fetch(ctx context.Context, p Pointer) (string, error) {
 
 // Delete deletes the payload p names, as the Java client's
 // deletePayloadFromS3 does when the message is deleted. Call it once the
-// message has been processed for good; a message still on the queue whose
-// payload is gone can no longer be read. Deleting a payload that does not
-// exist succeeds, as S3's DeleteObject does.
+// message has been processed for good. Every other message that names the
+// same payload (a copy of the same record with the same body; see
+// "Deleting payloads" in the package documentation) then finds it gone.
+// Deleting a payload that does not exist succeeds, as S3's DeleteObject
+// does.
 func (r *Resolver) Delete(ctx context.Context, p Pointer) error {
 	if _, err := r.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(p.Bucket), Key: aws.String(p.Key)}); err != nil {
 		return fmt.Errorf("sqsextended: delete payload %s: %w", p, err)

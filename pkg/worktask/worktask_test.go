@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3sqs/s3sqs/internal/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 )
 
@@ -37,6 +41,8 @@ func TestParse(t *testing.T) {
 		{"negative resume", `{"runId":"r","resumeAt":-3,"chunk":{"bucket":"b","key":"k","count":1,"start":0,"end":1,"format":"text"}}`, "resumeAt -3 is negative"},
 		{"unknown field", `{"runId":"r","resume":3,"chunk":{"bucket":"b","key":"k","count":1,"start":0,"end":1,"format":"text"}}`, `unknown field "resume" (did you mean "resumeAt"?)`},
 		{"wrong type", `{"runId":"r","chunk":{"bucket":"b","key":"k","count":"1","start":0,"end":1,"format":"text"}}`, "chunk.count: a string is not allowed here; want a number"},
+		{"key twice", chunk(`"key":"other.jsonl","start":0,"end":10`), `duplicate field "chunk.key"`},
+		{"field in another case", `{"runId":"r","chunk":{"Bucket":"b","key":"k","count":1,"start":0,"end":1,"format":"text"}}`, `unknown field "chunk.Bucket" (field names are case-sensitive: did you mean "chunk.bucket"?)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(tc.body)
@@ -80,9 +86,19 @@ func FuzzParse(f *testing.F) {
 
 func TestChainNext(t *testing.T) {
 	// An object of 10 bytes in chunks of 4: [0,4) [4,8) [8,10).
+	// The planner asks S3 for the Content-Encoding of an object it cuts.
+	c := localaws.FakeS3(t)
+	if _, err := c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("chain")}); err != nil {
+		t.Fatal(err)
+	}
+	put, err := c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("chain"), Key: aws.String("k.jsonl"), Body: strings.NewReader("{}\n{}\n{}\n{")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	etag := strings.Trim(aws.ToString(put.ETag), `"`)
 	first := Task{RunID: "r", Chain: &Chain{Step: 4, Total: 10}, Chunk: dataset.Chunk{
-		Object: dataset.Object{Bucket: "b", Key: "k.jsonl", Size: 10, ETag: "e"}, Count: 3, End: 4, Format: dataset.FormatJSONL}}
-	planned := dataset.NewPlanner(nil, dataset.PlanOptions{ChunkSize: 4})
+		Object: dataset.Object{Bucket: "chain", Key: "k.jsonl", Size: 10, ETag: etag}, Count: 3, End: 4, Format: dataset.FormatJSONL}}
+	planned := dataset.NewPlanner(c, dataset.PlanOptions{ChunkSize: 4})
 	chunks, err := planned.Plan(t.Context(), first.Chunk.Object)
 	if err != nil || len(chunks) != 3 {
 		t.Fatalf("plan: %v %v", chunks, err)
@@ -147,6 +163,8 @@ func TestParsePlan(t *testing.T) {
 		{"no dataset", `{"runId":"r","plan":{"bucket":"b"},"cursor":{},"step":2}`, "names no dataset"},
 		{"no run", `{"plan":{"bucket":"b","prefix":"p/"},"cursor":{},"step":2}`, "needs its runId"},
 		{"unknown field", `{"runId":"r","plan":{"bucket":"b","prefix":"p/"},"cursor":{"startAfter":"x"},"step":2}`, `unknown field "startAfter"`},
+		{"prefix twice", `{"runId":"r","plan":{"bucket":"b","prefix":"a/","prefix":"b/"},"cursor":{},"step":2}`, `duplicate field "plan.prefix"`},
+		{"prefix in another case", `{"runId":"r","plan":{"bucket":"b","Prefix":"a/"},"cursor":{},"step":2}`, `unknown field "plan.Prefix"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParsePlan(tc.body)

@@ -1,0 +1,280 @@
+package fanout_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
+)
+
+// event is one S3 event on an object of the stack's bucket, as the
+// notification paths write it.
+type event struct {
+	key, eTag, versionID, sequencer string
+	at                              time.Time
+}
+
+// putEvent writes n JSON Lines records to key and returns their values and
+// the event of the PUT, with the ETag S3 gave it.
+func (st *stack) putEvent(t *testing.T, key, prefix string, n int, sequencer string) ([]string, event) {
+	t.Helper()
+	var b strings.Builder
+	var want []string
+	for i := range n {
+		fmt.Fprintf(&b, `{"value":"%s%03d"}`+"\n", prefix, i)
+		want = append(want, fmt.Sprintf("%s%03d", prefix, i))
+	}
+	out, err := st.s3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(st.bucket), Key: aws.String(key), Body: strings.NewReader(b.String())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want, event{key: key, eTag: strings.Trim(aws.ToString(out.ETag), `"`), sequencer: sequencer, at: time.Now()}
+}
+
+// raw is the S3 notification of e as S3 sends it to a queue.
+func (e event) raw() string {
+	obj := map[string]any{"key": e.key, "size": 1, "eTag": e.eTag}
+	if e.versionID != "" {
+		obj["versionId"] = e.versionID
+	}
+	if e.sequencer != "" {
+		obj["sequencer"] = e.sequencer
+	}
+	b, _ := json.Marshal(map[string]any{"Records": []any{map[string]any{
+		"eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": "us-east-1",
+		"eventTime": e.at.UTC().Format("2006-01-02T15:04:05.000Z"), "eventName": "ObjectCreated:Put",
+		"s3": map[string]any{"bucket": map[string]string{"name": "lake"}, "object": obj},
+	}}})
+	return string(b)
+}
+
+// sns is the notification of e as SNS delivers it without raw message
+// delivery.
+func (e event) sns() string {
+	b, _ := json.Marshal(map[string]string{"Type": "Notification", "TopicArn": "arn:aws:sns:us-east-1:000000000000:lake", "Message": e.raw()})
+	return string(b)
+}
+
+// eventBridge is e as EventBridge delivers it, with the sequencer written
+// as given.
+func (e event) eventBridge(sequencer string) string {
+	b, _ := json.Marshal(map[string]any{
+		"version": "0", "detail-type": "Object Created", "source": "aws.s3", "region": "us-east-1",
+		"time": e.at.UTC().Format(time.RFC3339),
+		"detail": map[string]any{"bucket": map[string]string{"name": "lake"}, "reason": "PutObject",
+			"object": map[string]any{"key": e.key, "size": 1, "etag": e.eTag, "sequencer": sequencer}},
+	})
+	return string(b)
+}
+
+// summaries returns the invocation summaries in logs, in order.
+func summaries(t *testing.T, logs string) []fanout.Invocation {
+	t.Helper()
+	var out []fanout.Invocation
+	for line := range strings.SplitSeq(logs, "\n") {
+		var l struct {
+			Message string            `json:"message"`
+			Summary fanout.Invocation `json:"summary"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Message == "fanout invocation" {
+			out = append(out, l.Summary)
+		}
+	}
+	return out
+}
+
+// deliver invokes h with one SQS event of one message and fails the test
+// unless the message succeeds.
+func deliver(t *testing.T, h *fanout.Handler, id, body string) {
+	t.Helper()
+	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: id, Body: body, EventSource: "aws:sqs"}}})
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("message %s failed: %v", id, resp.BatchItemFailures)
+	}
+}
+
+// TestNotificationDeliveredTwice delivers one S3 event again in later
+// invocations, as S3 now and then does, as new SQS messages: raw, wrapped
+// by SNS and, with a sequencer, through EventBridge with the sequencer in
+// another case and length (equal by CompareSequencers). With claims the
+// repeats are one run with the first, found done: the records arrive once,
+// also without a sequencer (moto omits it).
+func TestNotificationDeliveredTwice(t *testing.T) {
+	for _, tt := range []struct{ name, sequencer string }{
+		{"sequencer", "0055aed6dcd90281e5"},
+		{"no sequencer", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newStack(t, "")
+			want, ev := st.putEvent(t, "in/twice.jsonl", "r", 40, tt.sequencer)
+			h, logs := st.handler(t, fanout.Options{Claims: claimsStore(t), ReportS3URI: "s3://lake/reports"}, nil)
+			deliveries := []string{ev.raw(), ev.sns(), ev.raw()}
+			if tt.sequencer != "" {
+				deliveries = append(deliveries, ev.eventBridge(strings.ToUpper(tt.sequencer)+"00"))
+			}
+			for i, body := range deliveries {
+				deliver(t, h, fmt.Sprint("m", i+1), body)
+			}
+			if diff := cmp.Diff(want, st.sent(t)); diff != "" {
+				t.Errorf("records (-want +got):\n%s\n%s", diff, logs)
+			}
+			sums := summaries(t, logs.String())
+			if len(sums) != len(deliveries) {
+				t.Fatalf("%d summaries, want %d:\n%s", len(sums), len(deliveries), logs)
+			}
+			for i, s := range sums {
+				if i > 0 && (s.TasksSkipped != 1 || s.RecordsRead != 0 || s.RunID != sums[0].RunID) {
+					t.Errorf("delivery %d: summary %+v, want run %s with its one task skipped", i+1, s, sums[0].RunID)
+				}
+			}
+			// The run report is the first delivery's, which sent the records.
+			out, err := st.s3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String("lake"), Key: aws.String("reports/" + sums[0].RunID + "/manifest.json")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Body.Close()
+			var m fanout.Manifest
+			if err := json.NewDecoder(out.Body).Decode(&m); err != nil || m.RecordsSent != int64(len(want)) || m.TasksSkipped != 0 {
+				t.Errorf("manifest %+v (%v), want the first delivery's", m, err)
+			}
+		})
+	}
+}
+
+// TestNotificationDeliveredTwiceWithoutClaims delivers one S3 event twice
+// without a claims table: both deliveries run, as one run id, and every
+// record has one id in both, so that a consumer can drop the repeat.
+func TestNotificationDeliveredTwiceWithoutClaims(t *testing.T) {
+	st := newStack(t, "")
+	want, ev := st.putEvent(t, "in/twice.jsonl", "r", 20, "0055AED6DCD90281E5")
+	h, logs := st.handler(t, fanout.Options{}, nil)
+	deliver(t, h, "m1", ev.raw())
+	deliver(t, h, "m2", ev.sns())
+	bodies, ids := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	var twice []string
+	for _, v := range want {
+		twice = append(twice, v, v)
+	}
+	if diff := cmp.Diff(twice, bodies); diff != "" {
+		t.Errorf("records (-want +got):\n%s", diff)
+	}
+	if len(ids) != len(want) {
+		t.Errorf("%d record ids, want %d: %v", len(ids), len(want), ids)
+	}
+	for id, n := range ids {
+		if n != 2 {
+			t.Errorf("record id %s sent %d times, want 2", id, n)
+		}
+	}
+	sums := summaries(t, logs.String())
+	if len(sums) != 2 || sums[0].RunID != sums[1].RunID || !strings.HasPrefix(sums[0].RunID, "s3event-") {
+		t.Errorf("summaries %+v, want two of one run named after the event", sums)
+	}
+}
+
+// TestNotificationNewEvents sends three events of one key with claims: an
+// overwrite with other bytes (another ETag) and then a PUT of the same
+// bytes again (the same ETag, a later sequencer). Each is a new event, and
+// its records are sent.
+func TestNotificationNewEvents(t *testing.T) {
+	st := newStack(t, "")
+	h, logs := st.handler(t, fanout.Options{Claims: claimsStore(t)}, nil)
+	first, ev1 := st.putEvent(t, "in/k.jsonl", "a", 5, "0055AED6DCD90281E5")
+	deliver(t, h, "m1", ev1.raw())
+	second, ev2 := st.putEvent(t, "in/k.jsonl", "b", 5, "0055AED6DCD90281E6")
+	if ev2.eTag == ev1.eTag {
+		t.Fatal("the overwrite has the first PUT's ETag")
+	}
+	deliver(t, h, "m2", ev2.raw())
+	_, ev3 := st.putEvent(t, "in/k.jsonl", "b", 5, "0055AED6DCD90281E7")
+	if ev3.eTag != ev2.eTag {
+		t.Fatal("the same bytes have another ETag")
+	}
+	deliver(t, h, "m3", ev3.raw())
+	want := slices.Concat(first, second, second)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, st.sent(t)); diff != "" {
+		t.Errorf("records (-want +got):\n%s\n%s", diff, logs)
+	}
+}
+
+// TestNotificationOverwriteNullVersion overwrites an object whose events
+// give the version id "null" (written while versioning was off) and one
+// sequencer, as moto's EventBridge events do for an unversioned bucket:
+// only the ETag tells the two events apart, and both are sent.
+func TestNotificationOverwriteNullVersion(t *testing.T) {
+	st := newStack(t, "")
+	h, logs := st.handler(t, fanout.Options{Claims: claimsStore(t)}, nil)
+	first, ev1 := st.putEvent(t, "in/k.jsonl", "a", 5, "617f08299329d189")
+	ev1.versionID = "null"
+	deliver(t, h, "m1", ev1.raw())
+	second, ev2 := st.putEvent(t, "in/k.jsonl", "b", 5, "617f08299329d189")
+	ev2.versionID = "null"
+	deliver(t, h, "m2", ev2.raw())
+	want := slices.Concat(first, second)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, st.sent(t)); diff != "" {
+		t.Errorf("records (-want +got):\n%s\n%s", diff, logs)
+	}
+}
+
+// TestNotificationTooOld skips an event older than MAX_FILE_AGE: nothing
+// is sent, the message succeeds, and the skip is a warning that names the
+// object and why, counted in the invocation's summary.
+func TestNotificationTooOld(t *testing.T) {
+	st := newStack(t, "")
+	_, ev := st.putEvent(t, "in/old.jsonl", "r", 3, "01")
+	ev.at = time.Now().Add(-2 * time.Hour)
+	st.hopts.Filter = s3event.Filter{MaxFileAge: time.Hour}
+	h, logs := st.handler(t, fanout.Options{}, nil)
+	deliver(t, h, "m1", ev.raw())
+	if got := st.sent(t); len(got) != 0 {
+		t.Errorf("sent %v, want nothing", got)
+	}
+	var warned bool
+	for line := range strings.SplitSeq(logs.String(), "\n") {
+		var l struct{ Level, Msg, Object, Reason string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "object skipped" {
+			warned = l.Level == "WARN" && l.Object == "s3://lake/in/old.jsonl" && l.Reason == "too-old"
+		}
+	}
+	if !warned {
+		t.Errorf("no warning names the object skipped as too old:\n%s", logs)
+	}
+	if sums := summaries(t, logs.String()); len(sums) != 1 || sums[0].Skipped != 1 {
+		t.Errorf("summaries %+v, want one with the object skipped", sums)
+	}
+}
+
+// TestNotifiedRunID checks the run ids of notified objects: one for
+// sequencers CompareSequencers calls equal, valid run ids whatever the
+// sequencer, and none when nothing tells the event from another.
+func TestNotifiedRunID(t *testing.T) {
+	obj := s3event.Object{Bucket: "lake", Key: "in/a.jsonl", ETag: "0123456789abcdef0123456789abcdef"}
+	with := func(seq string) s3event.Object { o := obj; o.Sequencer = seq; return o }
+	a, _ := fanout.NotifiedRunID(with("617f08299329d189"))
+	b, _ := fanout.NotifiedRunID(with("617F08299329D18900"))
+	if a != b {
+		t.Errorf("equal sequencers give %s and %s", a, b)
+	}
+	for _, seq := range []string{"", "0", "617f08299329d189", "../not a sequencer", strings.Repeat("F", 200)} {
+		id, ok := fanout.NotifiedRunID(with(seq))
+		if err := fanout.CheckRunID(id); !ok || err != nil {
+			t.Errorf("sequencer %q: run id %q, %v (%v)", seq, id, ok, err)
+		}
+	}
+	if id, ok := fanout.NotifiedRunID(s3event.Object{Bucket: "lake", Key: "in/a.jsonl"}); ok {
+		t.Errorf("no version, ETag or sequencer: run id %q", id)
+	}
+}
