@@ -139,13 +139,7 @@ var ErrUnknownFormat = errors.New("cannot tell the format from the key; set a fo
 // CSV object's header read and a Parquet object's footer read learn it
 // without an extra request.
 func (p *Planner) Plan(ctx context.Context, obj Object) ([]Chunk, error) {
-	format, comp := Detect(obj.Key)
-	if p.opts.Format != FormatAuto {
-		format = p.opts.Format
-	}
-	if p.opts.Compression != CompressionNone {
-		comp = p.opts.Compression
-	}
+	format, comp := p.detect(obj)
 	if format == FormatAuto {
 		return nil, fmt.Errorf("dataset: plan %s: %w", obj, ErrUnknownFormat)
 	}
@@ -193,6 +187,27 @@ func (p *Planner) Plan(ctx context.Context, obj Object) ([]Chunk, error) {
 		return split(base, obj.Size, obj.Size), nil
 	}
 	return split(base, obj.Size, p.opts.ChunkSize), nil
+}
+
+// Whole returns obj as one chunk, in the format and compression the
+// options or its key give, without reading it: for an object Plan could
+// not plan, whose read then meets the same error.
+func (p *Planner) Whole(obj Object) Chunk {
+	format, comp := p.detect(obj)
+	return Chunk{Object: obj, Count: 1, End: obj.Size, Format: format, Compression: comp}
+}
+
+// detect returns obj's format and compression: the options', else what
+// its key says.
+func (p *Planner) detect(obj Object) (Format, Compression) {
+	format, comp := Detect(obj.Key)
+	if p.opts.Format != FormatAuto {
+		format = p.opts.Format
+	}
+	if p.opts.Compression != CompressionNone {
+		comp = p.opts.Compression
+	}
+	return format, comp
 }
 
 // byRanges reports whether Plan would cut obj, not known to be compressed,

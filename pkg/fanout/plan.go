@@ -385,14 +385,14 @@ func (r *Runner) planner(ctx context.Context, runID string, ov Overrides, chain 
 	planner := dataset.NewPlanner(r.s3, opts)
 	return func(ctx context.Context, obj dataset.Object) ([]worktask.Task, int, error) {
 		chunks, err := planner.Plan(ctx, obj)
-		if _, ok := unreadable(err); ok {
+		if _, ok := unreadable(err, ov.Ingest != nil); ok {
 			// Planning read the object and met what no retry fixes (a
 			// corrupt Parquet footer or compressed CSV header, an object
 			// changed since it was listed): it becomes one task for the
 			// whole object, whose read meets the same error and puts the
 			// object on the failure output with the reason, instead of
 			// ending the run.
-			chunks, err = []dataset.Chunk{wholeChunk(obj, opts)}, nil
+			chunks, err = []dataset.Chunk{planner.Whole(obj)}, nil
 		}
 		if err != nil {
 			return nil, 0, err
@@ -468,17 +468,4 @@ func (r *Runner) enqueue(ctx context.Context, tasks iter.Seq[message]) (int, err
 		err = fmt.Errorf("fanout: %d tasks did not reach the work queue: %s", res.Failed, res.Failures[0])
 	}
 	return res.Sent, err
-}
-
-// wholeChunk is obj as one chunk, in the format and compression opts or its
-// key give.
-func wholeChunk(obj dataset.Object, opts dataset.PlanOptions) dataset.Chunk {
-	format, comp := dataset.Detect(obj.Key)
-	if opts.Format != dataset.FormatAuto {
-		format = opts.Format
-	}
-	if opts.Compression != dataset.CompressionNone {
-		comp = opts.Compression
-	}
-	return dataset.Chunk{Object: obj, Count: 1, End: obj.Size, Format: format, Compression: comp}
 }

@@ -331,9 +331,10 @@ func (r *Runner) runGroup(ctx context.Context, runs []*taskRun, concurrency int)
 		tr := runs[ref.task]
 		tr.res.RecordsFailed += int64(ref.count)
 		tr.res.Messages--
-		if err != nil && stoppedBy(f) {
-			// Not the record's fault: it is sent again by the task's
-			// next attempt, not put on the failure output.
+		if err != nil && (f.Stopped() || f.Code == sqsbatch.CodeGroupFailed) {
+			// Not the record's fault (its send stopped, or an entry of
+			// its FIFO group failed with it): it is sent again by the
+			// task's next attempt, not put on the failure output.
 			tr.notAccepted(ref.offset)
 			continue
 		}
@@ -351,15 +352,6 @@ func (r *Runner) runGroup(ctx context.Context, runs []*taskRun, concurrency int)
 			}
 		}
 	}
-}
-
-// stoppedBy reports whether f failed only because its send stopped (a
-// request cut off, or an entry of its FIFO group that was), rather than
-// for a reason of its own.
-func stoppedBy(f *sqsbatch.EntryError) bool {
-	var stop *sqsbatch.StopError
-	return errors.As(f.Err, &stop) || errors.Is(f.Err, context.Canceled) || errors.Is(f.Err, context.DeadlineExceeded) ||
-		f.Code == sqsbatch.CodeGroupFailed
 }
 
 // notAccepted notes that the record at offset, and so the task from there
@@ -487,12 +479,7 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 				}
 				continue
 			}
-			code, permanent := unreadable(err)
-			if tr.ingest && errors.Is(err, dataset.ErrChanged) {
-				// For s3ingest a notified version that changed is
-				// superseded: a later notification names the new one.
-				permanent = false
-			}
+			code, permanent := unreadable(err, tr.ingest)
 			switch {
 			case readCtx.Err() != nil:
 				tr.cut(readCtx, next)
@@ -583,14 +570,16 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 // unreadable returns the failure code of a read error that no retry
 // fixes, the same bytes giving the same error: a corrupt or truncated
 // object, one changed since it was planned, or a compressed one planned as
-// byte ranges. ok is false for any other error.
-func unreadable(err error) (code string, ok bool) {
+// byte ranges. ok is false for any other error, and, for s3ingest's
+// objects (ingest), for a changed one: the notified version is then
+// superseded, and a later notification names the new one.
+func unreadable(err error, ingest bool) (code string, ok bool) {
 	var enc *dataset.EncodingError
 	switch {
 	case errors.Is(err, dataset.ErrCorrupt):
 		return "CorruptObject", true
 	case errors.Is(err, dataset.ErrChanged):
-		return "ObjectChanged", true
+		return "ObjectChanged", !ingest
 	case errors.As(err, &enc):
 		return "ObjectEncoded", true
 	}

@@ -85,6 +85,14 @@ func (e *EntryError) Error() string {
 // Unwrap returns the underlying error.
 func (e *EntryError) Unwrap() error { return e.Err }
 
+// Stopped reports whether the entry failed because its send stopped (an
+// answer no retry fixes, a [*StopError], or the context's end) rather than
+// for a reason of its own: sent again later, it may well be accepted.
+func (e *EntryError) Stopped() bool {
+	var stop *StopError
+	return errors.As(e.Err, &stop) || errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded)
+}
+
 // StopError is returned when a request failed in a way that no retry can fix,
 // such as a missing queue, denied access or invalid credentials. The send
 // stops; entries not yet accepted are reported in [Result.Failures].

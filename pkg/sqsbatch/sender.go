@@ -366,8 +366,7 @@ func (r *run) absorb(o *outcome) {
 		if r.failedGroups != nil {
 			r.blockGroup(f.Entry.GroupID, f.Seq, f.Code)
 		}
-		var stop *StopError
-		if errors.As(f.Err, &stop) || errors.Is(f.Err, context.Canceled) || errors.Is(f.Err, context.DeadlineExceeded) {
+		if f.Stopped() {
 			r.stop(f.Err)
 		}
 	}
