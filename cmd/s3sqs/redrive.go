@@ -1,8 +1,8 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -198,18 +198,30 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 	}
 	opts.Rate, opts.Visibility = rate, visibility
 
+	// The run has started: from here on, stdout gets a summary, empty
+	// when the run fails before it finds anything.
+	flags := map[string]string{fanout.RoleTarget: "-target-queue-url", fanout.RoleWork: "-work-queue-url", fanout.RoleFailure: "-from-queue", fanout.RoleDeadLetter: "-dlq"}
+	if source == "dlq" {
+		flags[fanout.RoleTarget] = "-to"
+		if to == "" {
+			flags[fanout.RoleTarget] = "the queue whose RedrivePolicy names -dlq"
+		}
+	}
+	failed := func(err error) int {
+		printJSON(stdout, redrive.Summary{From: cmp.Or(report, fromQueue, fromS3, dlq), To: cmp.Or(opts.TargetQueueURL, opts.WorkQueueURL, to), Items: []redrive.Item{}})
+		fmt.Fprintf(stderr, "s3sqs redrive: %v\n", queueFlagError(err, flags, ""))
+		return 1
+	}
 	s3c, sqsc, err := lambdaenv.Clients(ctx, pathStyle)
 	if err != nil {
-		fmt.Fprintf(stderr, "s3sqs redrive: %v\n", err)
-		return 1
+		return failed(err)
 	}
 	opts.Progress = &redrive.Progress{}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts.Send.Logger = nil
 	r, err := redrive.New(ctx, s3c, sqsc, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "s3sqs redrive: %v\n", err)
-		return 1
+		return failed(err)
 	}
 
 	done := make(chan struct{})
@@ -232,15 +244,14 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 	}
 	close(done)
 	<-shown
-	out, _ := json.MarshalIndent(sum, "", "  ")
-	fmt.Fprintf(stdout, "%s\n", out)
+	printJSON(stdout, sum)
 	writeSummary(stderr, sum, source == "dlq", time.Since(start))
 	var noSource *redrive.SourceError
 	switch {
 	case errors.As(err, &noSource) && noSource.Err == nil:
 		return bad("%v: name the queue to move them to with -to", err)
 	case err != nil:
-		fmt.Fprintf(stderr, "s3sqs redrive: %v\n", err)
+		fmt.Fprintf(stderr, "s3sqs redrive: %v\n", queueFlagError(err, flags, ""))
 		return 1
 	case sum.Failed > 0:
 		return 1
