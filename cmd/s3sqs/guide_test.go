@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -122,5 +123,36 @@ func TestProgressRateLive(t *testing.T) {
 	}
 	if !live {
 		t.Errorf("no progress line before the end shows messages and a rate:\n%.3000s", errOut)
+	}
+}
+
+// TestRedriveFromFile redrives the local failure file fanout wrote: its
+// record is sent, the marker beside it keeps a second run from sending it
+// again.
+func TestRedriveFromFile(t *testing.T) {
+	s3c, sqsc := standIns(t)
+	body := `{"value":"ok"}` + "\n" + `{"value":"bad` + "\\u0000" + `"}` + "\n"
+	if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String("ff/a.jsonl"), Body: strings.NewReader(body)}); err != nil {
+		t.Fatal(err)
+	}
+	target := localaws.CreateQueue(t, sqsc, "-target", nil)
+	t.Chdir(t.TempDir())
+	if code, _, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-prefix", "ff/", "-target-queue-url", target, "-s3-path-style", "-run-id", "ff-1"); code != 1 || !strings.Contains(errOut, "failed records are in s3sqs-failures-ff-1.jsonl") {
+		t.Fatalf("fanout: exit %d\n%s", code, errOut)
+	}
+	localaws.Drain(t, sqsc, target, time.Second)
+	args := []string{"redrive", "-from-file", "s3sqs-failures-ff-1.jsonl", "-target-queue-url", target, "-replace-invalid-characters", "-s3-path-style"}
+	code, out, errOut := runCLI(t, "", args...)
+	var sum redrive.Summary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || code != 0 || sum.Sent != 1 || sum.From != "s3sqs-failures-ff-1.jsonl" {
+		t.Fatalf("redrive: exit %d, %+v (%v)\n%s", code, sum, err, errOut)
+	}
+	if n := len(localaws.Drain(t, sqsc, target, time.Second)); n != 1 {
+		t.Errorf("%d messages on the target, want the 1 redriven", n)
+	}
+	code, out, _ = runCLI(t, "", args...)
+	sum = redrive.Summary{}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || code != 0 || sum.Sent != 0 || sum.Skipped != 1 {
+		t.Errorf("second redrive: exit %d, %+v (%v); want the record skipped by the marker", code, sum, err)
 	}
 }
