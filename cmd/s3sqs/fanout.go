@@ -240,7 +240,7 @@ func noObject(src dataset.Source) string {
 		filters = append(filters, fmt.Sprintf("-glob %q", src.Glob))
 	}
 	if (src.Prefix != "" || src.All) && !src.IncludeHidden {
-		filters = append(filters, "_* and .* keys skipped without -include-hidden")
+		filters = append(filters, "no -include-hidden (_* and .* keys skipped)")
 	}
 	if len(filters) == 0 {
 		return where

@@ -33,8 +33,9 @@ Commands:
   parse    show the S3 objects, decoded keys and partition values that an SQS
            message body or a Lambda event names, or why it names none
   redrive  send failed work again: a fanout run report's failed tasks or records
-           (-report), the failure output's records (-from-queue, -from-s3), or
-           a dead-letter queue's messages back to their queue (-dlq)
+           (-report), the failure output's records (-from-queue, -from-s3,
+           -from-file), or a dead-letter queue's messages back to their
+           queue (-dlq)
 
 Run "s3sqs COMMAND -h" for a command's flags. AWS credentials, region and
 endpoints (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_SQS) come
