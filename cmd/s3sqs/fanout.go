@@ -239,13 +239,13 @@ func noObject(src dataset.Source) string {
 	if src.Glob != "" {
 		filters = append(filters, fmt.Sprintf("-glob %q", src.Glob))
 	}
+	if len(filters) > 0 {
+		where += ", filtered by " + strings.Join(filters, ", ")
+	}
 	if (src.Prefix != "" || src.All) && !src.IncludeHidden {
-		filters = append(filters, "no -include-hidden (_* and .* keys skipped)")
+		where += " (keys whose name starts with _ or . are skipped without -include-hidden)"
 	}
-	if len(filters) == 0 {
-		return where
-	}
-	return where + ", filtered by " + strings.Join(filters, ", ")
+	return where
 }
 
 // queuedOverrides are the overrides that the tasks of -work-queue-url
