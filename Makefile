@@ -24,7 +24,9 @@ CDK_CLI := $(CDK_CLI_DIR)/node_modules/.s3sqs-installed
 # depend on the binaries); `make synth` uses the real ones from `make build`.
 SYNTH_CODE := .local/infra-synth-code
 SYNTH_OUT := .local/cdk.out
-SYNTH_CTX = -c s3ingestCodeDir=$(CURDIR)/$(SYNTH_CODE)/s3ingest -c fanoutCodeDir=$(CURDIR)/$(SYNTH_CODE)/fanout
+# datasets=none: a parity set that names no dataset synthesizes fanout
+# reading none (a set's own datasets context comes later and wins).
+SYNTH_CTX = -c s3ingestCodeDir=$(CURDIR)/$(SYNTH_CODE)/s3ingest -c fanoutCodeDir=$(CURDIR)/$(SYNTH_CODE)/fanout -c datasets=none
 # The parameter sets at which template.yaml is compared with the CDK stack
 # (tools/samparity/sets.json): test-infra synthesizes each non-default set
 # into $(SYNTH_SETS_OUT)/<name>/ with the set's context.
@@ -35,7 +37,7 @@ SYNTH_SETS_OUT := .local/cdk.out-sets
 # How a function is built for Lambda: provided.al2023 on arm64.
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: help demo chaos simulate test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction synth vet build bench bench-go planbench membench plot clean
+.PHONY: help demo chaos simulate test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction cdk-cli deploy synth vet build bench bench-go planbench membench plot clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -81,6 +83,12 @@ synth: build $(CDK_CLI) ## cdk synth infra/ offline with the built functions, in
 	cd infra && $(INFRA_ENV) _cdk-cli/node_modules/.bin/cdk synth -q --no-notices $(CDK_ARGS)
 	cfn-lint --ignore-checks W3005 -- infra/cdk.out/*.template.json
 
+cdk-cli: $(CDK_CLI) ## install the pinned CDK CLI into infra/_cdk-cli/node_modules (npm ci); cdk is then infra/_cdk-cli/node_modules/.bin/cdk
+
+deploy: build $(CDK_CLI) ## build the functions and cdk deploy infra/ (CDK_ARGS='-c datasets=BUCKET[/PREFIX],... -c key=value ...'; AWS credentials of the target account)
+	mkdir -p $(CDK_HOME_DIR)
+	cd infra && $(INFRA_ENV) _cdk-cli/node_modules/.bin/cdk deploy $(CDK_ARGS)
+
 $(CDK_CLI): $(CDK_CLI_DIR)/package.json $(CDK_CLI_DIR)/package-lock.json
 	cd $(CDK_CLI_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
@@ -100,7 +108,14 @@ build: ## build a bootstrap for each Lambda function into dist/NAME/
 		$(LAMBDA_BUILD) -o dist/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
-# sam build (BuildMethod: makefile) runs these with ARTIFACTS_DIR set.
+# sam build (BuildMethod: makefile) runs these with ARTIFACTS_DIR set;
+# without it they would write /bootstrap at the root of the filesystem.
+build-S3IngestFunction build-FanoutFunction: require-artifacts-dir
+
+.PHONY: require-artifacts-dir
+require-artifacts-dir:
+	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set: sam build sets it; by hand, run make $(MAKECMDGOALS) ARTIFACTS_DIR=DIR (or make build for dist/)" >&2; exit 2; }
+
 build-S3IngestFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/s3ingest
 

@@ -80,6 +80,10 @@ const (
 	ctxBatchReportPrefix    = "batchReportPrefix"
 )
 
+// datasetsNone, as the value of the datasets context, deploys fanout
+// with read access to no dataset, on purpose.
+const datasetsNone = "none"
+
 // Defaults of the app that differ from the construct's: the code
 // directories are relative to infra/, where cdk runs.
 const (
@@ -164,7 +168,18 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	fo.TargetKeyARN = r.str(ctxTargetKeyARN, "")
 	fo.TargetMaxMessageSize = r.integer(ctxTargetMaxSize)
 	fo.TargetFIFO = r.boolean(ctxTargetFIFO, false)
-	fo.Datasets = parseDatasets(r.str(ctxDatasets, ""))
+	datasets := r.str(ctxDatasets, "")
+	if datasets != datasetsNone {
+		fo.Datasets = parseDatasets(datasets)
+	}
+	// Without a dataset, fanout's role can read no object and every request
+	// of the deployed function fails with AccessDenied: refuse it here, where
+	// the user can still fix it, unless it is asked for.
+	if !fo.Disabled && datasets != datasetsNone && len(fo.Datasets) == 0 {
+		r.bad(ctxDatasets, "fanout is enabled but can read no dataset: name the buckets it reads with "+
+			"-c datasets=BUCKET[/PREFIX],... (for example -c datasets=my-lake/exports/), "+
+			"or pass -c datasets=%s to deploy it reading none, or -c fanout=false to leave it out", datasetsNone)
+	}
 	r.datasetKeys(fo.Datasets, ctxDatasetKeys)
 	fo.Report = s3sqscdk.ReportProps{
 		Enabled:            r.boolean(ctxReport, false),

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -69,8 +70,8 @@ func TestContext(t *testing.T) {
 		wantErr []string
 	}{
 		{
-			name: "defaults",
-			ctx:  map[string]any{},
+			name: "defaults, no dataset on purpose",
+			ctx:  map[string]any{"datasets": "none"},
 			want: appConfig{stackName: "S3Sqs", nag: true, props: s3sqscdk.Props{
 				Ingest: s3sqscdk.IngestProps{CodeDir: "../dist/s3ingest"},
 				Fanout: s3sqscdk.FanoutProps{CodeDir: "../dist/fanout"},
@@ -115,7 +116,7 @@ func TestContext(t *testing.T) {
 		{
 			name: "JSON from cdk.json",
 			ctx: map[string]any{
-				"ingest": false, "fanoutMemoryMiB": float64(2048), "fanoutEnv": map[string]any{"BODY_FIELD": "payload"}, "targetFifo": true,
+				"ingest": false, "datasets": "none", "fanoutMemoryMiB": float64(2048), "fanoutEnv": map[string]any{"BODY_FIELD": "payload"}, "targetFifo": true,
 			},
 			want: appConfig{stackName: "S3Sqs", nag: true, props: s3sqscdk.Props{
 				Ingest: s3sqscdk.IngestProps{Disabled: true, CodeDir: "../dist/s3ingest"},
@@ -127,6 +128,24 @@ func TestContext(t *testing.T) {
 			ctx: map[string]any{"encryption": "aes", "maxReceiveCount": "many", "logRetentionDays": "42", "ingestTimeout": "soon", "fanout": "maybe", "fanoutEnv": "NOEQUALS",
 				"datasets": "lake", "datasetKeys": "other=arn:aws:kms:eu-west-1:111122223333:key/other", "report": "sometimes", "batchOperations": "yes"},
 			wantErr: []string{"encryption", "maxReceiveCount", "logRetentionDays", "ingestTimeout", "fanout:", "fanoutEnv", "datasetKeys", "report:", "batchOperations:"},
+		},
+		{
+			name:    "fanout without a dataset",
+			ctx:     map[string]any{},
+			wantErr: []string{"context datasets: fanout is enabled but can read no dataset", "-c datasets=BUCKET[/PREFIX],...", "-c datasets=none", "-c fanout=false"},
+		},
+		{
+			name:    "fanout with an empty datasets list",
+			ctx:     map[string]any{"datasets": " , "},
+			wantErr: []string{"context datasets: fanout is enabled but can read no dataset"},
+		},
+		{
+			name: "fanout off needs no dataset",
+			ctx:  map[string]any{"fanout": "false"},
+			want: appConfig{stackName: "S3Sqs", nag: true, props: s3sqscdk.Props{
+				Ingest: s3sqscdk.IngestProps{CodeDir: "../dist/s3ingest"},
+				Fanout: s3sqscdk.FanoutProps{Disabled: true, CodeDir: "../dist/fanout"},
+			}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -162,7 +181,7 @@ func TestStack(t *testing.T) {
 		ctx         map[string]any
 		wantOutputs []string
 	}{
-		{"defaults", map[string]any{}, []string{
+		{"defaults", map[string]any{"datasets": "none"}, []string{
 			"SourceBucketName", "TopicArn", "IngestQueueUrl", "IngestDLQUrl", "OutputQueueUrl", "OutputQueueArn", "OutputDLQUrl",
 			"S3IngestFunctionName", "FanoutFunctionName", "FanoutRoleArn", "WorkQueueUrl", "WorkDLQUrl", "FailureQueueUrl",
 			"TargetQueueUrl", "TargetQueueArn", "TargetDLQUrl",
@@ -228,4 +247,55 @@ func TestStack(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestStackDatasetRead checks that the datasets context gives fanout's role
+// s3:GetObject on the dataset's objects and s3:ListBucket on its bucket.
+func TestStackDatasetRead(t *testing.T) {
+	ctx := codeDirs(t)
+	ctx["datasets"] = "lake/exports/"
+	ctx[s3sqscdk.FeatureFlagRestrictSqsDecryption] = true
+	catch(t, func() {
+		app := newApp(t, ctx)
+		cfg, err := configFromContext(app.Node())
+		if err != nil {
+			t.Fatal(err)
+		}
+		stack, _, err := newStack(app, cfg, &awscdk.Environment{Account: jsii.String("111122223333"), Region: jsii.String("eu-west-1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(assertions.Template_FromStack(stack, nil).ToJSON())
+		var tmpl struct {
+			Resources map[string]struct {
+				Type       string
+				Properties struct {
+					PolicyDocument struct{ Statement []map[string]any }
+					Roles          []map[string]any
+				}
+			}
+		}
+		if err := json.Unmarshal(raw, &tmpl); err != nil {
+			t.Fatal(err)
+		}
+		granted := map[string]bool{}
+		for _, r := range tmpl.Resources {
+			if r.Type != "AWS::IAM::Policy" || !strings.Contains(fmt.Sprint(r.Properties.Roles), "FanoutRole") {
+				continue
+			}
+			for _, st := range r.Properties.PolicyDocument.Statement {
+				acts, res := fmt.Sprint(st["Action"]), fmt.Sprint(st["Resource"])
+				for _, a := range []string{"s3:GetObject", "s3:ListBucket"} {
+					if strings.Contains(acts, a) && strings.Contains(res, "s3:::lake") {
+						granted[a] = true
+					}
+				}
+			}
+		}
+		for _, a := range []string{"s3:GetObject", "s3:ListBucket"} {
+			if !granted[a] {
+				t.Errorf("fanout's role has no %s on the dataset bucket lake", a)
+			}
+		}
+	})
 }

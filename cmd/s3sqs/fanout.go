@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -36,6 +35,7 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 		failureFile  string
 		offload      string
 		pathStyle    bool
+		allowEmpty   bool
 		interval     time.Duration
 	)
 	fs.StringVar(&req.Bucket, "bucket", "", "the dataset's `bucket`")
@@ -47,6 +47,7 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	fs.StringVar(&req.Suffix, "suffix", "", "keep keys ending with `suffix`")
 	fs.StringVar(&req.Glob, "glob", "", "keep keys matching `pattern` (path.Match)")
 	fs.BoolVar(&req.IncludeHidden, "include-hidden", false, "keep _SUCCESS, _* and .* objects")
+	fs.BoolVar(&allowEmpty, "allow-empty", false, "exit 0 when the dataset holds no object (default: that is an error, as a mistyped -prefix would be)")
 	fs.StringVar(&req.RunID, "run-id", "", "name the run (default: a new id)")
 	fs.StringVar(&format, "format", "auto", "`format`: auto, jsonl, csv, text or parquet")
 	fs.StringVar(&mode, "mode", "record", "`mode`: record (a record per message) or chunk (many per message)")
@@ -136,10 +137,20 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	opts.InlineMaxBytes = 1 << 62
 	queue := opts.WorkQueueURL != ""
 
+	// The run has started: from here on, stdout gets a report, of zeros
+	// when the run fails before it reads anything (docs/cli.md).
+	flags := map[string]string{fanout.RoleTarget: "-target-queue-url", fanout.RoleWork: "-work-queue-url", fanout.RoleFailure: "-failure-queue-url"}
+	if opts.Target.URL == "" {
+		flags[fanout.RoleTarget] = "-target-queue-name"
+	}
+	failed := func(err error) int {
+		printJSON(stdout, fanout.Report{RunID: req.RunID, Queued: queue})
+		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", queueFlagError(err, flags, "-target-max-message-size"))
+		return 1
+	}
 	s3c, sqsc, err := lambdaenv.Clients(ctx, pathStyle)
 	if err != nil {
-		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", err)
-		return 1
+		return failed(err)
 	}
 	var failures *lazyFile
 	if failureFile != "" {
@@ -151,16 +162,14 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	runner, err := fanout.New(ctx, s3c, sqsc, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", err)
-		return 1
+		return failed(err)
 	}
 	if queue {
 		// The deployed function sends the tasks: they carry the target and
 		// the settings given here, as a request's overrides would.
 		target, err := runner.Target(ctx)
 		if err != nil {
-			fmt.Fprintf(stderr, "s3sqs fanout: %v\n", err)
-			return 1
+			return failed(err)
 		}
 		req.Overrides = queuedOverrides(fs, target.QueueURL(), opts, chunkSize)
 	}
@@ -182,8 +191,7 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	rep, err := run(ctx, req)
 	close(done)
 	<-shown
-	out, _ := json.MarshalIndent(rep, "", "  ")
-	fmt.Fprintf(stdout, "%s\n", out)
+	printJSON(stdout, rep)
 	if queue {
 		fmt.Fprintf(stderr, "s3sqs fanout: %d objects (%.1f MB) planned, %d chunk tasks queued on %s in %s\n",
 			rep.Objects, float64(rep.BytesPlanned)/1e6, rep.TasksQueued, opts.WorkQueueURL, time.Since(start).Round(time.Millisecond))
@@ -195,13 +203,49 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 		fmt.Fprintf(stderr, "s3sqs fanout: failed records are in %s\n", failures.path)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", err)
+		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", queueFlagError(err, flags, "-target-max-message-size"))
+		return 1
+	}
+	if rep.Objects == 0 && !allowEmpty {
+		fmt.Fprintf(stderr, "s3sqs fanout: %s: nothing to send; check the names, or pass -allow-empty to accept an empty dataset\n", noObject(req.Source))
 		return 1
 	}
 	if rep.RecordsFailed > 0 {
 		return 1
 	}
 	return 0
+}
+
+// noObject says which dataset held no object: where it was looked for and
+// the filters that may have kept every key out.
+func noObject(src dataset.Source) string {
+	var where string
+	switch {
+	case src.Manifest != "":
+		where = "the manifest " + src.Manifest + " names no object"
+	case src.Key != "":
+		where = fmt.Sprintf("no object s3://%s/%s", src.Bucket, src.Key)
+	case len(src.Keys) > 0:
+		where = fmt.Sprintf("none of the %d -keys is an object in bucket %s", len(src.Keys), src.Bucket)
+	case src.All:
+		where = "no object in bucket " + src.Bucket
+	default:
+		where = fmt.Sprintf("no object under s3://%s/%s (-bucket %s -prefix %s)", src.Bucket, src.Prefix, src.Bucket, src.Prefix)
+	}
+	var filters []string
+	if src.Suffix != "" {
+		filters = append(filters, fmt.Sprintf("-suffix %q", src.Suffix))
+	}
+	if src.Glob != "" {
+		filters = append(filters, fmt.Sprintf("-glob %q", src.Glob))
+	}
+	if len(filters) > 0 {
+		where += ", filtered by " + strings.Join(filters, ", ")
+	}
+	if (src.Prefix != "" || src.All) && !src.IncludeHidden {
+		where += " (keys whose name starts with _ or . are skipped without -include-hidden)"
+	}
+	return where
 }
 
 // queuedOverrides are the overrides that the tasks of -work-queue-url

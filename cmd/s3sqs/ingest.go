@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -82,17 +81,23 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if msg, ok := firstBad(checks); ok {
 		return bad("%s", msg)
 	}
+	// The run has started: from here on, stdout gets a partial batch
+	// response, empty when the run fails before it reads anything.
+	flags := map[string]string{fanout.RoleTarget: "-output-queue-url", fanout.RoleFailure: "-failure-queue-url"}
+	failed := func(err error) int {
+		printJSON(stdout, events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}})
+		fmt.Fprintf(stderr, "s3sqs ingest: %v\n", queueFlagError(err, flags, ""))
+		return 1
+	}
 	s3c, sqsc, err := lambdaenv.Clients(ctx, pathStyle)
 	if err != nil {
-		fmt.Fprintf(stderr, "s3sqs ingest: %v\n", err)
-		return 1
+		return failed(err)
 	}
 	var payload []byte
 	if bucket != "" {
 		obj, err := dataset.Head(ctx, s3c, bucket, key, versionID)
 		if err != nil {
-			fmt.Fprintf(stderr, "s3sqs ingest: %v\n", err)
-			return 1
+			return failed(err)
 		}
 		payload = ingest.CreatedNotification(obj, time.Now())
 	} else {
@@ -106,8 +111,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			src = f
 		}
 		if payload, err = io.ReadAll(src); err != nil {
-			fmt.Fprintf(stderr, "s3sqs ingest: read: %v\n", err)
-			return 1
+			return failed(fmt.Errorf("read: %w", err))
 		}
 	}
 	ev, err := partialbatch.Decode(payload)
@@ -129,20 +133,18 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	opts.Logger = log
 	runner, err := fanout.New(ctx, s3c, sqsc, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "s3sqs ingest: %v\n", err)
-		return 1
+		return failed(err)
 	}
 	in.Logger = log
 	resp, sum, err := ingest.New(runner, in).HandleSummary(ctx, ev)
-	out, _ := json.MarshalIndent(resp, "", "  ")
-	fmt.Fprintf(stdout, "%s\n", out)
+	printJSON(stdout, resp)
 	fmt.Fprintf(stderr, "s3sqs ingest: %d messages (%d failed), %d objects, %d records read, %d sent, %d failed\n",
 		sum.Messages, sum.FailedMessages, sum.Objects, sum.Records, sum.RecordsSent, sum.RecordsFailed)
 	if failures != nil && failures.f != nil {
 		fmt.Fprintf(stderr, "s3sqs ingest: failed records are in %s\n", failures.path)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "s3sqs ingest: %v\n", err)
+		fmt.Fprintf(stderr, "s3sqs ingest: %v\n", queueFlagError(err, flags, ""))
 		return 1
 	}
 	if len(resp.BatchItemFailures) > 0 || sum.RecordsFailed > 0 {

@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +19,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
 const usage = `usage: s3sqs COMMAND [flags]
@@ -29,8 +33,9 @@ Commands:
   parse    show the S3 objects, decoded keys and partition values that an SQS
            message body or a Lambda event names, or why it names none
   redrive  send failed work again: a fanout run report's failed tasks or records
-           (-report), the failure output's records (-from-queue, -from-s3), or
-           a dead-letter queue's messages back to their queue (-dlq)
+           (-report), the failure output's records (-from-queue, -from-s3,
+           -from-file), or a dead-letter queue's messages back to their
+           queue (-dlq)
 
 Run "s3sqs COMMAND -h" for a command's flags. AWS credentials, region and
 endpoints (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_SQS) come
@@ -60,13 +65,30 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runParse(args[1:], stdin, stdout, stderr)
 	case "redrive":
 		return runRedrive(ctx, args[1:], stdout, stderr, tty)
-	case "-h", "-help", "--help", "help":
+	case "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
+	case "help":
+		switch {
+		case len(args) == 1:
+			fmt.Fprint(stdout, usage)
+			return 0
+		case len(args) > 2:
+			fmt.Fprintf(stderr, "s3sqs help: want one COMMAND, got %d\n\n%s", len(args)-1, usage)
+			return 2
+		case commands[args[1]]:
+			// A command's help is its -h.
+			return run(ctx, []string{args[1], "-h"}, stdin, stdout, stderr, tty)
+		}
+		fmt.Fprintf(stderr, "s3sqs help: unknown command %q\n\n%s", args[1], usage)
+		return 2
 	}
 	fmt.Fprintf(stderr, "s3sqs: unknown command %q\n\n%s", args[0], usage)
 	return 2
 }
+
+// commands are the names run knows.
+var commands = map[string]bool{"fanout": true, "ingest": true, "parse": true, "redrive": true}
 
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
@@ -120,4 +142,29 @@ func firstBad(checks []check) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// printJSON writes v, indented, as a command's result on stdout.
+func printJSON(w io.Writer, v any) {
+	out, _ := json.MarshalIndent(v, "", "  ")
+	fmt.Fprintf(w, "%s\n", out)
+}
+
+// queueFlagError names, in a queue that cannot be used, the flag that named
+// it (flags, by fanout.QueueError's role) rather than its role; skip is the
+// flag that spares the target's GetQueueAttributes call, if the command
+// has one. Other errors are returned as they are.
+func queueFlagError(err error, flags map[string]string, skip string) error {
+	var qe *fanout.QueueError
+	if !errors.As(err, &qe) {
+		return err
+	}
+	flag, ok := flags[qe.Role]
+	if !ok {
+		return err
+	}
+	if qe.Role != fanout.RoleTarget {
+		skip = ""
+	}
+	return lambdaenv.FlagQueueError(flag, qe.Queue, qe.Err, skip)
 }

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,8 +26,9 @@ Sends failed work again, from one SOURCE:
       a fanout run report: its failed tasks go back to -work-queue-url from
       their first failed record, or only their failed records are read again
       and sent to -target-queue-url from here
-  -from-queue URL | -from-s3 s3://bucket/prefix
-      the failure output: its records go to -target-queue-url (the target, or
+  -from-queue URL | -from-s3 s3://bucket/prefix | -from-file PATH
+      the failure output (-from-file: the local file fanout writes by
+      default, s3sqs-failures-RUNID.jsonl): its records go to -target-queue-url (the target, or
       another queue); bodies cut short or absent are read again from their
       object, at the version they failed at
   -dlq URL [-to URL]
@@ -47,6 +48,7 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 	var (
 		report, reportURI, runID   string
 		fromQueue, fromS3, dlq, to string
+		fromFile                   string
 		native                     bool
 		opts                       redrive.Options
 		redriveRunID               string
@@ -63,6 +65,7 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 	fs.StringVar(&runID, "run-id", "", "the `run` whose report -report-s3-uri holds")
 	fs.StringVar(&fromQueue, "from-queue", "", "redrive the failure queue at `URL` (FAILURE_QUEUE_URL)")
 	fs.StringVar(&fromS3, "from-s3", "", "redrive the failure output under `s3://bucket/prefix` (FAILURE_S3_URI), or one .jsonl file")
+	fs.StringVar(&fromFile, "from-file", "", "redrive the local failure file at `path` (fanout's -failure-file, by default s3sqs-failures-RUNID.jsonl)")
 	fs.StringVar(&dlq, "dlq", "", "move the messages of the dead-letter queue at `URL` back")
 	fs.StringVar(&to, "to", "", "with -dlq: the queue `URL` to move them to (default: the queue whose RedrivePolicy names the DLQ)")
 	fs.BoolVar(&native, "native", false, "with -dlq: have SQS move them (StartMessageMoveTask) instead of this process")
@@ -72,7 +75,7 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 	fs.StringVar(&codes, "code", "", "send only the records that failed with these comma-separated `codes`")
 	fs.StringVar(&skipCodes, "skip-code", "", "send all records but those that failed with these comma-separated `codes`")
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "send, delete and write nothing; list what would be sent")
-	fs.BoolVar(&opts.Delete, "delete", false, "with -from-s3: delete each failure file once all its records are sent (default: keep it, with a .redriven marker)")
+	fs.BoolVar(&opts.Delete, "delete", false, "with -from-s3 or -from-file: delete each failure file once all its records are sent (default: keep it, with a .redriven marker)")
 	fs.BoolVar(&opts.Reread, "reread", false, "read every failure output record again from its object, not only those without a whole body")
 	fs.StringVar(&format, "format", "auto", "`format` of the objects records are read again from: auto, jsonl, csv, text or parquet")
 	fs.StringVar(&opts.Mapping.BodyField, "body-field", "", "records read again: record `field` sent as the body, as fanout's -body-field")
@@ -100,20 +103,20 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 
 	// One source, and only the flags that apply to it.
 	var sources []string
-	for _, s := range []string{"report", "report-s3-uri", "from-queue", "from-s3", "dlq"} {
+	for _, s := range []string{"report", "report-s3-uri", "from-queue", "from-s3", "from-file", "dlq"} {
 		if set[s] {
 			sources = append(sources, "-"+s)
 		}
 	}
 	switch {
 	case len(sources) == 0:
-		return bad("name what to redrive: -report, -report-s3-uri with -run-id, -from-queue, -from-s3 or -dlq")
+		return bad("name what to redrive: -report, -report-s3-uri with -run-id, -from-queue, -from-s3, -from-file or -dlq")
 	case len(sources) > 1:
 		return bad("name one source to redrive, not %s", strings.Join(sources, " and "))
 	}
 	source := strings.TrimPrefix(sources[0], "-")
 	isReport := source == "report" || source == "report-s3-uri"
-	isFailures := source == "from-queue" || source == "from-s3"
+	isFailures := source == "from-queue" || source == "from-s3" || source == "from-file"
 	only := func(flags []string, applies bool, where string) (int, bool) {
 		for _, f := range flags {
 			if set[f] && !applies {
@@ -132,8 +135,8 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 		{[]string{"to", "native"}, source == "dlq", "with -dlq"},
 		{[]string{"target-queue-url"}, !(source == "dlq"), "to a run report or the failure output; with -dlq name the queue with -to"},
 		{[]string{"code", "skip-code"}, isReport || isFailures, "to a run report or the failure output, whose records have codes"},
-		{[]string{"delete"}, source == "from-s3", "with -from-s3"},
-		{[]string{"reread", "format", "body-field", "attributes-field", "group-id-field", "dedup-id-field", "ingest"}, isFailures, "to the failure output (-from-queue, -from-s3)"},
+		{[]string{"delete"}, source == "from-s3" || source == "from-file", "with -from-s3 and -from-file"},
+		{[]string{"reread", "format", "body-field", "attributes-field", "group-id-field", "dedup-id-field", "ingest"}, isFailures, "to the failure output (-from-queue, -from-s3, -from-file)"},
 		{[]string{"partitions", "file-metadata"}, useIngest, "with -ingest"},
 		{[]string{"rate"}, !isReport, "to the failure output and a DLQ"},
 		{[]string{"visibility-timeout"}, source == "from-queue" || source == "dlq" && !native, "to a queue received here (-from-queue, -dlq)"},
@@ -198,18 +201,30 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 	}
 	opts.Rate, opts.Visibility = rate, visibility
 
+	// The run has started: from here on, stdout gets a summary, empty
+	// when the run fails before it finds anything.
+	flags := map[string]string{fanout.RoleTarget: "-target-queue-url", fanout.RoleWork: "-work-queue-url", fanout.RoleFailure: "-from-queue", fanout.RoleDeadLetter: "-dlq"}
+	if source == "dlq" {
+		flags[fanout.RoleTarget] = "-to"
+		if to == "" {
+			flags[fanout.RoleTarget] = "the queue whose RedrivePolicy names -dlq"
+		}
+	}
+	failed := func(err error) int {
+		printJSON(stdout, redrive.Summary{From: cmp.Or(report, fromQueue, fromS3, fromFile, dlq), To: cmp.Or(opts.TargetQueueURL, opts.WorkQueueURL, to), Items: []redrive.Item{}})
+		fmt.Fprintf(stderr, "s3sqs redrive: %v\n", queueFlagError(err, flags, ""))
+		return 1
+	}
 	s3c, sqsc, err := lambdaenv.Clients(ctx, pathStyle)
 	if err != nil {
-		fmt.Fprintf(stderr, "s3sqs redrive: %v\n", err)
-		return 1
+		return failed(err)
 	}
 	opts.Progress = &redrive.Progress{}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts.Send.Logger = nil
 	r, err := redrive.New(ctx, s3c, sqsc, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "s3sqs redrive: %v\n", err)
-		return 1
+		return failed(err)
 	}
 
 	done := make(chan struct{})
@@ -227,20 +242,21 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 		sum, err = r.FailureQueue(ctx, fromQueue)
 	case "from-s3":
 		sum, err = r.FailureS3(ctx, fromS3)
+	case "from-file":
+		sum, err = r.FailureFile(ctx, fromFile)
 	case "dlq":
 		sum, err = r.DLQ(ctx, dlq, to, native)
 	}
 	close(done)
 	<-shown
-	out, _ := json.MarshalIndent(sum, "", "  ")
-	fmt.Fprintf(stdout, "%s\n", out)
+	printJSON(stdout, sum)
 	writeSummary(stderr, sum, source == "dlq", time.Since(start))
 	var noSource *redrive.SourceError
 	switch {
 	case errors.As(err, &noSource) && noSource.Err == nil:
 		return bad("%v: name the queue to move them to with -to", err)
 	case err != nil:
-		fmt.Fprintf(stderr, "s3sqs redrive: %v\n", err)
+		fmt.Fprintf(stderr, "s3sqs redrive: %v\n", queueFlagError(err, flags, ""))
 		return 1
 	case sum.Failed > 0:
 		return 1

@@ -43,7 +43,7 @@ func TestRedriveUsageErrors(t *testing.T) {
 		{[]string{"redrive", "-dlq", q, "-native", "-rate", "1000"}, "-rate: 1000 is above the 500 messages per second StartMessageMoveTask allows"},
 		{[]string{"redrive", "-dlq", q, "-visibility-timeout", "1500ms"}, "-visibility-timeout: 1.5s is not a whole number of seconds"},
 		{[]string{"redrive", "-from-queue", q}, "name the queue the failure output's records go to: -target-queue-url"},
-		{[]string{"redrive", "-from-queue", q, "-target-queue-url", q, "-delete"}, "-delete applies with -from-s3 only"},
+		{[]string{"redrive", "-from-queue", q, "-target-queue-url", q, "-delete"}, "-delete applies with -from-s3 and -from-file only"},
 		{[]string{"redrive", "-from-queue", q, "-target-queue-url", q, "-to", q}, "-to applies with -dlq only"},
 		{[]string{"redrive", "-from-queue", q, "-target-queue-url", q, "-code", "A,,B"}, `-code: "A,,B" is not a comma-separated list of error codes`},
 		{[]string{"redrive", "-from-queue", q, "-target-queue-url", q, "-code", "A", "-skip-code", "B"}, "give -code or -skip-code, not both"},

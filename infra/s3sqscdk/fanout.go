@@ -61,8 +61,8 @@ func (s *S3SQS) buildFanout() {
 		timeout:     fo.Timeout,
 		memoryMiB:   fo.MemoryMiB,
 		env:         env(own, fo.Environment),
-		// Direct invocations may be asynchronous (a schedule, an S3
-		// event): the ones that fail end up next to the failed tasks.
+		// Direct invocations may be asynchronous (an Event invoke, an
+		// S3 event): the ones that fail end up next to the failed tasks.
 		dlq: s.WorkDLQ,
 	})
 	s.FanoutFunction = fn

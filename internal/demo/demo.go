@@ -129,7 +129,7 @@ func Run(ctx context.Context, c Config, out io.Writer) (*Summary, error) {
 		defer fn.Close()
 		fns[name] = fn
 	}
-	say("built both bootstraps and started them under aws-lambda-rie (logs in %s)", c.Dir)
+	say("built both bootstraps and started them under aws-lambda-rie (logs in %s)", shownPath(c.Dir))
 
 	gen, err := generate(ctx, st, c)
 	if err != nil {
@@ -145,7 +145,7 @@ func Run(ctx context.Context, c Config, out io.Writer) (*Summary, error) {
 		return nil, err
 	}
 	sum.IngestTime = time.Since(t0)
-	say("s3ingest: %d invocations", sum.Ingest.Invocations)
+	say("s3ingest: %s", plural(sum.Ingest.Invocations, "invocation"))
 
 	// fanout: a direct request for the prefix, then its work queue.
 	t0 = time.Now()
@@ -161,14 +161,14 @@ func Run(ctx context.Context, c Config, out io.Writer) (*Summary, error) {
 		return nil, err
 	}
 	sum.FanoutTime = time.Since(t0)
-	say("fanout: %d tasks over %d invocations", sum.FanoutPlan.TasksQueued, sum.Fanout.Invocations)
+	say("fanout: %s: the request, which queued %s, and %d from the work queue", plural(sum.Fanout.Invocations+1, "invocation"), plural(sum.FanoutPlan.TasksQueued, "task"), sum.Fanout.Invocations)
 
 	// The record SQS refused for its NUL character is fixed as a user
 	// would: sent again from the failure output, the character replaced.
 	if sum.Redrive, err = redriveRefused(ctx, st); err != nil {
 		return nil, err
 	}
-	say("redrive: %d of the failure output's records sent again (InvalidCharacters, with U+FFFD)", sum.Redrive.Sent)
+	say("redrive: %s of the failure output sent again (InvalidCharacters, with U+FFFD)", plural(sum.Redrive.Sent, "record"))
 
 	if err := sum.collect(ctx, st, fns); err != nil {
 		return nil, err
@@ -176,6 +176,20 @@ func Run(ctx context.Context, c Config, out io.Writer) (*Summary, error) {
 	sum.Total = time.Since(start)
 	sum.Print(out)
 	return sum, nil
+}
+
+// shownPath is dir relative to the working directory when it is below it,
+// so that the demo's output reads the same on every clone.
+func shownPath(dir string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return dir
+	}
+	rel, err := filepath.Rel(wd, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return dir
+	}
+	return rel
 }
 
 // redriveRefused sends the failure output's InvalidCharacters records to

@@ -54,7 +54,22 @@ func TestDemo(t *testing.T) {
 	if len(sum.Offloaded) != 1 || sum.Offloaded[0].size < bigRecordSize {
 		t.Errorf("offloaded %+v; want the one record over SQS's limit, read back whole", sum.Offloaded)
 	}
+	if strings.Contains(out.String(), " 1 records") || !strings.Contains(out.String(), "1 record on the failure output") {
+		t.Errorf("summary does not count in words:\n%s", out.String())
+	}
 	if !strings.Contains(out.String(), "every record is accounted for") {
 		t.Errorf("summary lacks the verdict:\n%s", out.String())
+	}
+}
+
+func TestPlural(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		word string
+		want string
+	}{{0, "record", "0 records"}, {1, "record", "1 record"}, {2, "delivery", "2 deliveries"}, {1, "delivery", "1 delivery"}} {
+		if got := plural(c.n, c.word); got != c.want {
+			t.Errorf("plural(%d, %q) = %q, want %q", c.n, c.word, got, c.want)
+		}
 	}
 }

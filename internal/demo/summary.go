@@ -234,12 +234,15 @@ func (s *Summary) Print(w io.Writer) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "stage\tin\tout\tSQS requests\tfailures\ttime")
-	fmt.Fprintf(tw, "s3ingest\t%d objects, %d records (%d deliveries)\t%d records read, %d invocations\t%d\t%d messages retried, %d in DLQ\t%s\n",
-		ingestObjs, ingestRecs, s.Ingest.Received, s.IngestRecordsRead, s.Ingest.Invocations,
-		s.IngestRequests, s.Ingest.Failed, len(s.DLQ), s.IngestTime.Round(time.Millisecond))
-	fmt.Fprintf(tw, "fanout\t%d objects, %d records, %d tasks\t%d records read, %d invocations\t%d\t%d records on the failure output (both functions), %d tasks in DLQ\t%s\n",
-		fanoutObjs, fanoutRecs, s.FanoutPlan.TasksQueued, s.FanoutRecordsRead, s.Fanout.Invocations+1,
-		s.FanoutRequests, len(s.OnFailureOutput), s.WorkDLQ, s.FanoutTime.Round(time.Millisecond))
+	fmt.Fprintf(tw, "s3ingest\t%s, %s (%s)\t%s read, %s\t%d\t%s retried, %d in DLQ\t%s\n",
+		plural(ingestObjs, "object"), plural(ingestRecs, "record"), plural(s.Ingest.Received, "delivery"),
+		plural(s.IngestRecordsRead, "record"), plural(s.Ingest.Invocations, "invocation"),
+		s.IngestRequests, plural(s.Ingest.Failed, "message"), len(s.DLQ), s.IngestTime.Round(time.Millisecond))
+	// fanout's invocations are its request's and the work queue's.
+	fmt.Fprintf(tw, "fanout\t%s, %s, %s\t%s read, %s\t%d\t%s on the failure output (both functions), %s in DLQ\t%s\n",
+		plural(fanoutObjs, "object"), plural(fanoutRecs, "record"), plural(s.FanoutPlan.TasksQueued, "task"),
+		plural(s.FanoutRecordsRead, "record"), plural(s.Fanout.Invocations+1, "invocation"),
+		s.FanoutRequests, plural(len(s.OnFailureOutput), "record"), plural(s.WorkDLQ, "task"), s.FanoutTime.Round(time.Millisecond))
 	tw.Flush()
 	fmt.Fprintln(w)
 	sort.Strings(s.DLQ)
@@ -247,10 +250,15 @@ func (s *Summary) Print(w io.Writer) {
 		fmt.Fprintf(w, "ingest DLQ: %s\n", d)
 	}
 	for _, f := range s.OnFailureOutput {
-		fmt.Fprintf(w, "failure output: %s offset %d: %s: %s\n", short(f.Source), f.Offset, f.Code, truncate(f.Message, 80))
+		// A reader's message names the object again: keep what follows.
+		reason := fmt.Sprintf("offset %d: %s", f.Offset, f.Message)
+		if i := strings.Index(f.Message, " at offset "); i >= 0 {
+			reason = f.Message[i+len(" at "):]
+		}
+		fmt.Fprintf(w, "failure output: %s: %s at %s\n", short(f.Source), f.Code, truncate(reason, 90))
 	}
 	if s.Redrive != nil {
-		fmt.Fprintf(w, "redrive: the failure output's InvalidCharacters records sent again with U+FFFD: %d sent, %d skipped, %d failed; %d now delivered\n",
+		fmt.Fprintf(w, "redrive: the failure output's InvalidCharacters records sent again with U+FFFD: %d sent, %d skipped (other reasons stay on the failure output), %d failed; %d now delivered\n",
 			s.Redrive.Sent, s.Redrive.Skipped, s.Redrive.Failed, s.Redriven)
 	}
 	for _, o := range s.Offloaded {
@@ -264,8 +272,19 @@ func (s *Summary) Print(w io.Writer) {
 	if !s.OK() {
 		verdict = "RECORDS ARE MISSING"
 	}
-	fmt.Fprintf(w, "accounted: %d of %d records: %d delivered, %d on the failure output, %d in objects whose notification is in the DLQ; %s (%s)\n",
-		s.Delivered+len(s.OnFailureOutput)+s.InDLQ, total, s.Delivered, len(s.OnFailureOutput), s.InDLQ, verdict, s.Total.Round(time.Millisecond))
+	fmt.Fprintf(w, "accounted: %d of %s: %d delivered, %d on the failure output, %d in objects whose notification is in the DLQ; %s (%s)\n",
+		s.Delivered+len(s.OnFailureOutput)+s.InDLQ, plural(total, "record"), s.Delivered, len(s.OnFailureOutput), s.InDLQ, verdict, s.Total.Round(time.Millisecond))
+}
+
+// plural is n and word, in the plural unless n is 1.
+func plural[N ~int | ~int64](n N, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", word)
+	}
+	if strings.HasSuffix(word, "y") {
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(word, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func truncate(s string, n int) string {

@@ -227,3 +227,46 @@ func ExampleCheckConfig() {
 	// Output:
 	// s3ingest reads HANDOFF_BYTES, which has no row in the configuration table
 }
+
+// TestReadmeLeads checks that README.md is a front page: at most 250
+// lines, with the demo's and the tests' commands, each followed by its
+// output, within the first 60, and the test command the one CI runs.
+func TestReadmeLeads(t *testing.T) {
+	root := repoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(readme), "\n"), "\n")
+	if len(lines) > 250 {
+		t.Errorf("README.md has %d lines, want at most 250: move the detail to docs/", len(lines))
+	}
+	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ciLines := strings.Split(strings.TrimSpace(string(ci)), "\n")
+	testCmd := ciLines[len(ciLines)-1]
+	for _, cmd := range []string{"make demo", testCmd} {
+		at := slices.Index(lines, cmd)
+		if at < 0 {
+			t.Errorf("README.md has no line %q", cmd)
+			continue
+		}
+		// The command's own fence closes, then its output's opens and closes.
+		fences := 0
+		end := -1
+		for i := at + 1; i < len(lines) && fences < 3; i++ {
+			if strings.HasPrefix(lines[i], "```") {
+				fences++
+				end = i + 1
+			}
+		}
+		if fences < 3 || end > 60 {
+			t.Errorf("README.md: %q and its output end at line %d, want both within the first 60", cmd, end)
+		}
+	}
+	if strings.Contains(string(readme), root) {
+		t.Errorf("README.md names the path of this clone, %s", root)
+	}
+}

@@ -153,6 +153,19 @@ func (r *Reader) OneOf(names ...string) {
 // cannot be used at init: the variable, the queue, and AWS's error code and
 // message, with a hint for the common codes.
 func QueueError(variable, queue string, err error) error {
+	return queueError(variable, queue, err, "the function's role", "")
+}
+
+// FlagQueueError is QueueError for a command: flag names the queue, the
+// caller's credentials need the permissions, and skip, when not empty, is
+// the flag that spares the GetQueueAttributes call a denial may be about.
+func FlagQueueError(flag, queue string, err error, skip string) error {
+	return queueError(flag, queue, err, "the credentials in use", skip)
+}
+
+// queueError is QueueError with who needs the permissions and the setting
+// that skips GetQueueAttributes, if any.
+func queueError(setting, queue string, err error, who, skip string) error {
 	var api smithy.APIError
 	if !errors.As(err, &api) {
 		// No answer from SQS: the endpoint, network or credentials.
@@ -160,16 +173,20 @@ func QueueError(variable, queue string, err error) error {
 		if errors.As(err, &op) {
 			err = op.Err
 		}
-		return fmt.Errorf("%s: queue %s cannot be reached: %v", variable, queue, err)
+		return fmt.Errorf("%s: queue %s cannot be reached: %w", setting, queue, err)
 	}
 	hint := ""
 	switch api.ErrorCode() {
 	case "AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist":
 		hint = " (no such queue in this account and region; check the URL or name)"
 	case "AccessDenied", "AccessDeniedException", "KMS.AccessDeniedException":
-		hint = " (the function's role needs sqs:GetQueueAttributes and sqs:SendMessage on it, and kms:GenerateDataKey for a KMS-encrypted queue)"
+		hint = " (" + who + " needs sqs:GetQueueAttributes and sqs:SendMessage on it, and kms:GenerateDataKey for a KMS-encrypted queue"
+		if skip != "" {
+			hint += "; " + skip + " spares GetQueueAttributes"
+		}
+		hint += ")"
 	}
-	return fmt.Errorf("%s: queue %s cannot be used: %s: %s%s", variable, queue, api.ErrorCode(), api.ErrorMessage(), hint)
+	return fmt.Errorf("%s: queue %s cannot be used: %s: %s%s", setting, queue, api.ErrorCode(), api.ErrorMessage(), hint)
 }
 
 // Variables of the S3 notification filter that both functions read.

@@ -56,7 +56,7 @@ func (e *SourceError) Unwrap() error { return e.Err }
 func (r *Redriver) SourceQueue(ctx context.Context, dlqURL string) (string, error) {
 	attrs, err := r.queueAttributes(ctx, dlqURL, types.QueueAttributeNameQueueArn, types.QueueAttributeNameRedriveAllowPolicy)
 	if err != nil {
-		return "", &fanout.QueueError{Role: "dead-letter", Queue: dlqURL, Err: err}
+		return "", &fanout.QueueError{Role: fanout.RoleDeadLetter, Queue: dlqURL, Err: err}
 	}
 	sources, listErr := r.deadLetterSources(ctx, dlqURL)
 	if listErr != nil {
@@ -174,7 +174,7 @@ func (r *Redriver) DLQ(ctx context.Context, dlqURL, toURL string, native bool) (
 	t := newTally(r.opts, dlqURL, toURL)
 	attrs, err := r.queueAttributes(ctx, dlqURL, types.QueueAttributeNameFifoQueue, types.QueueAttributeNameApproximateNumberOfMessages)
 	if err != nil {
-		return t.summary(), &fanout.QueueError{Role: "dead-letter", Queue: dlqURL, Err: err}
+		return t.summary(), &fanout.QueueError{Role: fanout.RoleDeadLetter, Queue: dlqURL, Err: err}
 	}
 	fifo := attrs[string(types.QueueAttributeNameFifoQueue)] == "true"
 	target, err := sqsbatch.New(ctx, r.sqs, sqsbatch.Queue{URL: toURL}, r.opts.Send)
@@ -285,7 +285,7 @@ func (r *Redriver) NativeMove(ctx context.Context, dlqURL, toURL string) (*Summa
 	t := newTally(r.opts, dlqURL, toURL)
 	attrs, err := r.queueAttributes(ctx, dlqURL, types.QueueAttributeNameQueueArn, types.QueueAttributeNameApproximateNumberOfMessages)
 	if err != nil {
-		return t.summary(), &fanout.QueueError{Role: "dead-letter", Queue: dlqURL, Err: err}
+		return t.summary(), &fanout.QueueError{Role: fanout.RoleDeadLetter, Queue: dlqURL, Err: err}
 	}
 	n, _ := strconv.Atoi(attrs[string(types.QueueAttributeNameApproximateNumberOfMessages)])
 	t.expect(n)

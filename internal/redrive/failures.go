@@ -8,9 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -385,7 +389,7 @@ func (r *Redriver) FailureS3(ctx context.Context, uri string) (*Summary, error) 
 		if err := ctx.Err(); err != nil {
 			return t.summary(), err
 		}
-		if err := r.failureFile(ctx, t, bucket, key, pace); err != nil {
+		if err := r.failureFile(ctx, t, s3Files{c: r.s3, bucket: bucket}, key, pace); err != nil {
 			return t.summary(), err
 		}
 	}
@@ -396,10 +400,91 @@ func (r *Redriver) FailureS3(ctx context.Context, uri string) (*Summary, error) 
 // progress.
 const sendBatch = 10
 
+// FailureFile redrives the failure file at path on this machine (the
+// s3sqs-failures-RUNID.jsonl that `s3sqs fanout` writes) to the target, as
+// FailureS3 redrives one file in S3: the record ids sent are recorded in
+// <path>.redriven beside it.
+func (r *Redriver) FailureFile(ctx context.Context, path string) (*Summary, error) {
+	t := newTally(r.opts, path, r.opts.TargetQueueURL)
+	if r.target == nil {
+		return t.summary(), errors.New("redrive: the failure output goes to a target queue; none is set")
+	}
+	if _, err := os.Stat(path); err != nil {
+		return t.summary(), err
+	}
+	return t.summary(), r.failureFile(ctx, t, localFiles{}, path, newPace(r.opts.Rate))
+}
+
+// failureFiles is where failure files and their markers are: S3 or this
+// machine.
+type failureFiles interface {
+	name(key string) string
+	read(ctx context.Context, key string) ([]byte, error)
+	marker(ctx context.Context, key string) (*Marker, error)
+	putMarker(ctx context.Context, key string, m *Marker) error
+	remove(ctx context.Context, key string) error
+}
+
+// s3Files are failure files in a bucket.
+type s3Files struct {
+	c      S3API
+	bucket string
+}
+
+func (f s3Files) name(key string) string { return "s3://" + f.bucket + "/" + key }
+func (f s3Files) read(ctx context.Context, key string) ([]byte, error) {
+	return getObject(ctx, f.c, f.bucket, key)
+}
+func (f s3Files) marker(ctx context.Context, key string) (*Marker, error) {
+	return getMarker(ctx, f.c, f.bucket, key)
+}
+func (f s3Files) putMarker(ctx context.Context, key string, m *Marker) error {
+	return putMarker(ctx, f.c, f.bucket, key, m)
+}
+func (f s3Files) remove(ctx context.Context, key string) error {
+	_, err := f.c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(f.bucket), Key: aws.String(key)})
+	return err
+}
+
+// localFiles are failure files on this machine, named by path.
+type localFiles struct{}
+
+func (localFiles) name(path string) string { return path }
+func (localFiles) read(_ context.Context, path string) ([]byte, error) {
+	return os.ReadFile(path)
+}
+func (localFiles) marker(_ context.Context, path string) (*Marker, error) {
+	m := &Marker{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	slices.Sort(m.Sent)
+	return m, nil
+}
+func (localFiles) putMarker(_ context.Context, path string, m *Marker) error {
+	m.UpdatedAt = time.Now().UTC()
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("write the marker %s: %w", path, err)
+	}
+	return nil
+}
+func (localFiles) remove(_ context.Context, path string) error { return os.Remove(path) }
+
 // failureFile redrives one failure output file.
-func (r *Redriver) failureFile(ctx context.Context, t *tally, bucket, key string, pace *pace) error {
-	file := "s3://" + bucket + "/" + key
-	body, err := getObject(ctx, r.s3, bucket, key)
+func (r *Redriver) failureFile(ctx context.Context, t *tally, files failureFiles, key string, pace *pace) error {
+	file := files.name(key)
+	body, err := files.read(ctx, key)
 	if notFound(err) {
 		return nil // deleted since it was listed
 	}
@@ -407,7 +492,7 @@ func (r *Redriver) failureFile(ctx context.Context, t *tally, bucket, key string
 		return err
 	}
 	markerKey := key + ".redriven"
-	m, err := getMarker(ctx, r.s3, bucket, markerKey)
+	m, err := files.marker(ctx, markerKey)
 	if err != nil {
 		return err
 	}
@@ -426,7 +511,7 @@ func (r *Redriver) failureFile(ctx context.Context, t *tally, bucket, key string
 	t.expect(len(ps))
 	for _, p := range ps {
 		if r.choose(p) && m.has(p.item.ID) {
-			p.item.Outcome, p.item.Reason = Skipped, "sent by an earlier redrive (marker s3://"+bucket+"/"+markerKey+")"
+			p.item.Outcome, p.item.Reason = Skipped, "sent by an earlier redrive (marker "+files.name(markerKey)+")"
 		}
 	}
 	for start := 0; start < len(ps); start += sendBatch {
@@ -451,16 +536,27 @@ func (r *Redriver) failureFile(ctx context.Context, t *tally, bucket, key string
 	}
 	if r.opts.Delete && all {
 		for _, k := range []string{key, markerKey} {
-			if _, err := r.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)}); err != nil {
-				r.log.WarnContext(ctx, "the failure file's records are all sent, but it was not deleted", "file", "s3://"+bucket+"/"+k, "err", err)
-				r.mark(ctx, t, bucket, markerKey, m, r.opts.TargetQueueURL, sent)
+			if err := files.remove(ctx, k); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				r.log.WarnContext(ctx, "the failure file's records are all sent, but it was not deleted", "file", files.name(k), "err", err)
+				r.markFile(ctx, files, markerKey, m, sent)
 				return nil
 			}
 		}
 		return nil
 	}
-	r.mark(ctx, t, bucket, markerKey, m, r.opts.TargetQueueURL, sent)
+	r.markFile(ctx, files, markerKey, m, sent)
 	return nil
+}
+
+// markFile is mark for a failure file's marker, in S3 or on this machine.
+func (r *Redriver) markFile(ctx context.Context, files failureFiles, key string, m *Marker, sent []string) {
+	if len(sent) == 0 || r.opts.DryRun {
+		return
+	}
+	m.add(r.opts.TargetQueueURL, sent...)
+	if err := files.putMarker(ctx, key, m); err != nil {
+		r.log.WarnContext(ctx, "records sent, but the marker that keeps the next redrive from sending them again was not written", "marker", files.name(key), "records", len(sent), "err", err)
+	}
 }
 
 // FailureQueue redrives the failure queue at url to the target. Each

@@ -108,7 +108,9 @@ type Progress struct {
 	BytesRead      atomic.Int64
 	RecordsRead    atomic.Int64
 	RecordsFailed  atomic.Int64
-	Messages       atomic.Int64
+	// Messages counts the messages handed to the send as they go, less
+	// those SQS refused in the end, so that a rate from it is live.
+	Messages atomic.Int64
 }
 
 // Stats counts what a run or task did.
@@ -260,10 +262,14 @@ const (
 	RoleTarget  = "target"
 	RoleWork    = "work"
 	RoleFailure = "failure"
+	// RoleDeadLetter is a dead-letter queue that a redrive reads.
+	RoleDeadLetter = "dead-letter"
 )
 
 // QueueError is a queue that cannot be used: it does not exist, or its
 // attributes cannot be read. Role says which of the runner's queues it is.
+// Its message names no package: s3ingest and redrive use it too, and a
+// command or function names the flag or variable of the queue instead.
 type QueueError struct {
 	Role  string
 	Queue string
@@ -271,7 +277,7 @@ type QueueError struct {
 }
 
 func (e *QueueError) Error() string {
-	return fmt.Sprintf("fanout: %s queue %s: %v", e.Role, e.Queue, e.Err)
+	return fmt.Sprintf("%s queue %s: %v", e.Role, e.Queue, e.Err)
 }
 
 // Unwrap returns the reason.

@@ -331,6 +331,9 @@ func (r *Runner) runGroup(ctx context.Context, runs []*taskRun, concurrency int)
 		tr := runs[ref.task]
 		tr.res.RecordsFailed += int64(ref.count)
 		tr.res.Messages--
+		if p := r.opts.Progress; p != nil {
+			p.Messages.Add(-1)
+		}
 		if err != nil && (f.Stopped() || f.Code == sqsbatch.CodeGroupFailed) {
 			// Not the record's fault (its send stopped, or an entry of
 			// its FIFO group failed with it): it is sent again by the
@@ -432,6 +435,11 @@ func (r *Runner) read(work, readCtx context.Context, tr *taskRun, pipe *entryPip
 		}
 		tr.produced++
 		tr.res.Messages++
+		// Counted as the message goes to the send, not when the task
+		// ends, so that the progress line's rate is live.
+		if p := r.opts.Progress; p != nil {
+			p.Messages.Add(1)
+		}
 		return true
 	}
 	// refuse puts a record that cannot be sent on the failure output; fail
@@ -729,7 +737,6 @@ func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 	res.RecordsSent = res.RecordsRead - res.RecordsFailed
 	if p := r.opts.Progress; p != nil {
 		p.RecordsFailed.Add(res.RecordsFailed)
-		p.Messages.Add(res.Messages)
 	}
 	sendCtx := partialbatch.SendContext(ctx)
 	switch {

@@ -72,7 +72,7 @@ func (q Queue) resolve(ctx context.Context, client API) (string, queueLimits, er
 		},
 	})
 	if err != nil {
-		return "", queueLimits{}, &StopError{Code: codeOf(err), Err: fmt.Errorf("get attributes of queue %s (set Queue.MaxMessageSize to skip): %w", url, err)}
+		return "", queueLimits{}, &StopError{Code: codeOf(err), Err: fmt.Errorf("get attributes of queue %s: %w", url, err)}
 	}
 	attrs := out.Attributes
 	size, err := strconv.Atoi(attrs[string(types.QueueAttributeNameMaximumMessageSize)])

@@ -621,6 +621,28 @@ class Comparer:
         return out
 
 
+# The Rules that stand for a refusal of the CDK app's context (not props,
+# so no parameter set shows them): name -> (RuleCondition, Assert).
+GUARDS = {
+    # infra/context.go: "fanout is enabled but can read no dataset".
+    "FanoutNeedsDataset": ({"Fn::Equals": [{"Ref": "Fanout"}, "true"]},
+                           {"Fn::Not": [{"Fn::Equals": [{"Ref": "DatasetBucket1"}, ""]}]}),
+}
+
+
+def guard_gaps(sam_tpl):
+    """guard_gaps names each rule of GUARDS that template.yaml lacks or has changed."""
+    rules = sam_tpl.get("Rules", {})
+    gaps = []
+    for name, (cond, assertion) in GUARDS.items():
+        r = rules.get(name)
+        if r is None:
+            gaps.append("Rules.%s is missing: the CDK app refuses that deployment, template.yaml must too" % name)
+        elif r.get("RuleCondition") != cond or assertion not in [a.get("Assert") for a in r.get("Assertions", [])]:
+            gaps.append("Rules.%s does not assert %s when %s" % (name, json.dumps(assertion), json.dumps(cond)))
+    return gaps
+
+
 # ---------------------------------------------------------------- selftest
 
 def _res(t, n):
@@ -723,6 +745,13 @@ def selftest(comparer, sam_tpl):
             missed.append(what + " (meant to show only at a non-default set, but the defaults catch it: plant it deeper)")
             continue
         print("selftest: caught at %s: %s" % (", ".join(sorted(caught)), what))
+    for name in GUARDS:
+        t = copy.deepcopy(sam_tpl)
+        t.get("Rules", {}).pop(name, None)
+        if guard_gaps(t):
+            print("selftest: caught by guard_gaps: Rules.%s removed" % name)
+        else:
+            missed.append("Rules.%s removed" % name)
     if missed:
         print("selftest: NOT caught: " + "; ".join(missed))
         return 1
@@ -774,7 +803,7 @@ def main(argv):
         print("\n".join(d))
     if diffs:
         print("\nFix template.yaml or infra/, or name the difference in INTENDED in %s.\n" % __file__)
-    gaps = coverage(sam_tpl, sets)
+    gaps = coverage(sam_tpl, sets) + guard_gaps(sam_tpl)
     if gaps:
         print("template.yaml, infra/context.go, the docs and %s do not cover each other:" % opts["--sets"])
         print("\n".join("  - " + g for g in gaps))
