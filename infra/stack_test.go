@@ -60,6 +60,22 @@ func newApp(t *testing.T, ctx map[string]any) awscdk.App {
 	return awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
 }
 
+// newTestStack builds the app's stack from ctx, in account 111122223333
+// and eu-west-1.
+func newTestStack(t *testing.T, ctx map[string]any) (awscdk.App, awscdk.Stack) {
+	t.Helper()
+	app := newApp(t, ctx)
+	cfg, err := configFromContext(app.Node())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack, _, err := newStack(app, cfg, &awscdk.Environment{Account: jsii.String("111122223333"), Region: jsii.String("eu-west-1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app, stack
+}
+
 // TestContext checks how context values (strings from -c, JSON from
 // cdk.json) become props, and that bad ones are all reported.
 func TestContext(t *testing.T) {
@@ -202,15 +218,7 @@ func TestStack(t *testing.T) {
 			}
 			ctx[s3sqscdk.FeatureFlagRestrictSqsDecryption] = true
 			catch(t, func() {
-				app := newApp(t, ctx)
-				cfg, err := configFromContext(app.Node())
-				if err != nil {
-					t.Fatal(err)
-				}
-				stack, _, err := newStack(app, cfg, &awscdk.Environment{Account: jsii.String("111122223333"), Region: jsii.String("eu-west-1")})
-				if err != nil {
-					t.Fatal(err)
-				}
+				app, stack := newTestStack(t, ctx)
 				addNag(app)
 				ann := assertions.Annotations_FromStack(stack)
 				anyMsg := assertions.Match_StringLikeRegexp(jsii.String(".*"))
@@ -256,15 +264,7 @@ func TestStackDatasetRead(t *testing.T) {
 	ctx["datasets"] = "lake/exports/"
 	ctx[s3sqscdk.FeatureFlagRestrictSqsDecryption] = true
 	catch(t, func() {
-		app := newApp(t, ctx)
-		cfg, err := configFromContext(app.Node())
-		if err != nil {
-			t.Fatal(err)
-		}
-		stack, _, err := newStack(app, cfg, &awscdk.Environment{Account: jsii.String("111122223333"), Region: jsii.String("eu-west-1")})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, stack := newTestStack(t, ctx)
 		raw, _ := json.Marshal(assertions.Template_FromStack(stack, nil).ToJSON())
 		var tmpl struct {
 			Resources map[string]struct {
