@@ -151,9 +151,10 @@ func (w *world) check(out *Outcome) {
 			fs = append(fs, fails[fmt.Sprintf("%s\x00%d", e.uri, e.BlankAt)]...)
 		}
 		fs = append(fs, fails["token\x00"+tok]...)
-		codes := []string{}
+		codes, reasons := []string{}, []string{}
 		for _, f := range fs {
 			codes = append(codes, f.Code)
+			reasons = append(reasons, f.Code+": "+f.Message)
 		}
 		mustDeliver := e.Fail == "" && !e.Either || e.Fail == CodeTooLarge && w.sc.Settings.Offload
 		if w.sc.Settings.FIFO && len(ds) == 0 && slices.Contains(codes, "MessageGroupFailed") && w.failsBefore(e, got) {
@@ -162,10 +163,10 @@ func (w *world) check(out *Outcome) {
 			// CodeGroupFailed); they are on the failure output.
 			continue
 		}
-		if len(ds) == 0 && len(codes) > 0 && w.faults.Stats.PutRefused > 0 && !slices.ContainsFunc(codes, func(c string) bool { return c != "OffloadFailed" }) {
-			// A payload S3 refused after the SDK's retries is on the
-			// failure output as OffloadFailed, to redrive, as an entry
-			// SQS refuses after MAX_ATTEMPTS is.
+		if len(ds) == 0 && len(codes) > 0 && w.faults.Stats.PutRefused+w.faults.Stats.PutFailed > 0 && !slices.ContainsFunc(codes, func(c string) bool { return c != "OffloadFailed" }) {
+			// A payload S3 refused, or failed on every attempt of the
+			// SDK's retries, is on the failure output as OffloadFailed,
+			// to redrive, as an entry SQS refuses after MAX_ATTEMPTS is.
 			continue
 		}
 		if e.Fail == failUnread {
@@ -176,11 +177,11 @@ func (w *world) check(out *Outcome) {
 		}
 		switch {
 		case mustDeliver && len(ds) == 0 && len(fs) > 0:
-			bad("%s: readable but not delivered; on the failure output with %v", where, codes)
+			bad("%s: readable but not delivered; on the failure output with %q", where, reasons)
 		case mustDeliver && len(ds) == 0:
 			bad("%s: lost: neither delivered nor on the failure output", where)
 		case e.Either && len(ds) == 0 && !slices.Contains(codes, CodeTooLarge):
-			bad("%s: near the size limit, neither delivered nor on the failure output as too large (codes %v)", where, codes)
+			bad("%s: near the size limit, neither delivered nor on the failure output as too large (%q)", where, reasons)
 		case e.Fail == CodeInvalidChars && ingestOnly(ds):
 			// s3ingest's JSON escapes the character: the record is
 			// deliverable in its encoding.

@@ -61,6 +61,9 @@ type Faults struct {
 type FaultStats struct {
 	EntryFailed, SQS500, Throttled, ResetBefore, ResetAfter, BadMD5, SQSStall int
 	S3500, BodyCut, BodyStall, PutRefused, PutLost, ClaimsErr, Died           int
+	// PutFailed counts the PutObject calls whose every attempt failed
+	// (500s and lost answers): the caller sees an error as for PutRefused.
+	PutFailed int
 }
 
 // NewFaults returns the faults of seed at rates.
@@ -408,6 +411,7 @@ func (c *FaultS3) PutObject(ctx context.Context, in *s3.PutObjectInput, o ...fun
 	}
 	// Every attempt failed: what the engine wrote with it must be written
 	// again, and what it sent before may be sent again.
+	f.count(&f.Stats.PutFailed)
 	disrupt(ctx)
 	return nil, last
 }

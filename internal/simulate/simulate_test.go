@@ -163,6 +163,7 @@ func summary(outs []Outcome, off Off, d time.Duration) string {
 		faults.BodyStall += o.Faults.BodyStall
 		faults.PutRefused += o.Faults.PutRefused
 		faults.PutLost += o.Faults.PutLost
+		faults.PutFailed += o.Faults.PutFailed
 		faults.ClaimsErr += o.Faults.ClaimsErr
 		faults.Died += o.Faults.Died
 	}
