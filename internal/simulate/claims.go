@@ -76,9 +76,9 @@ func (s *ClaimsModel) Release(ctx context.Context, c claims.Claim, resumeAt int6
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.m[c.Key]
-	if st == nil || st.owner != c.Owner {
-		return claims.ErrLost
+	st, err := s.owned(c)
+	if err != nil {
+		return err
 	}
 	st.owner, st.inv, st.resumeAt = "", nil, resumeAt
 	return nil
@@ -91,12 +91,23 @@ func (s *ClaimsModel) Done(ctx context.Context, c claims.Claim) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.m[c.Key]
-	if st == nil || st.owner != c.Owner {
-		return claims.ErrLost
+	st, err := s.owned(c)
+	if err != nil {
+		return err
 	}
 	st.done, st.inv = true, nil
 	return nil
+}
+
+// owned returns c's state while c still holds it, else claims.ErrLost, as
+// the table's conditional update fails when another owner took the claim
+// over. The caller holds s.mu.
+func (s *ClaimsModel) owned(c claims.Claim) (*claimState, error) {
+	st := s.m[c.Key]
+	if st == nil || st.owner != c.Owner {
+		return nil, claims.ErrLost
+	}
+	return st, nil
 }
 
 // Expire ends the leases of the claims held by inv's invocation (it died)
