@@ -10,10 +10,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
+	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
-	"github.com/s3sqs/s3sqs/pkg/ingest"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 )
 
@@ -28,7 +28,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		"invocation's summary; exits 1 when a message or a record failed.", stderr)
 	var (
 		opts        fanout.Options
-		in          = ingest.Options{FileMetadata: true}
+		in          = ingesthandler.Options{FileMetadata: true}
 		bucket, key string
 		versionID   string
 		format      string
@@ -71,7 +71,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		{"-format", func() (err error) { opts.Plan.Format, err = dataset.ParseFormat(format); return }()},
 	}
 	var err error
-	if in.Partitions, err = ingest.ParsePartitions(partitions); err != nil {
+	if in.Partitions, err = ingesthandler.ParsePartitions(partitions); err != nil {
 		checks = append(checks, check{"-partitions", err})
 	}
 	var typeErrs []error
@@ -99,7 +99,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		if err != nil {
 			return failed(err)
 		}
-		payload = ingest.CreatedNotification(obj, time.Now())
+		payload = ingesthandler.CreatedNotification(obj, time.Now())
 	} else {
 		src := stdin
 		if fs.NArg() == 1 {
@@ -136,7 +136,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return failed(err)
 	}
 	in.Logger = log
-	resp, sum, err := ingest.New(runner, in).HandleSummary(ctx, ev)
+	resp, sum, err := ingesthandler.New(runner, in).HandleSummary(ctx, ev)
 	printJSON(stdout, resp)
 	fmt.Fprintf(stderr, "s3sqs ingest: %d messages (%d failed), %d objects, %d records read, %d sent, %d failed\n",
 		sum.Messages, sum.FailedMessages, sum.Objects, sum.Records, sum.RecordsSent, sum.RecordsFailed)

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/internal/redrive"
+	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
-	"github.com/s3sqs/s3sqs/pkg/ingest"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
@@ -193,7 +193,7 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 	)
 	if useIngest {
 		enc := &fanout.IngestEncoding{FileMetadata: fileMetadata}
-		checks = append(checks, check{"-partitions", func() (err error) { enc.Partitions, err = ingest.ParsePartitions(partitions); return }()})
+		checks = append(checks, check{"-partitions", func() (err error) { enc.Partitions, err = ingesthandler.ParsePartitions(partitions); return }()})
 		opts.Ingest = enc
 	}
 	if msg, ok := firstBad(checks); ok {

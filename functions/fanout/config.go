@@ -3,8 +3,8 @@ package main
 import (
 	"cmp"
 
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
-	"github.com/s3sqs/s3sqs/internal/tracing"
+	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"

@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
-	"github.com/s3sqs/s3sqs/internal/tracing"
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
+	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
-	"github.com/s3sqs/s3sqs/pkg/ingest"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 )
 
@@ -43,7 +43,7 @@ const (
 // reads and sends (its target is the output queue), and the handler.
 type config struct {
 	runner      fanout.Options
-	ingest      ingest.Options
+	ingest      ingesthandler.Options
 	s3PathStyle bool
 	claimsTable string
 	tracing     tracing.Mode
@@ -70,7 +70,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	o.Send.ReplaceInvalidCharacters = env.Bool(envReplaceInvalidChars, false)
 	in.ReadConcurrency = env.Int(envReadConcurrency, fanout.ParseChunkConcurrency)
 	if in.ReadConcurrency == 0 {
-		in.ReadConcurrency = ingest.DefaultReadConcurrency
+		in.ReadConcurrency = ingesthandler.DefaultReadConcurrency
 	}
 	o.ChunkConcurrency = in.ReadConcurrency
 
@@ -86,7 +86,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	in.FileMetadata = env.Bool(envFileMetadata, true)
 	in.Partitions = recordjson.PartitionsString
 	if env.String(envPartitionColumns) != "" {
-		in.Partitions = lambdaenv.Parse(env, envPartitionColumns, ingest.ParsePartitions)
+		in.Partitions = lambdaenv.Parse(env, envPartitionColumns, ingesthandler.ParsePartitions)
 	}
 	in.FailBadRecords = lambdaenv.Parse(env, envOnBadRecord, func(v string) (bool, error) {
 		switch strings.ToLower(v) {

@@ -7,11 +7,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/s3sqs/s3sqs/internal/doccheck"
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
+	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/testenv/doccheck"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
-	"github.com/s3sqs/s3sqs/pkg/ingest"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -23,12 +23,12 @@ func TestLoadConfig(t *testing.T) {
 	defaults := config{
 		runner: fanout.Options{
 			Target:           sqsbatch.Queue{URL: testQueue},
-			ChunkConcurrency: ingest.DefaultReadConcurrency,
+			ChunkConcurrency: ingesthandler.DefaultReadConcurrency,
 		},
-		ingest: ingest.Options{
+		ingest: ingesthandler.Options{
 			Partitions:      recordjson.PartitionsString,
 			FileMetadata:    true,
-			ReadConcurrency: ingest.DefaultReadConcurrency,
+			ReadConcurrency: ingesthandler.DefaultReadConcurrency,
 		},
 	}
 	tests := []struct {
@@ -58,7 +58,7 @@ func TestLoadConfig(t *testing.T) {
 					Send:             sqsbatch.Options{MaxInFlight: 8, MaxAttempts: 3, ReplaceInvalidCharacters: true},
 					ChunkConcurrency: 2,
 				}
-				c.ingest = ingest.Options{
+				c.ingest = ingesthandler.Options{
 					Filter: s3event.Filter{
 						EventTypes: []string{"ObjectCreated:Put", "s3:ObjectCreated:Copy"}, KeepDeletions: true,
 						Prefix: "events/", Suffix: ".jsonl", MaxFileAge: 48 * time.Hour, FileNameOnly: true, SortByTime: true,

@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3sqs/s3sqs/internal/emf"
-	"github.com/s3sqs/s3sqs/internal/summary"
+	"github.com/s3sqs/s3sqs/internal/runtime/emf"
+	"github.com/s3sqs/s3sqs/internal/runtime/summary"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/s3event"

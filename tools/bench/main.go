@@ -33,10 +33,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
-	"github.com/s3sqs/s3sqs/pkg/ingest"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
@@ -244,8 +244,8 @@ func ingestRun(s3c *s3.Client, sqsc *sqs.Client, target string, send sqsbatch.Op
 		if err != nil {
 			return 0, err
 		}
-		h := ingest.New(r, ingest.Options{Partitions: recordjson.PartitionsString, FileMetadata: true})
-		body := string(ingest.CreatedNotification(obj, time.Now()))
+		h := ingesthandler.New(r, ingesthandler.Options{Partitions: recordjson.PartitionsString, FileMetadata: true})
+		body := string(ingesthandler.CreatedNotification(obj, time.Now()))
 		ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", EventSource: "aws:sqs", Body: body}}}
 		resp, sum, err := h.HandleSummary(ctx, ev)
 		if err == nil && (len(resp.BatchItemFailures) > 0 || sum.RecordsSent != int64(n)) {

@@ -1,5 +1,5 @@
 // Command membench measures the peak memory of the fanout function: it
-// builds the bootstrap as Lambda runs it (internal/rie), starts it under
+// builds the bootstrap as Lambda runs it (internal/testenv/rie), starts it under
 // aws-lambda-rie for each case, sends it a request for one large JSON Lines
 // object (1 GiB of 1 KiB records by default) and prints, per case, the
 // records sent, the seconds and records/s of the invocation, the peak RSS
@@ -30,7 +30,7 @@ import (
 	"os/signal"
 	"strings"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
