@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/s3sqs/s3sqs/internal/awserr"
 )
 
 // Defaults used when the matching [Options] field is zero.
@@ -582,13 +583,10 @@ func (o *outcome) fail(items []*item, cause error) {
 }
 
 // retryable reports whether a request error may go away if the request is
-// sent again: throttling, server errors and network errors, as the SDK's
-// standard retryer classifies them.
+// sent again: throttling (SQS's KMS throttling too), server errors and
+// network errors, as the SDK's standard retryer classifies them.
 func retryable(err error) bool {
-	if retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary {
-		return true
-	}
-	return codeOf(err) == "KmsThrottled"
+	return awserr.Classify(err) == awserr.Retryable
 }
 
 // jitterBackoff is exponential backoff with full jitter.
