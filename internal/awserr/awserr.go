@@ -71,8 +71,11 @@ func StatusCode(err error) int {
 	return 0
 }
 
-// sdkRetryable is the SDK's standard retryer's judgment: its retryables,
-// and its throttles, which a retryer retries too.
+// sdkRetryable is the SDK's standard retryer's judgment: its retryables
+// (which hold its throttling codes), and its throttle checks on their own
+// too, so that a throttle is Retryable even where an earlier retryable
+// check says no (a canceled request, an error whose RetryableError() is
+// false).
 var sdkRetryable = retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
 	if retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary ||
 		retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary {

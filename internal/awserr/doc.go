@@ -17,5 +17,5 @@
 // the other classes are decided by the error code first and the HTTP status
 // after. Errors are read, never changed or wrapped.
 //
-// It imports the SDK (aws/retry, smithy-go) and nothing of this module.
+// It imports the SDK's aws and aws/retry and nothing of this module.
 package awserr
