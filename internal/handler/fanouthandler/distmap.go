@@ -116,10 +116,10 @@ func kindOfJSON(raw []byte) string {
 	}
 }
 
-// Object returns the object an item names, in bucket unless it names its
+// object returns the object an item names, in bucket unless it names its
 // own, and whether it must be pinned with HeadObject: when the item does
 // not give both its Size and Etag.
-func (it MapItem) Object(bucket string) (obj dataset.Object, head bool, err error) {
+func (it MapItem) object(bucket string) (obj dataset.Object, head bool, err error) {
 	if it.Err != nil {
 		return dataset.Object{Bucket: it.Bucket, Key: it.Key}, false, it.Err
 	}
@@ -145,7 +145,7 @@ func (b MapBatch) id() string {
 	in, _ := json.Marshal(b.Input)
 	fmt.Fprintf(h, "%s\n", in)
 	for _, it := range b.Items {
-		obj, _, _ := it.Object(b.Input.Bucket)
+		obj, _, _ := it.object(b.Input.Bucket)
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\n", obj.Bucket, obj.Key, obj.ETag, obj.VersionID)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12])
@@ -271,7 +271,7 @@ func (h *Handler) HandleDistributedMap(ctx context.Context, b MapBatch) (MapResu
 	at := time.Now().UTC()
 	jobs := make([]objectJob, len(b.Items))
 	for i, it := range b.Items {
-		obj, head, err := it.Object(b.Input.Bucket)
+		obj, head, err := it.object(b.Input.Bucket)
 		jobs[i] = objectJob{obj: obj, ov: b.Input.Overrides, head: head, err: err}
 	}
 	runs := h.runObjects(ctx, runID, jobs)

@@ -225,7 +225,7 @@ func TestClassify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := classify(tc.err); got != tc.want {
-				t.Errorf("Classify(%v) = %s, want %s", tc.err, got, tc.want)
+				t.Errorf("classify(%v) = %s, want %s", tc.err, got, tc.want)
 			}
 		})
 	}
@@ -246,7 +246,7 @@ func TestDecodeMapBatch(t *testing.T) {
 	if b.Input.Bucket != "amzn-s3-demo-bucket" || b.Input.RunID != "nightly-2024-01-01" || b.Input.ChunkSize != "4MiB" || len(b.Items) != 2 {
 		t.Fatalf("batch %+v", b)
 	}
-	obj, head, err := b.Items[1].Object(b.Input.Bucket)
+	obj, head, err := b.Items[1].object(b.Input.Bucket)
 	want := dataset.Object{Bucket: "amzn-s3-demo-bucket", Key: "exports/ñandú.jsonl", Size: 10485760, ETag: "2a0dc1b0a3d4c4e9a8e7f1c1d0b3e4f5-2"}
 	if err != nil || head || obj != want {
 		t.Errorf("item 1: %+v head=%v err=%v; want %+v pinned by its Etag without HeadObject", obj, head, err, want)
@@ -292,7 +292,7 @@ func TestDecodeMapBatch(t *testing.T) {
 		if i == 4 {
 			bucket = "dflt"
 		}
-		obj, head, err := b.Items[i].Object(bucket)
+		obj, head, err := b.Items[i].object(bucket)
 		switch {
 		case w.err != "":
 			if err == nil || !strings.Contains(err.Error(), w.err) {

@@ -387,9 +387,9 @@ type Function struct {
 // the AWS clients and the runner (resolving its queues once, so that a
 // wrong URL or a missing permission fails here, named by its variable),
 // and hands the runner, the S3 client and the logger to handler, whose
-// result goes to lambda.Start. A
-// configuration error (cfgErr, or one found here) is logged and ends the
-// process before the runtime starts. Start does not return.
+// result goes to lambda.Start. A configuration error (cfgErr, or one found
+// here) is logged and ends the process before the runtime starts. Start
+// does not return.
 func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, s3c *s3.Client, log *slog.Logger) func(context.Context, json.RawMessage) (any, error)) {
 	log := lambdacontext.NewLogger()
 	slog.SetDefault(log)
