@@ -22,12 +22,12 @@ import (
 
 // The drivers are the services that hand fanout a list of objects and
 // keep the list's progress themselves: S3 Batch Operations (batchops.go)
-// and Step Functions Distributed Map (distmap.go). Each object is run as
-// the engine runs any object (Runner.RunObject): sent in the invocation when it
-// is small enough, else queued on the work queue as chunk tasks; what is
-// left at the deadline is queued as continuations. Each object's outcome
-// is one of three ResultCodes, so that the driver retries what a retry can
-// fix and records the rest as failed.
+// and Step Functions Distributed Map (distmap.go). Each object is a run of
+// its own (Runner.RunObject): sent in the invocation when it is small
+// enough, else queued on the work queue as chunk tasks; what is left at
+// the deadline is queued as continuations. Each object's outcome is one of
+// three ResultCodes, so that the driver retries what a retry can fix and
+// records the rest as failed.
 
 // ResultCode is what became of one object a driver named. The values are
 // S3 Batch Operations' result codes, which the Distributed Map answer uses
@@ -51,7 +51,8 @@ const (
 
 // ArgumentError is a driver's arguments that a request could not have
 // given: Batch Operations' userArguments or a Distributed Map's BatchInput.
-// Retrying cannot help.
+// Retrying cannot help. Lambda names an invocation's error by its type, so
+// that a Distributed Map sees "ArgumentError".
 type ArgumentError struct {
 	// Field names where the arguments came from, such as "userArguments".
 	Field string
