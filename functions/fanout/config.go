@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
 	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
@@ -44,7 +45,7 @@ const (
 // config is fanout's configuration, read once at init.
 type config struct {
 	runner      fanout.Options
-	handler     fanout.HandlerOptions
+	handler     fanouthandler.Options
 	s3PathStyle bool
 	claimsTable string
 	tracing     tracing.Mode

@@ -18,6 +18,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/testenv/esm"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
@@ -123,7 +124,7 @@ func TestIntegrationRecordIDsOfAVersion(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = fanout.NewHandler(runner(target), fanout.HandlerOptions{Logger: log, Out: io.Discard}).Invoke(ctx, b)
+			_, err = fanouthandler.New(runner(target), s3c, fanouthandler.Options{Logger: log, Out: io.Discard}).Invoke(ctx, b)
 			return err
 		}
 	}

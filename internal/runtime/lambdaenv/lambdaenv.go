@@ -386,10 +386,11 @@ type Function struct {
 // Start is a function's whole init: it logs with the Lambda logger, builds
 // the AWS clients and the runner (resolving its queues once, so that a
 // wrong URL or a missing permission fails here, named by its variable),
-// and hands the runner to handler, whose result goes to lambda.Start. A
-// configuration error (cfgErr, or one found here) is logged and ends the
-// process before the runtime starts. Start does not return.
-func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, log *slog.Logger) func(context.Context, json.RawMessage) (any, error)) {
+// and hands the runner, the S3 client and the logger to handler, whose
+// result goes to lambda.Start. A configuration error (cfgErr, or one found
+// here) is logged and ends the process before the runtime starts. Start
+// does not return.
+func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, s3c *s3.Client, log *slog.Logger) func(context.Context, json.RawMessage) (any, error)) {
 	log := lambdacontext.NewLogger()
 	slog.SetDefault(log)
 	fail := func(err error) {
@@ -433,5 +434,5 @@ func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, log *slog.L
 		}
 		fail(err)
 	}
-	lambda.Start(tr.Handler(fn.Name, handler(runner, log)))
+	lambda.Start(tr.Handler(fn.Name, handler(runner, s3c, log)))
 }
