@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/smithy-go"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3sqs/s3sqs/internal/awserr"
 	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
@@ -68,23 +66,14 @@ func (e *ArgumentError) Unwrap() error { return e.Err }
 // errNoBucket is an item that names no bucket.
 var errNoBucket = errors.New("no bucket: give it in BatchInput.bucket or in the item")
 
-// permanentCodes are the AWS error codes that no retry fixes.
-var permanentCodes = map[string]bool{
-	"AccessDenied": true, "AccessDeniedException": true, "Forbidden": true,
-	"NoSuchKey": true, "NoSuchBucket": true, "NoSuchVersion": true, "NotFound": true,
-	"InvalidObjectState": true, "InvalidArgument": true, "InvalidBucketName": true,
-	"KMS.AccessDeniedException": true, "KMS.DisabledException": true,
-	"AWS.SimpleQueueService.NonExistentQueue": true, "QueueDoesNotExist": true,
-}
-
 // classify returns the result code of an object that failed with err (nil:
 // Succeeded). What a retry can fix is a TemporaryFailure: a claim another
 // delivery holds, the invocation's deadline, an error the AWS SDK retries
 // (throttling, 5xx, a broken connection), and any error not known to be
 // permanent. PermanentFailure is a missing object or version, a changed
 // object, an unknown format, bad arguments, a malformed task, and an AWS
-// error whose code is known not to change on retry (AccessDenied, NoSuchKey,
-// ...) or whose HTTP status is a 4xx other than 408 and 429.
+// error that asking again gets again (awserr's NotFound, Changed and
+// Permanent: AccessDenied, NoSuchKey, a 4xx other than 408 and 429, ...).
 func classify(err error) ResultCode {
 	var (
 		malformed *worktask.MalformedError
@@ -98,19 +87,10 @@ func classify(err error) ResultCode {
 		return PermanentFailure
 	case errors.Is(err, claims.ErrHeld), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return TemporaryFailure
-	case retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary,
-		retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary:
-		return TemporaryFailure
 	}
-	var api smithy.APIError
-	if errors.As(err, &api) && permanentCodes[api.ErrorCode()] {
+	switch awserr.Classify(err) {
+	case awserr.NotFound, awserr.Changed, awserr.Permanent:
 		return PermanentFailure
-	}
-	var status interface{ HTTPStatusCode() int }
-	if errors.As(err, &status) {
-		if c := status.HTTPStatusCode(); c >= 400 && c < 500 && c != 408 && c != 429 {
-			return PermanentFailure
-		}
 	}
 	return TemporaryFailure
 }
