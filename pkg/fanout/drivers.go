@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,7 +15,6 @@ import (
 	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -166,8 +164,7 @@ func (h *Handler) runObject(ctx context.Context, runID string, obj dataset.Objec
 		}
 		out.Object = pinned
 	}
-	one := func(yield func(dataset.Object, error) bool) { yield(out.Object, nil) }
-	out.Report, out.Err = h.runner.run(ctx, runID, listed(one), ov, false, nil)
+	out.Report, out.Err = h.runner.RunObject(ctx, runID, out.Object, ov)
 	out.Code = Classify(out.Err)
 	if out.Err == nil && out.Report.ObjectsFailed > 0 {
 		// No retry reads it: what could be read was sent, and the rest is
@@ -191,11 +188,7 @@ func (h *Handler) runObject(ctx context.Context, runID string, obj dataset.Objec
 // object. A report that cannot be written is logged; the records are sent
 // all the same.
 func (h *Handler) invocationReport(ctx context.Context, id string, rep Report, at time.Time) {
-	if h.runner.report == nil {
-		return
-	}
-	key := rep.RunID + "/invocations/" + url.PathEscape(id) + ".json"
-	if err := h.runner.report.put(partialbatch.SendContext(ctx), key, Manifest{Report: rep, PlannedAt: at}); err != nil {
+	if err := h.runner.WriteInvocationReport(ctx, id, rep, at); err != nil {
 		h.log.ErrorContext(ctx, "run report not written", "err", err)
 	}
 }

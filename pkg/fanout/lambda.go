@@ -259,7 +259,7 @@ func (h *Handler) messages(inv *Invocation) partialbatch.Handler {
 				inv.RunID = cmp.Or(inv.RunID, rep.RunID)
 			}
 		}()
-		for j, res := range h.runner.runChains(ctx, tasks) {
+		for j, res := range h.runner.RunChains(ctx, tasks) {
 			i := taskMsg[j]
 			inv.Stats.Add(res.Stats)
 			inv.BadRecords += res.BadRecords

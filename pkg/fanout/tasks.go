@@ -693,14 +693,14 @@ func (r *Runner) finish(ctx context.Context, tr *taskRun) TaskResult {
 	return res
 }
 
-// runChains runs tasks as RunTasks does, and then, while ctx lasts, the
+// RunChains runs tasks as RunTasks does, and then, while ctx lasts, the
 // next links of the chained ones that sent their chunk (see
 // worktask.Chain), here rather than through the work queue. Each result is
 // its task's chain's: the stats of its links summed, and as Continuation
 // what is left of the chain. A link after the first that fails is handed
 // back as that Continuation, to be queued and retried on its own, so that
 // the chunks before it are not sent again.
-func (r *Runner) runChains(ctx context.Context, tasks []worktask.Task) []TaskResult {
+func (r *Runner) RunChains(ctx context.Context, tasks []worktask.Task) []TaskResult {
 	results := r.RunTasks(ctx, tasks, 0)
 	ran := slices.Clone(tasks)
 	for ctx.Err() == nil {
