@@ -232,7 +232,7 @@ func (rd *reader) hand(e sqsbatch.Entry, held span) bool {
 			return tr.readErr == nil
 		}
 	}
-	if rd.pipe.put(rd.readCtx, pending{entry: e, ref: entryRef{task: tr.group, span: held}, weight: weight}) != nil {
+	if rd.pipe.put(rd.readCtx, pending{entry: e, ref: refOf(tr.group, held), weight: weight}) != nil {
 		rd.cut(held.offset)
 		return false
 	}

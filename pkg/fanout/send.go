@@ -23,12 +23,20 @@ type pending struct {
 }
 
 // entryRef leads an entry back to its task and records: the task's place
-// in its group and the records the entry carries. The send keeps one per
-// entry, in the order it took them, so that a failure's Seq finds its
-// entry's.
+// in its group, and the offset of the first record the entry carries and
+// their number. The send keeps one per entry, in the order it took them,
+// so that a failure's Seq finds its entry's; it is kept small, since a
+// send may take millions.
 type entryRef struct {
-	task int
-	span
+	offset int64
+	task   int32
+	count  int32
+}
+
+// refOf is the entryRef of an entry of the group's task-th task that
+// carries the records held.
+func refOf(task int, held span) entryRef {
+	return entryRef{offset: held.offset, task: int32(task), count: int32(held.count)}
 }
 
 // span is the records an entry carries: from offset, count of them.
