@@ -161,7 +161,6 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	}
 	opts.Progress = &fanout.Progress{}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// Tasks on the work queue may be s3ingest's hand-offs.
 	opts.IngestEncoder = ingesthandler.EncodeRecords
 	runner, err := fanout.New(ctx, s3c, sqsc, opts)
 	if err != nil {

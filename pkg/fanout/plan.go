@@ -126,46 +126,6 @@ func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) 
 	return rep, err
 }
 
-// maxStepKeyBytes bounds the keys one planning step carries: its message
-// stays under 256 KiB, the MaximumMessageSize of queues made before 2025
-// (counted as JSON, escapes included).
-const maxStepKeyBytes = 128 << 10
-
-// nextSteps are the planning steps that follow step, from cursor on: none
-// when nothing is left. A key list's steps carry only the keys left, cut
-// into steps of at most maxStepKeyBytes so that each fits in a message;
-// they plan in parallel.
-func nextSteps(step worktask.Plan, cursor dataset.Cursor, overrides json.RawMessage) []worktask.Plan {
-	next := worktask.Plan{RunID: step.RunID, Source: step.Source, Cursor: cursor, Overrides: overrides, Step: step.Step + 1}
-	keys := step.Source.Keys
-	if len(keys) == 0 {
-		return []worktask.Plan{next}
-	}
-	keys = keys[min(cursor.Index, len(keys)):]
-	next.Cursor = dataset.Cursor{}
-	var out []worktask.Plan
-	for len(keys) > 0 {
-		n, size := 0, 0
-		for n < len(keys) {
-			b, _ := json.Marshal(keys[n])
-			if n > 0 && size+len(b)+1 > maxStepKeyBytes {
-				break
-			}
-			size += len(b) + 1
-			n++
-		}
-		part := next
-		part.Source.Keys = keys[:n:n]
-		out = append(out, part)
-		keys = keys[n:]
-	}
-	return out
-}
-
-// errNoProgress fails a planning step that ended before it planned an
-// object.
-var errNoProgress = fmt.Errorf("fanout: the planning step ended before it planned an object: %w", partialbatch.ErrDeadline)
-
 // list lists src from cursor from, pinning objects PlanConcurrency at once.
 func (r *Runner) list(ctx context.Context, src dataset.Source, from dataset.Cursor) iter.Seq2[dataset.Listed, error] {
 	return dataset.List(ctx, r.s3, src, from, dataset.ListOptions{PinConcurrency: r.opts.PlanConcurrency})
@@ -263,48 +223,3 @@ func (r *Runner) Enqueue(ctx context.Context, tasks ...worktask.Task) error {
 	return err
 }
 
-// messagesOf yields tasks as work queue messages.
-func messagesOf(tasks []worktask.Task) iter.Seq[message] {
-	return func(yield func(message) bool) {
-		for _, t := range tasks {
-			if !yield(t) {
-				return
-			}
-		}
-	}
-}
-
-// message is what travels on the work queue: a chunk task
-// (worktask.Task) or a planning step (worktask.Plan).
-type message interface {
-	Entry(fifo bool) (sqsbatch.Entry, error)
-}
-
-// enqueue sends messages to the work queue and returns how many it
-// accepted.
-func (r *Runner) enqueue(ctx context.Context, tasks iter.Seq[message]) (int, error) {
-	if r.work == nil {
-		return 0, errors.New("fanout: the dataset needs the work queue, and none is configured")
-	}
-	var encErr error
-	entries := func(yield func(sqsbatch.Entry) bool) {
-		for t := range tasks {
-			e, err := t.Entry(r.work.FIFO())
-			if err != nil {
-				encErr = err
-				return
-			}
-			if !yield(e) {
-				return
-			}
-		}
-	}
-	res, err := r.work.Send(ctx, entries)
-	if err == nil && encErr != nil {
-		err = encErr
-	}
-	if err == nil && res.Failed > 0 {
-		err = fmt.Errorf("fanout: %d tasks did not reach the work queue: %s", res.Failed, res.Failures[0])
-	}
-	return res.Sent, err
-}
