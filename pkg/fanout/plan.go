@@ -222,4 +222,3 @@ func (r *Runner) Enqueue(ctx context.Context, tasks ...worktask.Task) error {
 	_, err := r.enqueue(ctx, messagesOf(tasks))
 	return err
 }
-
