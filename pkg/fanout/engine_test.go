@@ -1,7 +1,9 @@
 package fanout_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -297,5 +299,47 @@ func TestRunTaskResumes(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, m.bodies(m.target)); diff != "" {
 		t.Errorf("target after both runs (-want +got): each record once\n%s", diff)
+	}
+}
+
+// TestFailureFindsItsTask runs the tasks of two objects in one send, in
+// which SQS's rules refuse one record of the second: the failure is
+// charged to that task, at that record's offset, and the other task's
+// records all arrive.
+func TestFailureFindsItsTask(t *testing.T) {
+	m := newModels(t)
+	wantA := m.put("a.jsonl", 30)
+	bad := `{"value":"x` + "\uffff" + `"}`
+	m.s3.Put("lake", "b.jsonl", []byte(`{"value":"b0"}`+"\n"+bad+"\n"+`{"value":"b2"}`+"\n"), "")
+	var failures bytes.Buffer
+	r := m.runner(t, fanout.Options{FailureWriter: &failures}, nil)
+	var tasks []worktask.Task
+	for _, key := range []string{"a.jsonl", "b.jsonl"} {
+		obj, err := dataset.Head(t.Context(), m.s3, "lake", key, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts, err := r.Tasks(t.Context(), "run-1", obj, fanout.Overrides{})
+		if err != nil || len(ts) != 1 {
+			t.Fatalf("tasks of %s: %v (%v); want one", key, ts, err)
+		}
+		tasks = append(tasks, ts...)
+	}
+	res := r.RunTasks(t.Context(), tasks, 0)
+	if res[0].Err != nil || res[0].RecordsFailed != 0 || res[0].RecordsSent != int64(len(wantA)) {
+		t.Errorf("a's task: %+v; want its %d records sent", res[0], len(wantA))
+	}
+	if res[1].Err != nil || res[1].RecordsFailed != 1 || res[1].RecordsSent != 2 {
+		t.Errorf("b's task: %+v; want 2 records sent, 1 failed", res[1])
+	}
+	var f fanout.Failure
+	if err := json.Unmarshal(failures.Bytes(), &f); err != nil {
+		t.Fatalf("failure output %q: %v", failures.String(), err)
+	}
+	if f.Source != "s3://lake/b.jsonl" || f.Offset != 15 || f.Code != string(sqsbatch.RuleInvalidCharacters) {
+		t.Errorf("failure %+v; want b.jsonl's record at offset 15, InvalidCharacters", f)
+	}
+	if got := len(m.sqs.Messages(m.target)); got != len(wantA)+2 {
+		t.Errorf("%d messages on the target; want %d", got, len(wantA)+2)
 	}
 }
