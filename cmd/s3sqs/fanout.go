@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
@@ -160,6 +161,7 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	}
 	opts.Progress = &fanout.Progress{}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	opts.IngestEncoder = ingesthandler.EncodeRecords
 	runner, err := fanout.New(ctx, s3c, sqsc, opts)
 	if err != nil {
 		return failed(err)

@@ -131,6 +131,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts.Logger = log
+	opts.IngestEncoder = ingesthandler.EncodeRecords
 	runner, err := fanout.New(ctx, s3c, sqsc, opts)
 	if err != nil {
 		return failed(err)

@@ -222,6 +222,7 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 	opts.Progress = &redrive.Progress{}
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts.Send.Logger = nil
+	opts.IngestEncoder = ingesthandler.EncodeRecords
 	r, err := redrive.New(ctx, s3c, sqsc, opts)
 	if err != nil {
 		return failed(err)

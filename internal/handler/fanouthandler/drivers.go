@@ -14,7 +14,6 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
-	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -172,7 +171,7 @@ func (h *Handler) runObject(ctx context.Context, runID string, obj dataset.Objec
 // object. A report that cannot be written is logged; the records are sent
 // all the same.
 func (h *Handler) invocationReport(ctx context.Context, id string, rep fanout.Report, at time.Time) {
-	if err := h.runner.WriteInvocationReport(partialbatch.SendContext(ctx), id, rep, at); err != nil {
+	if err := h.runner.WriteInvocationReport(ctx, id, rep, at); err != nil {
 		h.log.ErrorContext(ctx, "run report not written", "err", err)
 	}
 }

@@ -294,6 +294,8 @@ func (w *world) setUp(ctx context.Context) error {
 		Send:             sqsbatch.Options{MaxInFlight: s.MaxInFlight, MaxAttempts: 20, Backoff: func(int) time.Duration { return 0 }},
 		InlineMaxBytes:   s.InlineMax,
 		ChunkConcurrency: 1 + w.rng.IntN(4),
+		// fanout's workers run the tasks s3ingest hands off.
+		IngestEncoder: ingesthandler.EncodeRecords,
 	}
 	if s.WorkQueue {
 		w.work = w.sqs.CreateQueue("work", 0, false)
