@@ -63,7 +63,7 @@ func (h *Handler) notifications(ctx context.Context, inv *Invocation, msgs []s3e
 			// notification of the key is never taken for a repeat.
 			runID = msgs[i].ID
 		}
-		runs = append(runs, &noteRun{msg: i, runID: runID, obj: Notified(it.Object)})
+		runs = append(runs, &noteRun{msg: i, runID: runID, obj: dataset.Notified(it.Object)})
 	}
 	var g errgroup.Group
 	g.SetLimit(h.opts.Concurrency)
@@ -99,7 +99,7 @@ func (h *Handler) skipped(ctx context.Context, inv *Invocation, skipped []s3even
 			// data that is never sent: the log must say so.
 			level = slog.LevelWarn
 		}
-		h.log.Log(ctx, level, "object skipped", "messageId", s.MessageID, "object", Notified(s.Object).String(),
+		h.log.Log(ctx, level, "object skipped", "messageId", s.MessageID, "object", dataset.Notified(s.Object).String(),
 			"eTag", s.Object.ETag, "reason", s.Reason.String(), "detail", s.Detail)
 	}
 }
@@ -137,11 +137,4 @@ func notifiedRunID(o s3event.Object) (id string, ok bool) {
 		seq = hex.EncodeToString(s[:8])
 	}
 	return id + "-" + seq, true
-}
-
-// Notified returns the object a notification names, pinned to the
-// notified version (its version id, else its ETag), as a run reads it.
-// s3ingest's handler pins its objects with it too.
-func Notified(o s3event.Object) dataset.Object {
-	return dataset.Object{Bucket: o.Bucket, Key: o.Key, Size: o.Size, ETag: o.ETag, VersionID: o.VersionID}
 }

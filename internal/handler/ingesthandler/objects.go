@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/s3sqs/s3sqs/internal/awserr"
-	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
@@ -54,7 +53,7 @@ type objectRun struct {
 	bytes   int64
 }
 
-func (o *objectRun) pinned() dataset.Object { return fanouthandler.Notified(o.obj) }
+func (o *objectRun) pinned() dataset.Object { return dataset.Notified(o.obj) }
 
 // runID is the run of an object's tasks: derived from the object's pin and
 // the event's sequencer, so that a retried or repeated notification plans
