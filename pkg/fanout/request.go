@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
@@ -91,10 +92,6 @@ type Request struct {
 	RunID string `json:"runId,omitempty"`
 }
 
-// maxRunID bounds a run id, which becomes part of S3 keys, FIFO group ids
-// and deduplication ids (at most 128 characters).
-const maxRunID = 80
-
 // Validate reports the first problem of the request: a source that does
 // not name exactly one dataset, a setting out of its range, or a bad run
 // id. Every error names the request's field.
@@ -111,38 +108,28 @@ func (r *Request) Validate() error {
 // CheckRunID reports a run id that cannot name a run: longer than 80
 // characters, or with characters other than letters, digits, '-', '_' and
 // '.'. The empty id is allowed: it means a new one.
-func CheckRunID(id string) error {
-	if len(id) > maxRunID {
-		return fmt.Errorf("runId: %q is longer than %d characters", id, maxRunID)
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return fmt.Errorf("runId: %q may hold only letters, digits, '-', '_' and '.'", id)
-		}
-	}
-	return nil
-}
+func CheckRunID(id string) error { return settings.CheckRunID(id) }
 
 // Validate checks each override with the check of the environment
 // variable of the same name, and normalises Format and Mode. Every error
 // names the field, the value and what is allowed.
 func (ov *Overrides) Validate() error {
 	if ov.Format != "" {
-		f, err := dataset.ParseFormat(string(ov.Format))
+		f, err := settings.Format.Parse(string(ov.Format))
 		if err != nil {
-			return fmt.Errorf("format: %q is not auto, jsonl, csv, text or parquet", ov.Format)
+			return fmt.Errorf("format: %w", err)
 		}
-		ov.Format = f
+		ov.Format = dataset.Format(f)
 	}
 	if ov.Mode != "" {
-		m, err := ParseMode(string(ov.Mode))
+		m, err := settings.Mode.Parse(string(ov.Mode))
 		if err != nil {
 			return fmt.Errorf("mode: %w", err)
 		}
-		ov.Mode = m
+		ov.Mode = Mode(m)
 	}
 	if ov.TargetQueueURL != "" {
-		if err := CheckQueueURL(ov.TargetQueueURL); err != nil {
+		if err := settings.CheckQueueURL(ov.TargetQueueURL); err != nil {
 			return fmt.Errorf("targetQueueUrl: %w", err)
 		}
 	}
@@ -151,9 +138,9 @@ func (ov *Overrides) Validate() error {
 		v     Setting
 		parse func(string) (int64, error)
 	}{
-		{"chunkSize", ov.ChunkSize, ParseChunkSize},
-		{"maxInFlight", ov.MaxInFlight, ParseMaxInFlight},
-		{"maxAttempts", ov.MaxAttempts, ParseMaxAttempts},
+		{"chunkSize", ov.ChunkSize, settings.ChunkSize.Parse},
+		{"maxInFlight", ov.MaxInFlight, settings.MaxInFlight.Parse},
+		{"maxAttempts", ov.MaxAttempts, settings.MaxAttempts.Parse},
 	} {
 		if s.v == "" {
 			continue
@@ -176,14 +163,14 @@ func (ov *Overrides) Validate() error {
 // Validate has checked them.
 func (ov *Overrides) settings() (chunkSize int64, maxInFlight, maxAttempts int) {
 	if ov.ChunkSize != "" {
-		chunkSize, _ = ParseChunkSize(string(ov.ChunkSize))
+		chunkSize, _ = settings.ChunkSize.Parse(string(ov.ChunkSize))
 	}
 	if ov.MaxInFlight != "" {
-		n, _ := ParseMaxInFlight(string(ov.MaxInFlight))
+		n, _ := settings.MaxInFlight.Parse(string(ov.MaxInFlight))
 		maxInFlight = int(n)
 	}
 	if ov.MaxAttempts != "" {
-		n, _ := ParseMaxAttempts(string(ov.MaxAttempts))
+		n, _ := settings.MaxAttempts.Parse(string(ov.MaxAttempts))
 		maxAttempts = int(n)
 	}
 	return chunkSize, maxInFlight, maxAttempts
