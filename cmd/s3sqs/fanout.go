@@ -17,6 +17,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // fanoutCmd is the command line of s3sqs fanout: the request and the
@@ -300,11 +301,11 @@ func queuedOverrides(fs *flag.FlagSet, targetURL string, opts fanout.Options, ch
 		case "mode":
 			ov.Mode = opts.Mode
 		case "chunk-size":
-			ov.ChunkSize = fanout.Setting(chunkSize)
+			ov.ChunkSize = worktask.SettingOf(chunkSize)
 		case "max-in-flight":
-			ov.MaxInFlight = fanout.Setting(strconv.Itoa(opts.Send.MaxInFlight))
+			ov.MaxInFlight = worktask.SettingOf(strconv.Itoa(opts.Send.MaxInFlight))
 		case "max-attempts":
-			ov.MaxAttempts = fanout.Setting(strconv.Itoa(opts.Send.MaxAttempts))
+			ov.MaxAttempts = worktask.SettingOf(strconv.Itoa(opts.Send.MaxAttempts))
 		case "body-field", "attributes-field", "group-id-field", "dedup-id-field":
 			ov.Mapping = opts.Mapping
 		}
