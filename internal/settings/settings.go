@@ -148,7 +148,7 @@ func (d Duration) Parse(v string) (time.Duration, error) {
 	return out, nil
 }
 
-// Text is a string taken as it is checked by Check, when Check is set.
+// Text is a string, taken as written once Check (when set) accepts it.
 type Text struct {
 	Row
 	Check func(string) error
