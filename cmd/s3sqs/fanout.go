@@ -28,6 +28,7 @@ type fanoutCmd struct {
 	opts        fanout.Options
 	keys        string
 	chunkSize   *string
+	maxMsgSize  int64
 	failureFile string
 	pathStyle   bool
 	allowEmpty  bool
@@ -81,9 +82,7 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.text(settings.TargetQueueURL, &o.Target.URL, "")
 	fs.text(settings.TargetQueueName, &o.Target.Name, "")
 	fs.text(settings.TargetQueueOwner, &o.Target.OwnerAccountID, "")
-	var maxMsgSize int64
-	fs.size(settings.TargetMaxMessageSize, &maxMsgSize, "", "")
-	fs.onCheck("target-max-message-size", func() error { o.Target.MaxMessageSize = int(maxMsgSize); return nil })
+	fs.size(settings.TargetMaxMessageSize, &c.maxMsgSize, "", "")
 	fs.text(settings.WorkQueueURL, &o.WorkQueueURL, "")
 	fs.text(settings.FailureQueueURL, &o.FailureQueueURL, "")
 	fs.text(settings.FailureS3URI, &o.FailureS3URI, "")
@@ -152,6 +151,7 @@ func (c *fanoutCmd) parse(args []string, bad func(string, ...any) int) (int, boo
 	if msg, ok := fs.firstBad(); ok {
 		return bad("%s", msg), false
 	}
+	o.Target.MaxMessageSize = int(c.maxMsgSize)
 	if err := req.Source.Validate(); err != nil {
 		return bad("%s (name the dataset with -bucket and one of -key, -prefix, -keys or -all, or with -manifest)", strings.TrimPrefix(err.Error(), "dataset: ")), false
 	}
