@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
@@ -193,6 +194,7 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner
 	}
 	c.opts.Progress = &fanout.Progress{}
 	c.opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c.opts.IngestEncoder = ingesthandler.EncodeRecords
 	runner, err := fanout.New(ctx, s3c, sqsc, c.opts)
 	if err != nil {
 		return nil, failures, err

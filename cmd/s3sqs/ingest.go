@@ -64,6 +64,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c.opts.Logger, c.in.Logger = log, log
+	c.opts.IngestEncoder = ingesthandler.EncodeRecords
 	runner, err := fanout.New(ctx, s3c, sqsc, c.opts)
 	if err != nil {
 		return failed(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/internal/redrive"
 	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
@@ -286,6 +287,7 @@ func (c *redriveCmd) start(ctx context.Context, stderr io.Writer) (*redrive.Redr
 	c.opts.Progress = &redrive.Progress{}
 	c.opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c.opts.Send.Logger = nil
+	c.opts.IngestEncoder = ingesthandler.EncodeRecords
 	return redrive.New(ctx, s3c, sqsc, c.opts)
 }
 

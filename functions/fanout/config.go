@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
 	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
 	s "github.com/s3sqs/s3sqs/internal/settings"
@@ -16,7 +17,7 @@ import (
 // table, which TestConfigTable holds to what loadConfig reads.
 type config struct {
 	runner      fanout.Options
-	handler     fanout.HandlerOptions
+	handler     fanouthandler.Options
 	s3PathStyle bool
 	claimsTable string
 	tracing     tracing.Mode

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/s3sqs/s3sqs/internal/awserr"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -483,7 +484,7 @@ func (localFiles) remove(_ context.Context, path string) error { return os.Remov
 func (r *Redriver) failureFile(ctx context.Context, t *tally, files failureFiles, key string, pace *pace) error {
 	file := files.name(key)
 	body, err := files.read(ctx, key)
-	if notFound(err) {
+	if awserr.Missing(err) == awserr.Key {
 		return nil // deleted since it was listed
 	}
 	if err != nil {

@@ -74,6 +74,10 @@ type Options struct {
 	Mapping fanout.Mapping
 	Ingest  *fanout.IngestEncoding
 	Format  dataset.Format
+	// IngestEncoder encodes the records sent as s3ingest sends them (with
+	// Ingest, or a run report's tasks that carry its encoding); see
+	// fanout.Options.IngestEncoder.
+	IngestEncoder fanout.IngestEncoder
 	// Reread reads every failure output record again from its object,
 	// not only those whose body is cut or absent, so that the message
 	// attributes and FIFO group the mapping takes from the record come
@@ -140,6 +144,7 @@ func New(ctx context.Context, s3c S3API, sqsc SQSAPI, opts Options) (*Redriver, 
 			Target:        sqsbatch.Queue{URL: opts.TargetQueueURL},
 			WorkQueueURL:  opts.WorkQueueURL,
 			Mapping:       opts.Mapping,
+			IngestEncoder: opts.IngestEncoder,
 			Send:          opts.Send,
 			FailureWriter: r.failed,
 			Logger:        log,

@@ -683,6 +683,8 @@ func TestHandoffThroughFanout(t *testing.T) {
 				Mode:    fanout.ModeChunk,
 				Mapping: fanout.Mapping{BodyField: "n"},
 				Send:    sqsbatch.Options{Backoff: func(int) time.Duration { return time.Millisecond }},
+				// As fanout's function gives it.
+				IngestEncoder: EncodeRecords,
 			})
 			if err != nil {
 				t.Fatalf("fanout.New: %v", err)

@@ -11,8 +11,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/s3sqs/s3sqs/internal/awserr"
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
@@ -53,7 +54,7 @@ type objectRun struct {
 	bytes   int64
 }
 
-func (o *objectRun) pinned() dataset.Object { return fanout.Notified(o.obj) }
+func (o *objectRun) pinned() dataset.Object { return fanouthandler.Notified(o.obj) }
 
 // runID is the run of an object's tasks: derived from the object's pin and
 // the event's sequencer, so that a retried or repeated notification plans
@@ -304,7 +305,7 @@ func deletionID(obj s3event.Object) string {
 func (inv *invocation) readFailed(ctx context.Context, o *objectRun, err error) {
 	h := inv.h
 	switch {
-	case errors.Is(err, dataset.ErrChanged) || (errors.Is(err, dataset.ErrNotFound) && apiCode(err) == "NoSuchVersion"):
+	case errors.Is(err, dataset.ErrChanged) || (errors.Is(err, dataset.ErrNotFound) && awserr.Missing(err) == awserr.Version):
 		o.skipped, o.err = reasonSuperseded, err
 		h.log.WarnContext(ctx, "object skipped: overwritten since the notification; its newer notification will follow",
 			"bucket", o.obj.Bucket, "key", o.obj.Key, "versionId", o.obj.VersionID, "eTag", o.obj.ETag, "err", err)
@@ -322,15 +323,6 @@ func (inv *invocation) readFailed(ctx context.Context, o *objectRun, err error) 
 		o.failed, o.err = reasonReadError, err
 		h.log.WarnContext(ctx, "object not delivered", "bucket", o.obj.Bucket, "key", o.obj.Key, "reason", o.failed, "err", err)
 	}
-}
-
-// apiCode returns the AWS error code in err, or "".
-func apiCode(err error) string {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		return api.ErrorCode()
-	}
-	return ""
 }
 
 func (inv *invocation) add(st fanout.Stats, bad int64) {

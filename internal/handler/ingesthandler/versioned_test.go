@@ -18,6 +18,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/testenv/esm"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
@@ -111,7 +112,7 @@ func TestIntegrationRecordIDsOfAVersion(t *testing.T) {
 	failure := localaws.CreateQueue(t, out, "-failure", nil)
 	runner := func(target string) *fanout.Runner {
 		t.Helper()
-		r, err := fanout.New(ctx, s3c, out, fanout.Options{Target: sqsbatch.Queue{URL: target}, FailureQueueURL: failure, Logger: log})
+		r, err := fanout.New(ctx, s3c, out, fanout.Options{Target: sqsbatch.Queue{URL: target}, FailureQueueURL: failure, Logger: log, IngestEncoder: EncodeRecords})
 		if err != nil {
 			t.Fatalf("fanout.New: %v", err)
 		}
@@ -123,7 +124,7 @@ func TestIntegrationRecordIDsOfAVersion(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = fanout.NewHandler(runner(target), fanout.HandlerOptions{Logger: log, Out: io.Discard}).Invoke(ctx, b)
+			_, err = fanouthandler.New(runner(target), s3c, fanouthandler.Options{Logger: log, Out: io.Discard}).Invoke(ctx, b)
 			return err
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
 	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
@@ -58,10 +60,11 @@ type Function struct {
 // Start is a function's whole init: it logs with the Lambda logger, builds
 // the AWS clients and the runner (resolving its queues once, so that a
 // wrong URL or a missing permission fails here, named by its variable),
-// and hands the runner to handler, whose result goes to lambda.Start. A
-// configuration error (cfgErr, or one found here) is logged and ends the
-// process before the runtime starts. Start does not return.
-func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, log *slog.Logger) func(context.Context, json.RawMessage) (any, error)) {
+// and hands the runner, the S3 client and the logger to handler, whose
+// result goes to lambda.Start. A configuration error (cfgErr, or one found
+// here) is logged and ends the process before the runtime starts. Start
+// does not return.
+func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, s3c *s3.Client, log *slog.Logger) func(context.Context, json.RawMessage) (any, error)) {
 	log := lambdacontext.NewLogger()
 	slog.SetDefault(log)
 	fail := func(err error) {
@@ -85,17 +88,17 @@ func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, log *slog.L
 		fail(fmt.Errorf("%s: %w", settings.Tracing.Env, err))
 	}
 	tr.AWS(&cfg)
-	runner, err := newRunner(ctx, cfg, fn, log)
+	s3c, sqsc := awssetup.FromConfig(cfg, fn.S3PathStyle)
+	runner, err := newRunner(ctx, cfg, s3c, sqsc, fn, log)
 	if err != nil {
 		fail(err)
 	}
-	lambda.Start(tr.Handler(fn.Name, handler(runner, log)))
+	lambda.Start(tr.Handler(fn.Name, handler(runner, s3c, log)))
 }
 
-// newRunner builds the clients, the claims store when fn has a table, and
-// the runner, whose queues it resolves.
-func newRunner(ctx context.Context, cfg aws.Config, fn Function, log *slog.Logger) (*fanout.Runner, error) {
-	s3c, sqsc := awssetup.FromConfig(cfg, fn.S3PathStyle)
+// newRunner builds the claims store when fn has a table, and the runner,
+// whose queues it resolves.
+func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Client, fn Function, log *slog.Logger) (*fanout.Runner, error) {
 	if fn.ClaimsTable == "" {
 		log.Info("no " + settings.ClaimsTable.Env + ": tasks and notifications run at least once, and one delivered twice sends its records twice")
 	} else {

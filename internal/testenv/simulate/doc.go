@@ -6,7 +6,7 @@
 // records near and over the queue's size limit, versioned buckets; engine
 // settings: record and chunk mode, chunk sizes, standard and FIFO targets,
 // offload, claims, requests in flight, a work queue, deadlines), drives the
-// real engine (fanout.Handler over fanout.Runner) end to end against
+// real engine (fanouthandler.Handler over fanout.Runner) end to end against
 // in-process models of S3, SQS and the claims store with faults at every
 // call (per-entry failures, 5xx, throttles, resets before and after the
 // request took effect, bad MD5s, cut and stalled bodies, refused and lost

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 )
 
 // Drivers of a Request besides a direct request.
@@ -70,10 +70,10 @@ func batchRetry(payload []byte, answer any) ([]byte, []string) {
 	retry := map[string]bool{}
 	var failed []string
 	for _, r := range resp.Results {
-		switch fanout.ResultCode(r.ResultCode) {
-		case fanout.TemporaryFailure:
+		switch fanouthandler.ResultCode(r.ResultCode) {
+		case fanouthandler.TemporaryFailure:
 			retry[r.TaskID] = true
-		case fanout.PermanentFailure:
+		case fanouthandler.PermanentFailure:
 			failed = append(failed, r.TaskID+": "+r.ResultString)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
@@ -219,7 +220,7 @@ type world struct {
 	sqs     *SQSModel
 	faults  *Faults
 	claims  *ClaimsModel
-	handler *fanout.Handler
+	handler *fanouthandler.Handler
 	target  string
 	work    string
 	failQ   string
@@ -293,6 +294,8 @@ func (w *world) setUp(ctx context.Context) error {
 		Send:             sqsbatch.Options{MaxInFlight: s.MaxInFlight, MaxAttempts: 20, Backoff: func(int) time.Duration { return 0 }},
 		InlineMaxBytes:   s.InlineMax,
 		ChunkConcurrency: 1 + w.rng.IntN(4),
+		// fanout's workers run the tasks s3ingest hands off.
+		IngestEncoder: ingesthandler.EncodeRecords,
 	}
 	if s.WorkQueue {
 		w.work = w.sqs.CreateQueue("work", 0, false)
@@ -315,11 +318,12 @@ func (w *world) setUp(ctx context.Context) error {
 		w.claims = NewClaimsModel(w.faults)
 		opts.Claims = w.claims
 	}
-	r, err := fanout.New(ctx, &FaultS3{M: w.s3, F: w.faults}, NewFaultSQS(w.sqs, w.faults), opts)
+	s3c := &FaultS3{M: w.s3, F: w.faults}
+	r, err := fanout.New(ctx, s3c, NewFaultSQS(w.sqs, w.faults), opts)
 	if err != nil {
 		return err
 	}
-	w.handler = fanout.NewHandler(r, fanout.HandlerOptions{DeadlineMargin: s.Margin})
+	w.handler = fanouthandler.New(r, s3c, fanouthandler.Options{DeadlineMargin: s.Margin})
 	return w.setUpNotify(ctx, opts)
 }
 
@@ -392,7 +396,7 @@ func (w *world) drive(ctx context.Context, out *Outcome) int {
 			}
 			busy = true
 			ans, err, _ := w.invoke(ctx, req.Payload)
-			var failedItems *fanout.FailedItemsError
+			var failedItems *fanouthandler.FailedItemsError
 			switch {
 			case errors.As(err, &failedItems):
 				// Step Functions does not retry items that failed for

@@ -1,4 +1,4 @@
-package fanout_test
+package fanouthandler_test
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
@@ -79,13 +80,13 @@ func (e event) eventBridge(sequencer string) string {
 }
 
 // summaries returns the invocation summaries in logs, in order.
-func summaries(t *testing.T, logs string) []fanout.Invocation {
+func summaries(t *testing.T, logs string) []fanouthandler.Invocation {
 	t.Helper()
-	var out []fanout.Invocation
+	var out []fanouthandler.Invocation
 	for line := range strings.SplitSeq(logs, "\n") {
 		var l struct {
-			Message string            `json:"message"`
-			Summary fanout.Invocation `json:"summary"`
+			Message string                   `json:"message"`
+			Summary fanouthandler.Invocation `json:"summary"`
 		}
 		if json.Unmarshal([]byte(line), &l) == nil && l.Message == "fanout invocation" {
 			out = append(out, l.Summary)
@@ -96,7 +97,7 @@ func summaries(t *testing.T, logs string) []fanout.Invocation {
 
 // deliver invokes h with one SQS event of one message and fails the test
 // unless the message succeeds.
-func deliver(t *testing.T, h *fanout.Handler, id, body string) {
+func deliver(t *testing.T, h *fanouthandler.Handler, id, body string) {
 	t.Helper()
 	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: id, Body: body, EventSource: "aws:sqs"}}})
 	if len(resp.BatchItemFailures) != 0 {
@@ -254,27 +255,5 @@ func TestNotificationTooOld(t *testing.T) {
 	}
 	if sums := summaries(t, logs.String()); len(sums) != 1 || sums[0].Skipped != 1 {
 		t.Errorf("summaries %+v, want one with the object skipped", sums)
-	}
-}
-
-// TestNotifiedRunID checks the run ids of notified objects: one for
-// sequencers CompareSequencers calls equal, valid run ids whatever the
-// sequencer, and none when nothing tells the event from another.
-func TestNotifiedRunID(t *testing.T) {
-	obj := s3event.Object{Bucket: "lake", Key: "in/a.jsonl", ETag: "0123456789abcdef0123456789abcdef"}
-	with := func(seq string) s3event.Object { o := obj; o.Sequencer = seq; return o }
-	a, _ := fanout.NotifiedRunID(with("617f08299329d189"))
-	b, _ := fanout.NotifiedRunID(with("617F08299329D18900"))
-	if a != b {
-		t.Errorf("equal sequencers give %s and %s", a, b)
-	}
-	for _, seq := range []string{"", "0", "617f08299329d189", "../not a sequencer", strings.Repeat("F", 200)} {
-		id, ok := fanout.NotifiedRunID(with(seq))
-		if err := fanout.CheckRunID(id); !ok || err != nil {
-			t.Errorf("sequencer %q: run id %q, %v (%v)", seq, id, ok, err)
-		}
-	}
-	if id, ok := fanout.NotifiedRunID(s3event.Object{Bucket: "lake", Key: "in/a.jsonl"}); ok {
-		t.Errorf("no version, ETag or sequencer: run id %q", id)
 	}
 }

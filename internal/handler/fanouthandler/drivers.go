@@ -1,33 +1,30 @@
-package fanout
+package fanouthandler
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/smithy-go"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/s3sqs/s3sqs/internal/awserr"
 	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/partialbatch"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // The drivers are the services that hand fanout a list of objects and
 // keep the list's progress themselves: S3 Batch Operations (batchops.go)
-// and Step Functions Distributed Map (distmap.go). Each object is run as
-// the engine runs any object (Runner.run): sent in the invocation when it
-// is small enough, else queued on the work queue as chunk tasks; what is
-// left at the deadline is queued as continuations. Each object's outcome
-// is one of three ResultCodes, so that the driver retries what a retry can
-// fix and records the rest as failed.
+// and Step Functions Distributed Map (distmap.go). Each object is a run of
+// its own (Runner.RunObject): sent in the invocation when it is small
+// enough, else queued on the work queue as chunk tasks; what is left at
+// the deadline is queued as continuations. Each object's outcome is one of
+// three ResultCodes, so that the driver retries what a retry can fix and
+// records the rest as failed.
 
 // ResultCode is what became of one object a driver named. The values are
 // S3 Batch Operations' result codes, which the Distributed Map answer uses
@@ -51,13 +48,15 @@ const (
 
 // ArgumentError is a driver's arguments that a request could not have
 // given: Batch Operations' userArguments or a Distributed Map's BatchInput.
-// Retrying cannot help.
+// Retrying cannot help. Lambda names an invocation's error by its type, so
+// that a Distributed Map sees "ArgumentError".
 type ArgumentError struct {
 	// Field names where the arguments came from, such as "userArguments".
 	Field string
 	Err   error
 }
 
+// Error says which arguments were bad and why.
 func (e *ArgumentError) Error() string { return "fanout: bad " + e.Field + ": " + e.Err.Error() }
 
 // Unwrap returns the reason.
@@ -66,24 +65,15 @@ func (e *ArgumentError) Unwrap() error { return e.Err }
 // errNoBucket is an item that names no bucket.
 var errNoBucket = errors.New("no bucket: give it in BatchInput.bucket or in the item")
 
-// permanentCodes are the AWS error codes that no retry fixes.
-var permanentCodes = map[string]bool{
-	"AccessDenied": true, "AccessDeniedException": true, "Forbidden": true,
-	"NoSuchKey": true, "NoSuchBucket": true, "NoSuchVersion": true, "NotFound": true,
-	"InvalidObjectState": true, "InvalidArgument": true, "InvalidBucketName": true,
-	"KMS.AccessDeniedException": true, "KMS.DisabledException": true,
-	"AWS.SimpleQueueService.NonExistentQueue": true, "QueueDoesNotExist": true,
-}
-
-// Classify returns the result code of an object that failed with err (nil:
+// classify returns the result code of an object that failed with err (nil:
 // Succeeded). What a retry can fix is a TemporaryFailure: a claim another
 // delivery holds, the invocation's deadline, an error the AWS SDK retries
 // (throttling, 5xx, a broken connection), and any error not known to be
 // permanent. PermanentFailure is a missing object or version, a changed
 // object, an unknown format, bad arguments, a malformed task, and an AWS
-// error whose code is known not to change on retry (AccessDenied, NoSuchKey,
-// ...) or whose HTTP status is a 4xx other than 408 and 429.
-func Classify(err error) ResultCode {
+// error that asking again gets again (awserr's NotFound, Changed and
+// Permanent: AccessDenied, NoSuchKey, a 4xx other than 408 and 429, ...).
+func classify(err error) ResultCode {
 	var (
 		malformed *worktask.MalformedError
 		badArgs   *ArgumentError
@@ -96,19 +86,10 @@ func Classify(err error) ResultCode {
 		return PermanentFailure
 	case errors.Is(err, claims.ErrHeld), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return TemporaryFailure
-	case retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary,
-		retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary:
-		return TemporaryFailure
 	}
-	var api smithy.APIError
-	if errors.As(err, &api) && permanentCodes[api.ErrorCode()] {
+	switch awserr.Classify(err) {
+	case awserr.NotFound, awserr.Changed, awserr.Permanent:
 		return PermanentFailure
-	}
-	var status interface{ HTTPStatusCode() int }
-	if errors.As(err, &status) {
-		if c := status.HTTPStatusCode(); c >= 400 && c < 500 && c != 408 && c != 429 {
-			return PermanentFailure
-		}
 	}
 	return TemporaryFailure
 }
@@ -116,7 +97,7 @@ func Classify(err error) ResultCode {
 // objectRun is what became of one object a driver named.
 type objectRun struct {
 	Object dataset.Object
-	Report Report
+	Report fanout.Report
 	Code   ResultCode
 	Err    error
 }
@@ -125,7 +106,7 @@ type objectRun struct {
 // it cannot be run (bad arguments, an item without a bucket).
 type objectJob struct {
 	obj  dataset.Object
-	ov   Overrides
+	ov   fanout.Overrides
 	head bool
 	err  error
 }
@@ -155,20 +136,19 @@ func (h *Handler) runObjects(ctx context.Context, runID string, jobs []objectJob
 // when head is set (the version id obj gives, or the latest), and
 // classifies the outcome. With failOnError, records on the failure output
 // make the object a PermanentFailure: a retry would not send them again.
-func (h *Handler) runObject(ctx context.Context, runID string, obj dataset.Object, ov Overrides, head bool) objectRun {
-	out := objectRun{Object: obj, Report: Report{RunID: runID}}
+func (h *Handler) runObject(ctx context.Context, runID string, obj dataset.Object, ov fanout.Overrides, head bool) objectRun {
+	out := objectRun{Object: obj, Report: fanout.Report{RunID: runID}}
 	if head {
 		// A missing object or version wraps dataset.ErrNotFound.
-		pinned, err := dataset.Head(ctx, h.runner.s3, obj.Bucket, obj.Key, obj.VersionID)
+		pinned, err := dataset.Head(ctx, h.s3, obj.Bucket, obj.Key, obj.VersionID)
 		if err != nil {
-			out.Code, out.Err = Classify(err), err
+			out.Code, out.Err = classify(err), err
 			return out
 		}
 		out.Object = pinned
 	}
-	one := func(yield func(dataset.Object, error) bool) { yield(out.Object, nil) }
-	out.Report, out.Err = h.runner.run(ctx, runID, listed(one), ov, false, nil)
-	out.Code = Classify(out.Err)
+	out.Report, out.Err = h.runner.RunObject(ctx, runID, out.Object, ov)
+	out.Code = classify(out.Err)
 	if out.Err == nil && out.Report.ObjectsFailed > 0 {
 		// No retry reads it: what could be read was sent, and the rest is
 		// on the failure output with the reason.
@@ -190,23 +170,10 @@ func (h *Handler) runObject(ctx context.Context, runID string, obj dataset.Objec
 // Batch Operations completion report, a ResultWriter's results) lists every
 // object. A report that cannot be written is logged; the records are sent
 // all the same.
-func (h *Handler) invocationReport(ctx context.Context, id string, rep Report, at time.Time) {
-	if h.runner.report == nil {
-		return
-	}
-	key := rep.RunID + "/invocations/" + url.PathEscape(id) + ".json"
-	if err := h.runner.report.put(partialbatch.SendContext(ctx), key, Manifest{Report: rep, PlannedAt: at}); err != nil {
+func (h *Handler) invocationReport(ctx context.Context, id string, rep fanout.Report, at time.Time) {
+	if err := h.runner.WriteInvocationReport(ctx, id, rep, at); err != nil {
 		h.log.ErrorContext(ctx, "run report not written", "err", err)
 	}
-}
-
-// answer ends an invocation of a driver: its summary line, and its answer
-// as is. FAIL_ON_ERROR acts per object (see runObject), not on the whole
-// invocation, whose answer says what became of each object.
-func (h *Handler) answer(ctx context.Context, inv *Invocation, start time.Time, out any, err error) (any, error) {
-	inv.DurationMs = h.opts.Now().Sub(start).Milliseconds()
-	h.report(ctx, inv, err)
-	return out, err
 }
 
 // decodeArguments reads a driver's per-run arguments as strictly as a
@@ -227,7 +194,7 @@ func decodeArguments(field string, raw []byte, v interface {
 // runArguments are the per-run settings a driver may give: a request's
 // overrides and its run id.
 type runArguments struct {
-	Overrides
+	fanout.Overrides
 	RunID string `json:"runId,omitempty"`
 }
 
@@ -238,11 +205,25 @@ func (a *runArguments) validate() error {
 	if err := a.Overrides.Validate(); err != nil {
 		return err
 	}
-	return CheckRunID(a.RunID)
+	return fanout.CheckRunID(a.RunID)
 }
 
 // jsonString marshals s; it cannot fail.
 func jsonString(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
+}
+
+// truncate cuts s to at most n bytes, keeping UTF-8 whole.
+func truncate(s string, n int) string {
+	if n < 0 {
+		n = 0
+	}
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
 }

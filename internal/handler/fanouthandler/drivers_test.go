@@ -1,4 +1,4 @@
-package fanout_test
+package fanouthandler
 
 import (
 	"context"
@@ -32,28 +32,28 @@ func TestDecodeBatchJob(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		payload string
-		want    fanout.BatchJob
+		want    BatchJob
 		wantErr string
 	}{
 		{
 			name:    "1.0 sample, null version, encoded key",
 			payload: readFile(t, "testdata/s3-batch-job-1.0.json"),
-			want: fanout.BatchJob{SchemaVersion: "1.0", InvocationID: "YXNkbGZqYWRmaiBhc2RmdW9hZHNmZGpmaGFzbGtkaGZza2RmaAo", JobID: "f3cc4f60-61f6-4a2b-8a21-d07600c373ce",
-				Tasks: []fanout.BatchTask{{TaskID: "dGFza2lkZ29lc2hlcmUK", Object: dataset.Object{Bucket: "amzn-s3-demo-bucket", Key: "exports/date=2024-01-01/a bñ.jsonl"}}}},
+			want: BatchJob{SchemaVersion: "1.0", InvocationID: "YXNkbGZqYWRmaiBhc2RmdW9hZHNmZGpmaGFzbGtkaGZza2RmaAo", JobID: "f3cc4f60-61f6-4a2b-8a21-d07600c373ce",
+				Tasks: []BatchTask{{TaskID: "dGFza2lkZ29lc2hlcmUK", Object: dataset.Object{Bucket: "amzn-s3-demo-bucket", Key: "exports/date=2024-01-01/a bñ.jsonl"}}}},
 		},
 		{
 			name:    "2.0 sample with userArguments",
 			payload: readFile(t, "testdata/s3-batch-job-2.0.json"),
-			want: fanout.BatchJob{SchemaVersion: "2.0", InvocationID: "YXNkbGZqYWRmaiBhc2RmdW9hZHNmZGpmaGFzbGtkaGZza2RmaAo", JobID: "f3cc4f60-61f6-4a2b-8a21-d07600c373ce",
+			want: BatchJob{SchemaVersion: "2.0", InvocationID: "YXNkbGZqYWRmaiBhc2RmdW9hZHNmZGpmaGFzbGtkaGZza2RmaAo", JobID: "f3cc4f60-61f6-4a2b-8a21-d07600c373ce",
 				UserArguments: map[string]string{"chunkSize": "8MiB", "mode": "chunk"},
-				Tasks: []fanout.BatchTask{{TaskID: "dGFza2lkZ29lc2hlcmUK",
+				Tasks: []BatchTask{{TaskID: "dGFza2lkZ29lc2hlcmUK",
 					Object: dataset.Object{Bucket: "amzn-s3-demo-bucket", Key: "customerImage1.jpg", VersionID: "jbo9_jhdPEyB4RrmOxWS0kU0EoNrU_oI"}}}},
 		},
 		{
 			name:    "1.0 ARN with region and account (aws-lambda-go's sample)",
 			payload: `{"invocationSchemaVersion":"1.0","invocationId":"i","job":{"id":"j"},"tasks":[{"taskId":"t","s3Key":"k%2Fx","s3VersionId":"1","s3BucketArn":"arn:aws:s3:us-east-1:0123456788:awsexamplebucket"}]}`,
-			want: fanout.BatchJob{SchemaVersion: "1.0", InvocationID: "i", JobID: "j",
-				Tasks: []fanout.BatchTask{{TaskID: "t", Object: dataset.Object{Bucket: "awsexamplebucket", Key: "k/x", VersionID: "1"}}}},
+			want: BatchJob{SchemaVersion: "1.0", InvocationID: "i", JobID: "j",
+				Tasks: []BatchTask{{TaskID: "t", Object: dataset.Object{Bucket: "awsexamplebucket", Key: "k/x", VersionID: "1"}}}},
 		},
 		{name: "unknown version", payload: `{"invocationSchemaVersion":"3.0","tasks":[]}`, wantErr: `invocationSchemaVersion "3.0" is not one fanout answers (1.0 or 2.0)`},
 		{name: "version as a number", payload: `{"invocationSchemaVersion":1.0,"tasks":[]}`, wantErr: `invocationSchemaVersion 1.0 is not a string`},
@@ -61,7 +61,7 @@ func TestDecodeBatchJob(t *testing.T) {
 		{name: "not JSON", payload: `{"invocationSchemaVersion":`, wantErr: "S3 Batch Operations invocation"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := fanout.DecodeBatchJob([]byte(tc.payload))
+			got, err := decodeBatchJob([]byte(tc.payload))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v; want one that says %q", err, tc.wantErr)
@@ -86,7 +86,7 @@ func TestDecodeBatchJobBadTasks(t *testing.T) {
 		{"taskId":"bad-arn","s3Key":"a.jsonl","s3BucketArn":"b"},
 		{"taskId":"no-key","s3Key":"","s3BucketArn":"arn:aws:s3:::b"},
 		{"taskId":"good","s3Key":"100%25.jsonl","s3BucketArn":"arn:aws:s3:::b"}]}`
-	job, err := fanout.DecodeBatchJob([]byte(payload))
+	job, err := decodeBatchJob([]byte(payload))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestDecodeBatchJobBadTasks(t *testing.T) {
 		}
 	}
 	v2 := `{"invocationSchemaVersion":"2.0","invocationId":"i","job":{"id":"j"},"tasks":[{"taskId":"t","s3Key":"a","s3Bucket":""}]}`
-	job, err = fanout.DecodeBatchJob([]byte(v2))
+	job, err = decodeBatchJob([]byte(v2))
 	if err != nil || len(job.Tasks) != 1 || job.Tasks[0].Err == nil || !strings.Contains(job.Tasks[0].Err.Error(), "no s3Bucket") {
 		t.Errorf("2.0 task without a bucket: %+v, %v; want its error", job, err)
 	}
@@ -163,14 +163,14 @@ func TestBatchArguments(t *testing.T) {
 		{name: "ingest", args: map[string]string{"ingest": "{}"}, wantErr: "userArguments: ingest"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ov, runID, err := fanout.BatchArguments(tc.args)
+			ov, runID, err := batchArguments(tc.args)
 			if tc.wantErr != "" {
-				var ae *fanout.ArgumentError
+				var ae *ArgumentError
 				if !errors.As(err, &ae) || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err %v; want an ArgumentError that says %q", err, tc.wantErr)
 				}
-				if fanout.Classify(err) != fanout.PermanentFailure {
-					t.Errorf("bad arguments classified %s, want PermanentFailure", fanout.Classify(err))
+				if classify(err) != PermanentFailure {
+					t.Errorf("bad arguments classified %s, want PermanentFailure", classify(err))
 				}
 				return
 			}
@@ -198,34 +198,34 @@ func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		err  error
-		want fanout.ResultCode
+		want ResultCode
 	}{
-		{"nil", nil, fanout.Succeeded},
-		{"missing key (HEAD, no body)", apiError("NotFound", 404), fanout.PermanentFailure},
-		{"missing version", apiError("NoSuchVersion", 404), fanout.PermanentFailure},
-		{"access denied", apiError("Forbidden", 403), fanout.PermanentFailure},
-		{"bad version id", apiError("InvalidArgument", 400), fanout.PermanentFailure},
-		{"some other 4xx", apiError("Whatever", 409), fanout.PermanentFailure},
-		{"target queue gone", fmt.Errorf("send: %w", apiError("AWS.SimpleQueueService.NonExistentQueue", 400)), fanout.PermanentFailure},
-		{"throttled", apiError("SlowDown", 503), fanout.TemporaryFailure},
-		{"throttled, 400", apiError("ThrottlingException", 400), fanout.TemporaryFailure},
-		{"too many requests", apiError("TooManyRequests", 429), fanout.TemporaryFailure},
-		{"internal error", apiError("InternalError", 500), fanout.TemporaryFailure},
-		{"request timeout", apiError("RequestTimeout", 408), fanout.TemporaryFailure},
-		{"read of a gone object", fmt.Errorf("read: %w", dataset.ErrNotFound), fanout.PermanentFailure},
-		{"changed object", &dataset.ReadError{Err: fmt.Errorf("%w: precondition", dataset.ErrChanged)}, fanout.PermanentFailure},
-		{"unknown format", fmt.Errorf("plan: %w", dataset.ErrUnknownFormat), fanout.PermanentFailure},
-		{"malformed task", &worktask.MalformedError{Err: errors.New("x")}, fanout.PermanentFailure},
-		{"bad arguments", &fanout.ArgumentError{Field: "BatchInput", Err: errors.New("x")}, fanout.PermanentFailure},
-		{"claim held", fmt.Errorf("task t: %w", claims.ErrHeld), fanout.TemporaryFailure},
-		{"deadline", fmt.Errorf("send: %w", partialbatch.ErrDeadline), fanout.TemporaryFailure},
-		{"canceled", context.Canceled, fanout.TemporaryFailure},
-		{"work queue refused tasks", errors.New("fanout: 3 tasks did not reach the work queue: x"), fanout.TemporaryFailure},
-		{"connection reset", fmt.Errorf("get: %w", &smithy.OperationError{Err: &net_error{}}), fanout.TemporaryFailure},
+		{"nil", nil, Succeeded},
+		{"missing key (HEAD, no body)", apiError("NotFound", 404), PermanentFailure},
+		{"missing version", apiError("NoSuchVersion", 404), PermanentFailure},
+		{"access denied", apiError("Forbidden", 403), PermanentFailure},
+		{"bad version id", apiError("InvalidArgument", 400), PermanentFailure},
+		{"some other 4xx", apiError("Whatever", 409), PermanentFailure},
+		{"target queue gone", fmt.Errorf("send: %w", apiError("AWS.SimpleQueueService.NonExistentQueue", 400)), PermanentFailure},
+		{"throttled", apiError("SlowDown", 503), TemporaryFailure},
+		{"throttled, 400", apiError("ThrottlingException", 400), TemporaryFailure},
+		{"too many requests", apiError("TooManyRequests", 429), TemporaryFailure},
+		{"internal error", apiError("InternalError", 500), TemporaryFailure},
+		{"request timeout", apiError("RequestTimeout", 408), TemporaryFailure},
+		{"read of a gone object", fmt.Errorf("read: %w", dataset.ErrNotFound), PermanentFailure},
+		{"changed object", &dataset.ReadError{Err: fmt.Errorf("%w: precondition", dataset.ErrChanged)}, PermanentFailure},
+		{"unknown format", fmt.Errorf("plan: %w", dataset.ErrUnknownFormat), PermanentFailure},
+		{"malformed task", &worktask.MalformedError{Err: errors.New("x")}, PermanentFailure},
+		{"bad arguments", &ArgumentError{Field: "BatchInput", Err: errors.New("x")}, PermanentFailure},
+		{"claim held", fmt.Errorf("task t: %w", claims.ErrHeld), TemporaryFailure},
+		{"deadline", fmt.Errorf("send: %w", partialbatch.ErrDeadline), TemporaryFailure},
+		{"canceled", context.Canceled, TemporaryFailure},
+		{"work queue refused tasks", errors.New("fanout: 3 tasks did not reach the work queue: x"), TemporaryFailure},
+		{"connection reset", fmt.Errorf("get: %w", &smithy.OperationError{Err: &net_error{}}), TemporaryFailure},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := fanout.Classify(tc.err); got != tc.want {
-				t.Errorf("Classify(%v) = %s, want %s", tc.err, got, tc.want)
+			if got := classify(tc.err); got != tc.want {
+				t.Errorf("classify(%v) = %s, want %s", tc.err, got, tc.want)
 			}
 		})
 	}
@@ -239,14 +239,14 @@ func (*net_error) Timeout() bool   { return false }
 func (*net_error) Temporary() bool { return true }
 
 func TestDecodeMapBatch(t *testing.T) {
-	b, err := fanout.DecodeMapBatch([]byte(readFile(t, "testdata/sfn-map-batch-listobjectsv2.json")))
+	b, err := decodeMapBatch([]byte(readFile(t, "testdata/sfn-map-batch-listobjectsv2.json")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b.Input.Bucket != "amzn-s3-demo-bucket" || b.Input.RunID != "nightly-2024-01-01" || b.Input.ChunkSize.String() != "4MiB" || len(b.Items) != 2 {
 		t.Fatalf("batch %+v", b)
 	}
-	obj, head, err := b.Items[1].Object(b.Input.Bucket)
+	obj, head, err := b.Items[1].object(b.Input.Bucket)
 	want := dataset.Object{Bucket: "amzn-s3-demo-bucket", Key: "exports/ñandú.jsonl", Size: 10485760, ETag: "2a0dc1b0a3d4c4e9a8e7f1c1d0b3e4f5-2"}
 	if err != nil || head || obj != want {
 		t.Errorf("item 1: %+v head=%v err=%v; want %+v pinned by its Etag without HeadObject", obj, head, err, want)
@@ -266,14 +266,14 @@ func TestDecodeMapBatch(t *testing.T) {
 		{"BatchInput not an object", `{"Items":[],"BatchInput":"b"}`, "BatchInput: a string is not allowed here; want an object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := fanout.DecodeMapBatch([]byte(tc.payload))
+			_, err := decodeMapBatch([]byte(tc.payload))
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("err %v; want one that says %q", err, tc.wantErr)
 			}
 		})
 	}
 
-	b, err = fanout.DecodeMapBatch([]byte(`{"Items":[{"Key":"a","Bucket":"own","VersionId":"v1"},{"Size":3},"x",{"Key":"c","Etag":"\"e\""},{"key":"d","size":5,"etag":"f","checksumAlgorithm":["CRC32"]}]}`))
+	b, err = decodeMapBatch([]byte(`{"Items":[{"Key":"a","Bucket":"own","VersionId":"v1"},{"Size":3},"x",{"Key":"c","Etag":"\"e\""},{"key":"d","size":5,"etag":"f","checksumAlgorithm":["CRC32"]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,13 +292,13 @@ func TestDecodeMapBatch(t *testing.T) {
 		if i == 4 {
 			bucket = "dflt"
 		}
-		obj, head, err := b.Items[i].Object(bucket)
+		obj, head, err := b.Items[i].object(bucket)
 		switch {
 		case w.err != "":
 			if err == nil || !strings.Contains(err.Error(), w.err) {
 				t.Errorf("item %d: err %v; want one that says %q", i, err, w.err)
-			} else if fanout.Classify(err) != fanout.PermanentFailure {
-				t.Errorf("item %d: %v classified %s, want PermanentFailure", i, err, fanout.Classify(err))
+			} else if classify(err) != PermanentFailure {
+				t.Errorf("item %d: %v classified %s, want PermanentFailure", i, err, classify(err))
 			}
 		case err != nil || obj != w.obj || head != w.head:
 			t.Errorf("item %d: %+v head=%v err=%v; want %+v head=%v", i, obj, head, err, w.obj, w.head)
@@ -309,26 +309,26 @@ func TestDecodeMapBatch(t *testing.T) {
 // TestMapResultLimit: a batch's answer stays under Step Functions' payload
 // limit however many items it has, leaving out succeeded items first.
 func TestMapResultLimit(t *testing.T) {
-	r := fanout.MapResult{RunID: "r", Items: 3000}
+	r := MapResult{RunID: "r", Items: 3000}
 	for i := range 3000 {
-		st := fanout.Succeeded
+		st := Succeeded
 		if i%1000 == 0 {
-			st = fanout.PermanentFailure
+			st = PermanentFailure
 		}
-		r.Results = append(r.Results, fanout.MapItemResult{Bucket: "b", Key: strings.Repeat("k", 100) + fmt.Sprint(i), Status: st})
+		r.Results = append(r.Results, MapItemResult{Bucket: "b", Key: strings.Repeat("k", 100) + fmt.Sprint(i), Status: st})
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back fanout.MapResult
+	var back MapResult
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
 	if len(b) > 200<<10 || len(back.Results) != 3 || back.Omitted != 2997 {
 		t.Errorf("%d bytes, %d results, %d omitted; want at most 200KiB, the 3 failures, 2997 omitted", len(b), len(back.Results), back.Omitted)
 	}
-	small := fanout.MapResult{RunID: "r", Items: 1, Results: []fanout.MapItemResult{{Key: "k", Status: fanout.Succeeded}}}
+	small := MapResult{RunID: "r", Items: 1, Results: []MapItemResult{{Key: "k", Status: Succeeded}}}
 	b, _ = json.Marshal(small)
 	if !strings.Contains(string(b), `"results":[{"bucket":"","key":"k","status":"Succeeded"`) || strings.Contains(string(b), "omitted") {
 		t.Errorf("small result %s: want every item and no omitted", b)
@@ -349,11 +349,11 @@ func FuzzDecodeBatchJob(f *testing.F) {
 	f.Add([]byte(`{"invocationSchemaVersion":"1.0","tasks":[{"taskId":"t","s3Key":"%zz","s3BucketArn":"arn:aws:s3:::b"}]}`))
 	f.Add([]byte(`{"invocationSchemaVersion":"2.0","job":{"userArguments":{"chunkSize":"x"}},"tasks":[{"s3Key":"a+b","s3Bucket":"b"}]}`))
 	f.Fuzz(func(t *testing.T, payload []byte) {
-		job, err := fanout.DecodeBatchJob(payload)
+		job, err := decodeBatchJob(payload)
 		if err != nil {
 			return
 		}
-		if job.SchemaVersion != fanout.BatchSchema1 && job.SchemaVersion != fanout.BatchSchema2 {
+		if job.SchemaVersion != batchSchema1 && job.SchemaVersion != batchSchema2 {
 			t.Fatalf("accepted version %q", job.SchemaVersion)
 		}
 		for _, task := range job.Tasks {
@@ -361,7 +361,7 @@ func FuzzDecodeBatchJob(f *testing.F) {
 				t.Fatalf("task %+v names no object and has no error", task)
 			}
 		}
-		fanout.BatchArguments(job.UserArguments)
+		batchArguments(job.UserArguments)
 	})
 }
 

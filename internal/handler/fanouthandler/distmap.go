@@ -1,4 +1,4 @@
-package fanout
+package fanouthandler
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 )
 
@@ -58,11 +59,11 @@ func (in *MapBatchInput) validate() error {
 	return in.runArguments.validate()
 }
 
-// DecodeMapBatch reads a Distributed Map item batch: an object with Items
+// decodeMapBatch reads a Distributed Map item batch: an object with Items
 // (an array) and an optional BatchInput, and nothing else. A bad
 // BatchInput is an *ArgumentError naming the field; an item that names no
 // object has Err set.
-func DecodeMapBatch(payload []byte) (MapBatch, error) {
+func decodeMapBatch(payload []byte) (MapBatch, error) {
 	var probe map[string]json.RawMessage
 	if err := strictjson.Decode(payload, &probe); err != nil {
 		return MapBatch{}, fmt.Errorf("fanout: Distributed Map batch: %w", err)
@@ -115,10 +116,10 @@ func kindOfJSON(raw []byte) string {
 	}
 }
 
-// Object returns the object an item names, in bucket unless it names its
+// object returns the object an item names, in bucket unless it names its
 // own, and whether it must be pinned with HeadObject: when the item does
 // not give both its Size and Etag.
-func (it MapItem) Object(bucket string) (obj dataset.Object, head bool, err error) {
+func (it MapItem) object(bucket string) (obj dataset.Object, head bool, err error) {
 	if it.Err != nil {
 		return dataset.Object{Bucket: it.Bucket, Key: it.Key}, false, it.Err
 	}
@@ -144,7 +145,7 @@ func (b MapBatch) id() string {
 	in, _ := json.Marshal(b.Input)
 	fmt.Fprintf(h, "%s\n", in)
 	for _, it := range b.Items {
-		obj, _, _ := it.Object(b.Input.Bucket)
+		obj, _, _ := it.object(b.Input.Bucket)
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\n", obj.Bucket, obj.Key, obj.ETag, obj.VersionID)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12])
@@ -158,7 +159,7 @@ type MapResult struct {
 	Succeeded         int    `json:"succeeded"`
 	TemporaryFailures int    `json:"temporaryFailures"`
 	PermanentFailures int    `json:"permanentFailures"`
-	Stats
+	fanout.Stats
 	Results []MapItemResult `json:"results"`
 	// Omitted counts the items left out of Results (those that succeeded
 	// first) to keep the answer under Step Functions' payload limit.
@@ -188,6 +189,7 @@ const maxMapResult = 200 << 10
 // the retry skips the chunks already done.
 type RetryableItemsError struct{ Result MapResult }
 
+// Error says how many items a retry can fix, and holds the MapResult.
 func (e *RetryableItemsError) Error() string {
 	return itemsMessage(fmt.Sprintf("fanout: %d of %d items failed and a retry can fix them", e.Result.TemporaryFailures, e.Result.Items), e.Result)
 }
@@ -198,6 +200,7 @@ func (e *RetryableItemsError) Error() string {
 // other items were sent. Its message holds the batch's MapResult as JSON.
 type FailedItemsError struct{ Result MapResult }
 
+// Error says how many items failed for good, and holds the MapResult.
 func (e *FailedItemsError) Error() string {
 	return itemsMessage(fmt.Sprintf("fanout: %d of %d items failed for good", e.Result.PermanentFailures, e.Result.Items), e.Result)
 }
@@ -252,16 +255,15 @@ func mapRunID(b MapBatch) string {
 	return "map-" + b.id()
 }
 
-// distributedMap answers a Distributed Map item batch: each item's object,
-// pinned by its Etag (or with HeadObject when the item lacks its Size or
-// Etag), is run as Runner.run runs any object. The answer is a MapResult;
-// when an item failed it is an error instead (see RetryableItemsError and
-// FailedItemsError), so that the Map retries the batch or counts it failed.
-func (h *Handler) distributedMap(ctx context.Context, inv *Invocation, payload []byte) (any, error) {
-	b, err := DecodeMapBatch(payload)
-	if err != nil {
-		return nil, err
-	}
+// HandleDistributedMap answers a Distributed Map item batch: each item's
+// object, pinned by its Etag (or with HeadObject when the item lacks its
+// Size or Etag), is run as Runner.RunObject runs any object. The answer is
+// a MapResult; when an item failed it is an error instead (see
+// RetryableItemsError and FailedItemsError), so that the Map retries the
+// batch or counts it failed. FAIL_ON_ERROR acts per item (see runObject).
+func (h *Handler) HandleDistributedMap(ctx context.Context, b MapBatch) (MapResult, error) {
+	start := h.opts.Now()
+	inv := &Invocation{Kind: kindDistributedMap}
 	runID := mapRunID(b)
 	inv.RunID = runID
 	ctx, cancel := partialbatch.Deadlines(ctx, h.opts.DeadlineMargin, h.opts.Now)
@@ -269,36 +271,46 @@ func (h *Handler) distributedMap(ctx context.Context, inv *Invocation, payload [
 	at := time.Now().UTC()
 	jobs := make([]objectJob, len(b.Items))
 	for i, it := range b.Items {
-		obj, head, err := it.Object(b.Input.Bucket)
+		obj, head, err := it.object(b.Input.Bucket)
 		jobs[i] = objectJob{obj: obj, ov: b.Input.Overrides, head: head, err: err}
 	}
 	runs := h.runObjects(ctx, runID, jobs)
 	res := MapResult{RunID: runID, Items: len(b.Items), Results: make([]MapItemResult, len(runs))}
-	total := Report{RunID: runID}
+	total := fanout.Report{RunID: runID}
 	for i, r := range runs {
 		h.count(ctx, inv, &total, r, "item", fmt.Sprint(i))
-		ir := MapItemResult{Bucket: r.Object.Bucket, Key: r.Object.Key, VersionID: r.Object.VersionID, Status: r.Code,
-			RecordsSent: r.Report.RecordsSent, RecordsFailed: r.Report.RecordsFailed, TasksQueued: r.Report.TasksQueued}
-		if r.Err != nil {
-			ir.Reason = truncate(r.Err.Error(), maxResultString)
-		}
-		switch r.Code {
-		case Succeeded:
-			res.Succeeded++
-		case TemporaryFailure:
-			res.TemporaryFailures++
-		case PermanentFailure:
-			res.PermanentFailures++
-		}
-		res.Results[i] = ir
+		res.add(i, r)
 	}
 	res.Stats = total.Stats
 	h.invocationReport(ctx, "map-"+b.id(), total, at)
+	var err error
 	switch {
 	case res.TemporaryFailures > 0:
-		return nil, &RetryableItemsError{Result: res}
+		err = &RetryableItemsError{Result: res}
 	case res.PermanentFailures > 0:
-		return nil, &FailedItemsError{Result: res}
+		err = &FailedItemsError{Result: res}
+	}
+	h.summarize(ctx, inv, start, err)
+	if err != nil {
+		return MapResult{}, err
 	}
 	return res, nil
+}
+
+// add puts what became of item i, run r, in the result and its counts.
+func (res *MapResult) add(i int, r objectRun) {
+	ir := MapItemResult{Bucket: r.Object.Bucket, Key: r.Object.Key, VersionID: r.Object.VersionID, Status: r.Code,
+		RecordsSent: r.Report.RecordsSent, RecordsFailed: r.Report.RecordsFailed, TasksQueued: r.Report.TasksQueued}
+	if r.Err != nil {
+		ir.Reason = truncate(r.Err.Error(), maxResultString)
+	}
+	switch r.Code {
+	case Succeeded:
+		res.Succeeded++
+	case TemporaryFailure:
+		res.TemporaryFailures++
+	case PermanentFailure:
+		res.PermanentFailures++
+	}
+	res.Results[i] = ir
 }

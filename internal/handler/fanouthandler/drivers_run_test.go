@@ -1,4 +1,4 @@
-package fanout_test
+package fanouthandler_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -120,8 +121,8 @@ func TestDistributedMapRetryable(t *testing.T) {
 	}}
 	payload, _ := json.Marshal(batch)
 	_, err = h.Invoke(t.Context(), payload)
-	var re *fanout.RetryableItemsError
-	if !errors.As(err, &re) || re.Result.Succeeded != 1 || re.Result.TemporaryFailures != 1 || re.Result.Results[1].Status != fanout.TemporaryFailure ||
+	var re *fanouthandler.RetryableItemsError
+	if !errors.As(err, &re) || re.Result.Succeeded != 1 || re.Result.TemporaryFailures != 1 || re.Result.Results[1].Status != fanouthandler.TemporaryFailure ||
 		!strings.Contains(re.Result.Results[1].Reason, "another delivery") {
 		t.Fatalf("first attempt: %v; want a RetryableItemsError with two.jsonl held", err)
 	}
@@ -132,7 +133,7 @@ func TestDistributedMapRetryable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("retry: %v", err)
 	}
-	res, ok := out.(fanout.MapResult)
+	res, ok := out.(fanouthandler.MapResult)
 	if !ok || res.Succeeded != 2 || res.RecordsSent != 1 || res.TasksSkipped != 1 {
 		t.Errorf("retry answered %+v; want both items succeeded, two.jsonl sent, one.jsonl skipped as done", out)
 	}

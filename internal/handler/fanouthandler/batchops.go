@@ -1,4 +1,4 @@
-package fanout
+package fanouthandler
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 )
 
@@ -40,16 +41,16 @@ type BatchTask struct {
 
 // Invocation schema versions of S3 Batch Operations that fanout answers.
 const (
-	BatchSchema1 = "1.0"
-	BatchSchema2 = "2.0"
+	batchSchema1 = "1.0"
+	batchSchema2 = "2.0"
 )
 
-// DecodeBatchJob reads an S3 Batch Operations invocation. An invocation
+// decodeBatchJob reads an S3 Batch Operations invocation. An invocation
 // whose invocationSchemaVersion is not 1.0 or 2.0, or that is not JSON of
 // that shape, is an error naming what is wrong: the whole invocation fails.
 // A task whose key is not URL-encoded, or whose bucket is missing, has Err
 // set. Fields Batch Operations may add later are ignored.
-func DecodeBatchJob(payload []byte) (BatchJob, error) {
+func decodeBatchJob(payload []byte) (BatchJob, error) {
 	var probe struct {
 		Version json.RawMessage `json:"invocationSchemaVersion"`
 	}
@@ -62,17 +63,17 @@ func DecodeBatchJob(payload []byte) (BatchJob, error) {
 	}
 	job := BatchJob{SchemaVersion: version}
 	switch version {
-	case BatchSchema1:
+	case batchSchema1:
 		var ev events.S3BatchJobEvent
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			return BatchJob{}, fmt.Errorf("fanout: S3 Batch Operations invocation (schema 1.0): %w", err)
 		}
 		job.InvocationID, job.JobID = ev.InvocationID, ev.Job.ID
 		for _, t := range ev.Tasks {
-			bucket, err := BucketFromARN(t.S3BucketARN)
+			bucket, err := bucketFromARN(t.S3BucketARN)
 			job.Tasks = append(job.Tasks, batchTask(t.TaskID, bucket, t.S3Key, t.S3VersionID, err))
 		}
-	case BatchSchema2:
+	case batchSchema2:
 		var ev events.S3BatchJobEventV2
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			return BatchJob{}, fmt.Errorf("fanout: S3 Batch Operations invocation (schema 2.0): %w", err)
@@ -109,9 +110,9 @@ func batchTask(id, bucket, rawKey, version string, err error) BatchTask {
 	return t
 }
 
-// BucketFromARN returns the bucket an S3 bucket ARN names
+// bucketFromARN returns the bucket an S3 bucket ARN names
 // (arn:aws:s3:::bucket).
-func BucketFromARN(arn string) (string, error) {
+func bucketFromARN(arn string) (string, error) {
 	parts := strings.SplitN(arn, ":", 6)
 	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "s3" || parts[5] == "" || strings.Contains(parts[5], "/") {
 		return "", fmt.Errorf("s3BucketArn %q is not a bucket ARN such as arn:aws:s3:::bucket", arn)
@@ -119,22 +120,22 @@ func BucketFromARN(arn string) (string, error) {
 	return parts[5], nil
 }
 
-// BatchArguments reads a job's userArguments as a request's overrides and
+// batchArguments reads a job's userArguments as a request's overrides and
 // run id, as strictly: each value is the string a request would give (a
 // number as its digits, a size such as "8MiB"). An unknown name or a bad
 // value is an *ArgumentError naming it.
-func BatchArguments(args map[string]string) (Overrides, string, error) {
+func batchArguments(args map[string]string) (fanout.Overrides, string, error) {
 	raw := make(map[string]json.RawMessage, len(args))
 	for k, v := range args {
 		raw[k] = jsonString(v)
 	}
 	b, err := json.Marshal(raw)
 	if err != nil {
-		return Overrides{}, "", err
+		return fanout.Overrides{}, "", err
 	}
 	var a runArguments
 	if err := decodeArguments("userArguments", b, &a); err != nil {
-		return Overrides{}, "", err
+		return fanout.Overrides{}, "", err
 	}
 	return a.Overrides, a.RunID, nil
 }
@@ -144,7 +145,7 @@ func BatchArguments(args map[string]string) (Overrides, string, error) {
 // claims of its chunks.
 func batchRunID(jobID string) string {
 	id := "s3batch-" + jobID
-	if jobID == "" || CheckRunID(id) != nil {
+	if jobID == "" || fanout.CheckRunID(id) != nil {
 		sum := sha256.Sum256([]byte(jobID))
 		id = "s3batch-" + hex.EncodeToString(sum[:12])
 	}
@@ -154,24 +155,24 @@ func batchRunID(jobID string) string {
 // maxResultString bounds a task's resultString in the completion report.
 const maxResultString = 1024
 
-// batchOperations answers an S3 Batch Operations invocation: each task's
-// object is pinned with HeadObject (at the task's version, when given) and
-// run, as Runner.run runs any object, in a run named after the job (or the
-// userArguments' runId); the answer says, per task, Succeeded,
-// TemporaryFailure (Batch Operations retries it) or PermanentFailure, with
-// a short summary or the reason.
-func (h *Handler) batchOperations(ctx context.Context, inv *Invocation, payload []byte) (any, error) {
-	job, err := DecodeBatchJob(payload)
-	if err != nil {
-		return nil, err
-	}
+// HandleBatchOperations answers an S3 Batch Operations invocation: each
+// task's object is pinned with HeadObject (at the task's version, when
+// given) and run, as Runner.RunObject runs any object, in a run named
+// after the job (or the userArguments' runId); the answer says, per task,
+// Succeeded, TemporaryFailure (Batch Operations retries it) or
+// PermanentFailure, with a short summary or the reason. FAIL_ON_ERROR acts
+// per task (see runObject). It never returns an error: the answer says
+// what became of each task.
+func (h *Handler) HandleBatchOperations(ctx context.Context, job BatchJob) (events.S3BatchJobResponse, error) {
+	start := h.opts.Now()
+	inv := &Invocation{Kind: kindBatchOperations}
 	resp := events.S3BatchJobResponse{
 		InvocationSchemaVersion: job.SchemaVersion,
 		TreatMissingKeysAs:      string(PermanentFailure),
 		InvocationID:            job.InvocationID,
 		Results:                 make([]events.S3BatchJobResult, len(job.Tasks)),
 	}
-	ov, runID, argErr := BatchArguments(job.UserArguments)
+	ov, runID, argErr := batchArguments(job.UserArguments)
 	if runID == "" {
 		runID = batchRunID(job.JobID)
 	}
@@ -187,19 +188,20 @@ func (h *Handler) batchOperations(ctx context.Context, inv *Invocation, payload 
 		}
 	}
 	runs := h.runObjects(ctx, runID, jobs)
-	total := Report{RunID: runID}
+	total := fanout.Report{RunID: runID}
 	for i, r := range runs {
 		t := job.Tasks[i]
 		resp.Results[i] = events.S3BatchJobResult{TaskID: t.TaskID, ResultCode: string(r.Code), ResultString: resultString(r)}
 		h.count(ctx, inv, &total, r, "taskId", t.TaskID)
 	}
 	h.invocationReport(ctx, job.InvocationID, total, at)
+	h.summarize(ctx, inv, start, nil)
 	return resp, nil
 }
 
 // count adds what an object's run did to the invocation's summary and to
 // total, and logs a failure with the driver's id of the object.
-func (h *Handler) count(ctx context.Context, inv *Invocation, total *Report, r objectRun, idName, id string) {
+func (h *Handler) count(ctx context.Context, inv *Invocation, total *fanout.Report, r objectRun, idName, id string) {
 	inv.Items++
 	inv.Stats.Add(r.Report.Stats)
 	inv.Queued = inv.Queued || r.Report.Queued

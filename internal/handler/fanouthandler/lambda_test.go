@@ -1,4 +1,4 @@
-package fanout_test
+package fanouthandler_test
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/testenv/esm"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/s3fault"
@@ -43,7 +44,7 @@ type stack struct {
 	work    string
 	failure string
 	// hopts configures the handlers the stack builds.
-	hopts fanout.HandlerOptions
+	hopts fanouthandler.Options
 }
 
 func newStack(t *testing.T, targetSuffix string) *stack {
@@ -68,7 +69,7 @@ func (st *stack) put(t *testing.T, key, body string) {
 // handler builds a handler the way main does, with real clients; wrap,
 // if given, stands between the runner and SQS. The buffer holds its logs,
 // summary lines and metrics.
-func (st *stack) handler(t *testing.T, opts fanout.Options, wrap func(sqsbatch.API) sqsbatch.API) (*fanout.Handler, *bytes.Buffer) {
+func (st *stack) handler(t *testing.T, opts fanout.Options, wrap func(sqsbatch.API) sqsbatch.API) (*fanouthandler.Handler, *bytes.Buffer) {
 	t.Helper()
 	if opts.Target.URL == "" {
 		opts.Target.URL = st.target
@@ -97,7 +98,7 @@ func (st *stack) handler(t *testing.T, opts fanout.Options, wrap func(sqsbatch.A
 	}
 	hopts := st.hopts
 	hopts.Logger, hopts.Out = log, logs
-	return fanout.NewHandler(r, hopts), &logs.Buffer
+	return fanouthandler.New(r, s3api, hopts), &logs.Buffer
 }
 
 // lockedBuffer is a buffer that the handler's goroutines write to at once.
@@ -112,7 +113,7 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 	return b.Buffer.Write(p)
 }
 
-func invoke[T any](t *testing.T, h *fanout.Handler, ctx context.Context, payload any) T {
+func invoke[T any](t *testing.T, h *fanouthandler.Handler, ctx context.Context, payload any) T {
 	t.Helper()
 	b, err := json.Marshal(payload)
 	if err != nil {
