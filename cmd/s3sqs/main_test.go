@@ -220,7 +220,7 @@ func TestFanoutWorkQueue(t *testing.T) {
 			t.Fatalf("task %s: %v", aws.ToString(m.Body), err)
 		}
 		// The function sends them where and as the CLI was told.
-		if ov := string(task.Overrides); !strings.Contains(ov, `"targetQueueUrl":"`+target+`"`) || !strings.Contains(ov, `"chunkSize":"4KiB"`) || strings.Contains(ov, "maxInFlight") {
+		if ov, _ := json.Marshal(task.Overrides); !strings.Contains(string(ov), `"targetQueueUrl":"`+target+`"`) || !strings.Contains(string(ov), `"chunkSize":"4KiB"`) || strings.Contains(string(ov), "maxInFlight") {
 			t.Fatalf("task overrides %s: want the CLI's target and -chunk-size, and no flag that was not given", ov)
 		}
 		tasks = append(tasks, task)

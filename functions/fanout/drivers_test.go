@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
+	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/internal/testenv/esm"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/rie"
@@ -113,9 +114,9 @@ func TestBatchOperations(t *testing.T) {
 	big, _ := putRecords(t, s3c, bucket, "batch/big+plus.jsonl", "big", 400)
 
 	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
-		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, envS3PathStyle+"=true",
-		envTargetQueueURL+"="+target, envWorkQueueURL+"="+work, envFailureQueueURL+"="+failure,
-		envChunkSize+"=4KiB", envInlineMaxBytes+"=8KiB", "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
+		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
+		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.FailureQueueURL.Env+"="+failure,
+		settings.ChunkSize.Env+"=4KiB", settings.InlineMaxBytes.Env+"=8KiB", "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
 
 	invoke := func(t *testing.T, payload string) events.S3BatchJobResponse {
 		t.Helper()
@@ -283,8 +284,8 @@ func TestDistributedMap(t *testing.T) {
 		t.Fatalf("listed %d items", len(items))
 	}
 	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
-		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, envS3PathStyle+"=true",
-		envTargetQueueURL+"="+target, envWorkQueueURL+"="+work, "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
+		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
+		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
 
 	t.Run("batch", func(t *testing.T) {
 		batch := map[string]any{"Items": items, "BatchInput": map[string]any{"bucket": "lake", "runId": "exec-1", "maxInFlight": 4}}

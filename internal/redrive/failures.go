@@ -305,10 +305,8 @@ func (r *Redriver) rereadRun(runID string) string {
 
 // rereadOverrides are the overrides of a task that reads records again:
 // record mode, in fanout's mapping or s3ingest's encoding.
-func (r *Redriver) rereadOverrides() json.RawMessage {
-	ov := fanout.Overrides{Mode: fanout.ModeRecord, Ingest: r.opts.Ingest}
-	b, _ := json.Marshal(ov)
-	return b
+func (r *Redriver) rereadOverrides() *fanout.Overrides {
+	return &fanout.Overrides{Mode: fanout.ModeRecord, Ingest: r.opts.Ingest}
 }
 
 // pinned returns the object source names, pinned as the failure was:

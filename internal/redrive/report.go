@@ -2,7 +2,6 @@ package redrive
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -231,11 +230,8 @@ func (r *Redriver) mark(ctx context.Context, t *tally, bucket, key string, m *Ma
 // taskTarget returns the queue a task's records go to: its request's own
 // target, or def.
 func taskTarget(t worktask.Task, def string) string {
-	var ov struct {
-		TargetQueueURL string `json:"targetQueueUrl"`
-	}
-	if len(t.Overrides) > 0 && json.Unmarshal(t.Overrides, &ov) == nil && ov.TargetQueueURL != "" {
-		return ov.TargetQueueURL
+	if t.Overrides != nil && t.Overrides.TargetQueueURL != "" {
+		return t.Overrides.TargetQueueURL
 	}
 	return def
 }

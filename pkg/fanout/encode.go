@@ -15,6 +15,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // Message attributes fanout sets on every message.
@@ -35,33 +36,24 @@ const (
 	AttrCount = "s3sqs-count"
 )
 
-// Mode says how records become messages.
-type Mode string
+// Mode says how records become messages: worktask.Mode, which a run's
+// overrides carry.
+type Mode = worktask.Mode
 
 // Modes.
 const (
 	// ModeRecord sends one record per message.
-	ModeRecord Mode = "record"
+	ModeRecord = worktask.ModeRecord
 	// ModeChunk sends many records per message, newline-delimited.
-	ModeChunk Mode = "chunk"
+	ModeChunk = worktask.ModeChunk
 )
 
-// Mapping names the record fields that become parts of a message. Empty
-// fields mean the defaults of the Spark SQS sink.
-type Mapping struct {
-	// BodyField is the field sent as the body; "" means "value". Without
-	// it a record is its own body.
-	BodyField string `json:"bodyField,omitempty"`
-	// AttributesField is an object of strings sent as message attributes;
-	// "" means "msg_attributes".
-	AttributesField string `json:"attributesField,omitempty"`
-	// GroupIDField is the FIFO message group; "" means "group_id".
-	GroupIDField string `json:"groupIdField,omitempty"`
-	// DedupIDField, when set, is the FIFO deduplication id.
-	DedupIDField string `json:"dedupIdField,omitempty"`
-}
+// Mapping names the record fields that become parts of a message:
+// worktask.Mapping, which a run's overrides carry.
+type Mapping = worktask.Mapping
 
-func (m Mapping) withDefaults() Mapping {
+// withDefaults returns m with the defaults of its empty fields.
+func withDefaults(m Mapping) Mapping {
 	if m.BodyField == "" {
 		m.BodyField = "value"
 	}
@@ -177,7 +169,7 @@ type recordMapper struct {
 }
 
 func newRecordMapper(m Mapping, obj dataset.Object, isJSON bool) *recordMapper {
-	rm := &recordMapper{m: m.withDefaults(), ids: newRecordIDs(obj), isJSON: isJSON, source: stringAttr(obj.URI())}
+	rm := &recordMapper{m: withDefaults(m), ids: newRecordIDs(obj), isJSON: isJSON, source: stringAttr(obj.URI())}
 	if v := obj.Pin(); v != "" {
 		rm.version, rm.hasVersion = stringAttr(v), true
 	}

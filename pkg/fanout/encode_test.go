@@ -220,7 +220,7 @@ func TestMappedEntriesGroup(t *testing.T) {
 		{true, `{"value":"v","group_id":"g"}`, "g", RecordID(c.Object, 0)},
 		{true, `{"value":"v"}`, GroupID(c.Object), RecordID(c.Object, 0)},
 	} {
-		e, err := mappedEntries(Mapping{}.withDefaults(), c, tc.fifo)(records.Record{Value: []byte(tc.rec)})
+		e, err := mappedEntries(withDefaults(Mapping{}), c, tc.fifo)(records.Record{Value: []byte(tc.rec)})
 		if err != nil || e.GroupID != tc.group || e.DeduplicationID != tc.dedup {
 			t.Errorf("fifo %v, %s: group %q dedup %q (%v); want %q %q", tc.fifo, tc.rec, e.GroupID, e.DeduplicationID, err, tc.group, tc.dedup)
 		}
@@ -321,7 +321,7 @@ func FuzzRecordMapper(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	obj := dataset.Object{Bucket: "b", Key: "k", ETag: "e"}
-	m := Mapping{DedupIDField: "id"}.withDefaults()
+	m := withDefaults(Mapping{DedupIDField: "id"})
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		var fields map[string]json.RawMessage
 		if !json.Valid(rec) || hasRepeatedKey(rec) {

@@ -315,7 +315,7 @@ func (r *Runner) target(ctx context.Context, ov *Overrides, mode Mode) (*sqsbatc
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	url := ov.TargetQueueURL
-	_, inFlight, attempts := ov.settings()
+	inFlight, attempts := int(ov.MaxInFlight.Value()), int(ov.MaxAttempts.Value())
 	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d", url, mode, inFlight, attempts)
 	if s, ok := r.targets[key]; ok {
 		return s, nil

@@ -3,7 +3,6 @@ package fanout
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -94,10 +93,7 @@ func (r *Runner) QueueObjects(ctx context.Context, runID string, objs iter.Seq2[
 // to come back, since its next step would be itself.
 func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) {
 	rep := Report{RunID: p.RunID}
-	ov, err := overridesOf(p.Overrides)
-	if err != nil {
-		return rep, err
-	}
+	ov := overridesOf(p.Overrides)
 	var c *claims.Claim
 	if r.opts.Claims != nil {
 		got, err := r.opts.Claims.Acquire(ctx, p.RunID+"/plan/"+p.ID(), r.leaseUntil(ctx))
@@ -110,7 +106,7 @@ func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) 
 		}
 		c = &got
 	}
-	rep, err = r.plan(ctx, r.list(ctx, p.Source, p.Cursor), newPlanRun(p.RunID, ov, &p), r.queued)
+	rep, err := r.plan(ctx, r.list(ctx, p.Source, p.Cursor), newPlanRun(p.RunID, ov, &p), r.queued)
 	if c != nil {
 		sendCtx := partialbatch.SendContext(ctx)
 		var serr error
@@ -163,10 +159,7 @@ func (r *Runner) Tasks(ctx context.Context, runID string, obj dataset.Object, ov
 // several chunks is one chained task (see worktask.Chain), so that its
 // records reach their groups in the object's order.
 func (r *Runner) planner(ctx context.Context, runID string, ov Overrides, chain bool) (func(context.Context, dataset.Object) ([]worktask.Task, int, error), error) {
-	raw, err := json.Marshal(ov)
-	if err != nil {
-		return nil, err
-	}
+	carried := &ov
 	if chain {
 		sender, _, err := r.sender(ctx, &ov)
 		if err != nil {
@@ -178,7 +171,7 @@ func (r *Runner) planner(ctx context.Context, runID string, ov Overrides, chain 
 	if ov.Format != "" {
 		opts.Format = ov.Format
 	}
-	if n, _, _ := ov.settings(); n > 0 {
+	if n := ov.ChunkSize.Value(); n > 0 {
 		opts.ChunkSize = n
 	}
 	planner := dataset.NewPlanner(r.s3, opts)
@@ -198,13 +191,13 @@ func (r *Runner) planner(ctx context.Context, runID string, ov Overrides, chain 
 		}
 		if chain && len(chunks) > 1 {
 			first := chunks[0]
-			t := worktask.Task{RunID: runID, Chunk: first, Overrides: raw,
+			t := worktask.Task{RunID: runID, Chunk: first, Overrides: carried,
 				Chain: &worktask.Chain{Step: first.End - first.Start, Total: chunks[len(chunks)-1].End}}
 			return []worktask.Task{t}, len(chunks), nil
 		}
 		tasks := make([]worktask.Task, len(chunks))
 		for i, c := range chunks {
-			tasks[i] = worktask.Task{RunID: runID, Chunk: c, Overrides: raw}
+			tasks[i] = worktask.Task{RunID: runID, Chunk: c, Overrides: carried}
 		}
 		return tasks, len(chunks), nil
 	}, nil

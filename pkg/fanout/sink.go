@@ -98,8 +98,7 @@ func (r *Runner) queued(ctx context.Context, pr *planRun, tasks iter.Seq[worktas
 			noProgress = true
 			return
 		}
-		raw, _ := json.Marshal(pr.ov)
-		for _, ns := range nextSteps(*pr.step, pr.cursor, raw) {
+		for _, ns := range nextSteps(*pr.step, pr.cursor, &pr.ov) {
 			steps++
 			if !yield(ns) {
 				return
@@ -125,7 +124,7 @@ const maxStepKeyBytes = 128 << 10
 // when nothing is left. A key list's steps carry only the keys left, cut
 // into steps of at most maxStepKeyBytes so that each fits in a message;
 // they plan in parallel.
-func nextSteps(step worktask.Plan, cursor dataset.Cursor, overrides json.RawMessage) []worktask.Plan {
+func nextSteps(step worktask.Plan, cursor dataset.Cursor, overrides *Overrides) []worktask.Plan {
 	next := worktask.Plan{RunID: step.RunID, Source: step.Source, Cursor: cursor, Overrides: overrides, Step: step.Step + 1}
 	keys := step.Source.Keys
 	if len(keys) == 0 {

@@ -144,10 +144,7 @@ type taskSpec struct {
 // prepare reads a task's overrides and builds how its records become
 // entries.
 func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*taskSpec, error) {
-	ov, err := overridesOf(t.Overrides)
-	if err != nil {
-		return nil, err
-	}
+	ov := overridesOf(t.Overrides)
 	sender, mode, err := r.sender(ctx, &ov)
 	if err != nil {
 		return nil, err

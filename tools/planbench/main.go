@@ -45,7 +45,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
-	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/internal/testenv/esm"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/rie"
@@ -204,7 +204,7 @@ func (b *bench) run(ctx context.Context) (row, error) {
 
 	sums := &summaries{}
 	fn, err := rie.Run(b.rieBin, b.bootstrap, []string{
-		"AWS_ENDPOINT_URL_S3=" + b.s3URL, lambdaenv.S3PathStyle + "=true",
+		"AWS_ENDPOINT_URL_S3=" + b.s3URL, settings.S3PathStyle.Env + "=true",
 		"AWS_ENDPOINT_URL_SQS=" + b.sqsProxy,
 		"TARGET_QUEUE_URL=" + target, "WORK_QUEUE_URL=" + work,
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.Itoa(int(b.timeout/time.Second)),

@@ -150,7 +150,7 @@ func TestBatchArguments(t *testing.T) {
 				"chunkSize": "4MiB", "maxInFlight": "8", "maxAttempts": "3", "bodyField": "b", "attributesField": "a", "groupIdField": "g", "dedupIdField": "d",
 				"runId": "nightly-1"},
 			want: fanout.Overrides{Format: dataset.FormatJSONL, Mode: fanout.ModeChunk, TargetQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/q",
-				ChunkSize: "4MiB", MaxInFlight: "8", MaxAttempts: "3", Mapping: fanout.Mapping{BodyField: "b", AttributesField: "a", GroupIDField: "g", DedupIDField: "d"}},
+				ChunkSize: worktask.SettingOf("4MiB"), MaxInFlight: worktask.SettingOf("8"), MaxAttempts: worktask.SettingOf("3"), Mapping: fanout.Mapping{BodyField: "b", AttributesField: "a", GroupIDField: "g", DedupIDField: "d"}},
 			runID: "nightly-1",
 		},
 		{name: "unknown key", args: map[string]string{"chunkSzie": "4MiB"}, wantErr: `userArguments: unknown field "chunkSzie" (did you mean "chunkSize"?)`},
@@ -243,7 +243,7 @@ func TestDecodeMapBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Input.Bucket != "amzn-s3-demo-bucket" || b.Input.RunID != "nightly-2024-01-01" || b.Input.ChunkSize != "4MiB" || len(b.Items) != 2 {
+	if b.Input.Bucket != "amzn-s3-demo-bucket" || b.Input.RunID != "nightly-2024-01-01" || b.Input.ChunkSize.String() != "4MiB" || len(b.Items) != 2 {
 		t.Fatalf("batch %+v", b)
 	}
 	obj, head, err := b.Items[1].object(b.Input.Bucket)

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 )
 
@@ -23,7 +24,7 @@ func TestHandleOldNotification(t *testing.T) {
 		skipped bool
 	}{
 		{name: "default", env: map[string]string{}},
-		{name: "MAX_FILE_AGE=7d", env: map[string]string{lambdaenv.MaxFileAge: "7d"}, skipped: true},
+		{name: "MAX_FILE_AGE=7d", env: map[string]string{settings.MaxFileAge.Env: "7d"}, skipped: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, "", nil)

@@ -572,21 +572,25 @@ func TestHandleHandoff(t *testing.T) {
 			t.Fatalf("task %s: %v", aws.ToString(m.Body), err)
 		}
 		c := task.Chunk
+		raw, err := json.Marshal(task.Overrides)
+		if err != nil {
+			t.Fatalf("task overrides %+v: %v", task.Overrides, err)
+		}
 		var ov fanout.Overrides
-		if err := json.Unmarshal(task.Overrides, &ov); err != nil {
-			t.Fatalf("task overrides %s: %v", task.Overrides, err)
+		if err := json.Unmarshal(raw, &ov); err != nil {
+			t.Fatalf("task overrides %s: %v", raw, err)
 		}
 		// The overrides name the output queue and s3ingest's encoding,
 		// and nothing else.
 		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(task.Overrides, &fields); err != nil {
-			t.Fatalf("task overrides %s: %v", task.Overrides, err)
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			t.Fatalf("task overrides %s: %v", raw, err)
 		}
 		if keys := slices.Sorted(maps.Keys(fields)); !cmp.Equal(keys, []string{"ingest", "targetQueueUrl"}) {
-			t.Errorf("task overrides %s; want only targetQueueUrl and ingest", task.Overrides)
+			t.Errorf("task overrides %s; want only targetQueueUrl and ingest", raw)
 		}
 		if c.Key != big.Key || c.ETag != big.ETag || c.Format != dataset.FormatJSONL || c.Count != 5 || !cmp.Equal(ov, wantOv) {
-			t.Errorf("task %+v, overrides %s", task, task.Overrides)
+			t.Errorf("task %+v, overrides %s", task, raw)
 		}
 		covered += c.End - c.Start
 		runs[task.RunID] = true

@@ -81,21 +81,6 @@ type Options struct {
 	Now func() time.Time
 }
 
-// ParsePartitions reads how partition values are added, as
-// PARTITION_COLUMNS and the CLI's -partitions write it: true (as strings),
-// typed, or false.
-func ParsePartitions(v string) (recordjson.PartitionMode, error) {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "true":
-		return recordjson.PartitionsString, nil
-	case "false":
-		return recordjson.PartitionsOff, nil
-	case "typed":
-		return recordjson.PartitionsTyped, nil
-	}
-	return recordjson.PartitionsString, fmt.Errorf("%q is not true, false or typed", v)
-}
-
 // CreatedNotification returns the S3 event notification S3 sends when obj
 // is created at t, as an SQS message body names it: for replaying an
 // object through a Handler (the CLI, the benchmark).
