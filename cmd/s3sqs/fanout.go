@@ -79,7 +79,7 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.BoolVar(&c.allowEmpty, "allow-empty", false, "exit 0 when the dataset holds no object (default: that is an error, as a mistyped -prefix would be)")
 	fs.text(settings.RunID, &req.RunID, "")
 	fs.choice(settings.Format, "auto", "", func(v string) { o.Plan.Format = dataset.Format(v) })
-	fs.choice(settings.Mode, "record", "", func(v string) { o.Mode = fanout.Mode(v) })
+	fs.choice(settings.Mode, "record", "", func(v string) { o.Mode = worktask.Mode(v) })
 	fs.text(settings.TargetQueueURL, &o.Target.URL, "")
 	fs.text(settings.TargetQueueName, &o.Target.Name, "")
 	fs.text(settings.TargetQueueOwner, &o.Target.OwnerAccountID, "")
@@ -121,7 +121,7 @@ func offloadFlags(fs *cmdFlags, o *fanout.Options) {
 // mappingFlags defines the flags of the record mapping, into m; the
 // commands that read records again describe them with prefix and say the
 // defaults with defaults.
-func mappingFlags(fs *cmdFlags, m *fanout.Mapping, prefix string, defaults ...string) {
+func mappingFlags(fs *cmdFlags, m *worktask.Mapping, prefix string, defaults ...string) {
 	rows := []settings.Text{settings.BodyField, settings.AttributesField, settings.GroupIDField, settings.DedupIDField}
 	ps := []*string{&m.BodyField, &m.AttributesField, &m.GroupIDField, &m.DedupIDField}
 	for i, row := range rows {
@@ -294,8 +294,8 @@ func noObject(src dataset.Source) string {
 // carry: the target queue, and the settings whose flags were given (the
 // function's own settings stand for the others). The failure output, the
 // offload bucket and the run report are the function's.
-func queuedOverrides(fs *flag.FlagSet, targetURL string, opts fanout.Options, chunkSize string) fanout.Overrides {
-	ov := fanout.Overrides{TargetQueueURL: targetURL}
+func queuedOverrides(fs *flag.FlagSet, targetURL string, opts fanout.Options, chunkSize string) worktask.Overrides {
+	ov := worktask.Overrides{TargetQueueURL: targetURL}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "format":

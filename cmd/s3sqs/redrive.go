@@ -18,6 +18,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 const redriveUsage = `usage: s3sqs redrive SOURCE [flags]
@@ -134,7 +135,7 @@ func newRedriveCmd(stderr io.Writer) *redriveCmd {
 // ingestFlags defines the flags of s3ingest's encoding, which o gets when
 // -ingest is given.
 func ingestFlags(fs *cmdFlags, useIngest *bool, o *redrive.Options) {
-	enc := &fanout.IngestEncoding{}
+	enc := &worktask.IngestEncoding{}
 	fs.choice(settings.PartitionColumns, "true", "with -ingest: add the key's partition values: true, typed or false", func(v string) { enc.Partitions = recordjson.PartitionMode(v) })
 	fs.boolean(settings.FileMetadata, &enc.FileMetadata, true, "with -ingest: add the _file object")
 	fs.onCheck("ingest", func() error {

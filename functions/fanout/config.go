@@ -10,6 +10,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // config is fanout's configuration, read once at init. The variables and
@@ -45,12 +46,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	env.OneOf(s.FailureQueueURL.Row, s.FailureS3URI.Row)
 	o.ReportS3URI = lambdaenv.Get(env, s.ReportS3URI)
 	o.Plan.Format = dataset.Format(lambdaenv.Get(env, s.Format))
-	o.Mode = fanout.Mode(lambdaenv.Get(env, s.Mode))
+	o.Mode = worktask.Mode(lambdaenv.Get(env, s.Mode))
 	o.Plan.ChunkSize = lambdaenv.Get(env, s.ChunkSize)
 	o.Plan.CSV.NoQuotedNewlines = env.Bool(s.CSVNoQuotedNewlines, false)
 	o.Send.MaxInFlight = env.Int(s.MaxInFlight)
 	o.Send.MaxAttempts = env.Int(s.MaxAttempts)
-	o.Mapping = fanout.Mapping{
+	o.Mapping = worktask.Mapping{
 		BodyField:       lambdaenv.Get(env, s.BodyField),
 		AttributesField: lambdaenv.Get(env, s.AttributesField),
 		GroupIDField:    lambdaenv.Get(env, s.GroupIDField),

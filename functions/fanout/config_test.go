@@ -8,7 +8,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/internal/testenv/doccheck"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -43,8 +43,8 @@ func TestLoadConfig(t *testing.T) {
 		o := c.runner
 		if o.Target.Name != "orders.fifo" || o.Target.OwnerAccountID != "111122223333" || o.Target.MaxMessageSize != 256<<10 ||
 			o.WorkQueueURL != "http://127.0.0.1:4566/000000000000/work" || o.FailureS3URI != "s3://f/failed/" || o.Plan.Format != dataset.FormatCSV ||
-			o.Mode != fanout.ModeChunk || o.Plan.ChunkSize != 16<<20 || o.Send.MaxInFlight != 8 || o.Send.MaxAttempts != 7 ||
-			o.Mapping != (fanout.Mapping{BodyField: "payload", AttributesField: "attrs", GroupIDField: "tenant", DedupIDField: "id"}) ||
+			o.Mode != worktask.ModeChunk || o.Plan.ChunkSize != 16<<20 || o.Send.MaxInFlight != 8 || o.Send.MaxAttempts != 7 ||
+			o.Mapping != (worktask.Mapping{BodyField: "payload", AttributesField: "attrs", GroupIDField: "tenant", DedupIDField: "id"}) ||
 			!c.handler.FailOnError || o.InlineMaxBytes != 1<<30 || c.handler.DeadlineMargin != 20*time.Second || o.ChunkConcurrency != 2 ||
 			!o.Plan.CSV.NoQuotedNewlines || len(c.handler.Filter.EventTypes) != 1 || c.handler.Filter.Prefix != "in/" ||
 			c.handler.Filter.KeepDeletions || c.handler.Concurrency != 2 {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
+	"github.com/s3sqs/s3sqs/internal/awserr"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 )
 
@@ -92,10 +93,10 @@ func queueError(setting, queue string, err error, who, skip string) error {
 		return fmt.Errorf("%s: queue %s cannot be reached: %w", setting, queue, err)
 	}
 	hint := ""
-	switch api.ErrorCode() {
-	case "AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist":
+	switch code := awserr.Code(err); {
+	case awserr.Missing(err) == awserr.Queue:
 		hint = " (no such queue in this account and region; check the URL or name)"
-	case "AccessDenied", "AccessDeniedException", "KMS.AccessDeniedException":
+	case code == "AccessDenied", code == "AccessDeniedException", code == "KMS.AccessDeniedException":
 		hint = " (" + who + " needs sqs:GetQueueAttributes and sqs:SendMessage on it, and kms:GenerateDataKey for a KMS-encrypted queue"
 		if skip != "" {
 			hint += "; " + skip + " spares GetQueueAttributes"

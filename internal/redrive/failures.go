@@ -305,8 +305,8 @@ func (r *Redriver) rereadRun(runID string) string {
 
 // rereadOverrides are the overrides of a task that reads records again:
 // record mode, in fanout's mapping or s3ingest's encoding.
-func (r *Redriver) rereadOverrides() *fanout.Overrides {
-	return &fanout.Overrides{Mode: fanout.ModeRecord, Ingest: r.opts.Ingest}
+func (r *Redriver) rereadOverrides() *worktask.Overrides {
+	return &worktask.Overrides{Mode: worktask.ModeRecord, Ingest: r.opts.Ingest}
 }
 
 // pinned returns the object source names, pinned as the failure was:

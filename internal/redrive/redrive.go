@@ -17,6 +17,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // S3API is the part of the S3 client a Redriver uses. *s3.Client
@@ -71,8 +72,8 @@ type Options struct {
 	// default), or, with Ingest set, as s3ingest sends them; Format
 	// overrides the format taken from the key. Records of a run report
 	// are encoded by their task's own overrides.
-	Mapping fanout.Mapping
-	Ingest  *fanout.IngestEncoding
+	Mapping worktask.Mapping
+	Ingest  *worktask.IngestEncoding
 	Format  dataset.Format
 	// IngestEncoder encodes the records sent as s3ingest sends them (with
 	// Ingest, or a run report's tasks that carry its encoding); see

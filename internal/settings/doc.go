@@ -7,6 +7,6 @@
 // same words, and the docs list exactly the variables the code reads.
 //
 // It imports nothing of s3sqs: a setting whose value is one of s3sqs's
-// types (a dataset.Format, a fanout.Mode) parses to the canonical string,
+// types (a dataset.Format, a worktask.Mode) parses to the canonical string,
 // which the caller converts.
 package settings

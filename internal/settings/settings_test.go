@@ -112,3 +112,16 @@ func wrap[T any](parse func(string) (T, error)) func(string) (any, error) {
 		return v, nil
 	}
 }
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1": 1, "10B": 10, "4KiB": 4096, "8MiB": 8 << 20, "2GiB": 2 << 30} {
+		if got, err := settings.ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "x", "1.5MiB", "99999999999GiB"} {
+		if got, err := settings.ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) = %d; want an error", in, got)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func TestChunkIDsCoverTheirRecords(t *testing.T) {
 	broken := &s3fault.CutAt{S3API: st.s3, At: int64(size / 2)}
 	st.s3api = broken
 	var work *refuseQueue
-	h, _ := st.handler(t, fanout.Options{Mode: fanout.ModeChunk}, func(api sqsbatch.API) sqsbatch.API {
+	h, _ := st.handler(t, fanout.Options{Mode: worktask.ModeChunk}, func(api sqsbatch.API) sqsbatch.API {
 		work = &refuseQueue{API: api, url: st.work}
 		return work
 	})
@@ -101,7 +101,7 @@ func TestChunkIDsCoverTheirRecords(t *testing.T) {
 	if resp := invoke[events.SQSEventResponse](t, h, t.Context(), msg); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v on the task's third delivery", resp.BatchItemFailures)
 	}
-	r, err := fanout.New(t.Context(), st.s3, st.sqs, fanout.Options{Target: sqsbatch.Queue{URL: st.target}, FailureQueueURL: st.failure, Mode: fanout.ModeChunk})
+	r, err := fanout.New(t.Context(), st.s3, st.sqs, fanout.Options{Target: sqsbatch.Queue{URL: st.target}, FailureQueueURL: st.failure, Mode: worktask.ModeChunk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func attr(m types.Message, name string) string {
 // mode: its failure names the record id its message had, which a redrive
 // sends it under, whether that id is the record's or the message's.
 func TestFailureRecordID(t *testing.T) {
-	for _, mode := range []fanout.Mode{fanout.ModeRecord, fanout.ModeChunk} {
+	for _, mode := range []worktask.Mode{worktask.ModeRecord, worktask.ModeChunk} {
 		t.Run(string(mode), func(t *testing.T) {
 			st := newStack(t, "")
 			st.put(t, "r.txt", "bad\n")
@@ -138,7 +138,7 @@ func TestFailureRecordID(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := fanout.RecordID(head, 0)
-			if mode == fanout.ModeChunk {
+			if mode == worktask.ModeChunk {
 				want = fanout.ChunkMessageID(head, 0, 0, 1)
 			}
 			msgs := localaws.Drain(t, st.sqs, st.failure, time.Second)

@@ -36,24 +36,8 @@ const (
 	AttrCount = "s3sqs-count"
 )
 
-// Mode says how records become messages: worktask.Mode, which a run's
-// overrides carry.
-type Mode = worktask.Mode
-
-// Modes.
-const (
-	// ModeRecord sends one record per message.
-	ModeRecord = worktask.ModeRecord
-	// ModeChunk sends many records per message, newline-delimited.
-	ModeChunk = worktask.ModeChunk
-)
-
-// Mapping names the record fields that become parts of a message:
-// worktask.Mapping, which a run's overrides carry.
-type Mapping = worktask.Mapping
-
 // withDefaults returns m with the defaults of its empty fields.
-func withDefaults(m Mapping) Mapping {
+func withDefaults(m worktask.Mapping) worktask.Mapping {
 	if m.BodyField == "" {
 		m.BodyField = "value"
 	}
@@ -160,7 +144,7 @@ func GroupID(obj dataset.Object) string {
 // JSON Lines line is JSON and writes CSV and Parquet rows as JSON objects.
 // It is used by one goroutine at a time.
 type recordMapper struct {
-	m      Mapping // with defaults
+	m      worktask.Mapping // with defaults
 	ids    *recordIDs
 	isJSON bool
 	// The attributes every record of the object carries, built once.
@@ -168,7 +152,7 @@ type recordMapper struct {
 	hasVersion      bool
 }
 
-func newRecordMapper(m Mapping, obj dataset.Object, isJSON bool) *recordMapper {
+func newRecordMapper(m worktask.Mapping, obj dataset.Object, isJSON bool) *recordMapper {
 	rm := &recordMapper{m: withDefaults(m), ids: newRecordIDs(obj), isJSON: isJSON, source: stringAttr(obj.URI())}
 	if v := obj.Pin(); v != "" {
 		rm.version, rm.hasVersion = stringAttr(v), true
@@ -328,28 +312,10 @@ func (p *chunkPacker) flush() (sqsbatch.Entry, span) {
 	return e, held
 }
 
-// ParseSize reads a size as configuration writes it: "8388608", "8MiB",
-// "512KiB" or "1GiB".
-func ParseSize(s string) (int64, error) {
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
-			if err != nil || v > (1<<62)/u.mult {
-				return 0, fmt.Errorf("bad size %q", s)
-			}
-			return v * u.mult, nil
-		}
-	}
-	return strconv.ParseInt(s, 10, 64)
-}
-
 // mappedEntries returns the record-mode encoder of a chunk's records: the
 // mapping's body, attributes, group and deduplication id; on a FIFO queue a
 // record without a group goes in its object's (see GroupID).
-func mappedEntries(mapping Mapping, c dataset.Chunk, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
+func mappedEntries(mapping worktask.Mapping, c dataset.Chunk, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
 	rm := newRecordMapper(mapping, c.Object, c.Format != dataset.FormatText)
 	group := GroupID(c.Object)
 	return func(rec records.Record) (sqsbatch.Entry, error) {

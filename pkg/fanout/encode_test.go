@@ -24,7 +24,7 @@ import (
 
 func TestRecordEntry(t *testing.T) {
 	obj := dataset.Object{Bucket: "b", Key: "k.jsonl", ETag: "e"}
-	m := Mapping{DedupIDField: "id"}
+	m := worktask.Mapping{DedupIDField: "id"}
 	tests := []struct {
 		name, rec, body, group, dedup string
 		attrs                         map[string]string
@@ -50,7 +50,7 @@ func TestRecordEntry(t *testing.T) {
 		{name: "bad dedup", rec: `{"id":true}`, isJSON: true, wantErr: `field "id" is neither a string nor a number`},
 	}
 	// One field may be the group and the deduplication id at once.
-	both := Mapping{GroupIDField: "k", DedupIDField: "k"}
+	both := worktask.Mapping{GroupIDField: "k", DedupIDField: "k"}
 	if e, err := newRecordMapper(both, obj, true).entry(records.Record{Value: []byte(`{"k":"abc"}`)}); err != nil || e.GroupID != "abc" || e.DeduplicationID != "abc" {
 		t.Errorf("a field that is group and dedup id gives group %q, dedup %q (%v); want abc twice", e.GroupID, e.DeduplicationID, err)
 	}
@@ -136,7 +136,7 @@ func atoi(t *testing.T, s string) int64 {
 }
 
 func TestIngestEntry(t *testing.T) {
-	ov := Overrides{TargetQueueURL: "q", Ingest: &IngestEncoding{
+	ov := worktask.Overrides{TargetQueueURL: "q", Ingest: &worktask.IngestEncoding{
 		Partitions: recordjson.PartitionsTyped, FileMetadata: true, EventTime: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC),
 	}}
 	raw, err := json.Marshal(ov)
@@ -147,11 +147,11 @@ func TestIngestEntry(t *testing.T) {
 	if string(raw) != want {
 		t.Errorf("overrides %s; want %s", raw, want)
 	}
-	var back Overrides
+	var back worktask.Overrides
 	if err := json.Unmarshal(raw, &back); err != nil || *back.Ingest != *ov.Ingest {
 		t.Errorf("overrides round trip: %+v, %v", back.Ingest, err)
 	}
-	if raw, _ := json.Marshal(Overrides{TargetQueueURL: "q"}); string(raw) != `{"targetQueueUrl":"q"}` {
+	if raw, _ := json.Marshal(worktask.Overrides{TargetQueueURL: "q"}); string(raw) != `{"targetQueueUrl":"q"}` {
 		t.Errorf("overrides without ingest %s", raw)
 	}
 
@@ -220,7 +220,7 @@ func TestMappedEntriesGroup(t *testing.T) {
 		{true, `{"value":"v","group_id":"g"}`, "g", RecordID(c.Object, 0)},
 		{true, `{"value":"v"}`, GroupID(c.Object), RecordID(c.Object, 0)},
 	} {
-		e, err := mappedEntries(withDefaults(Mapping{}), c, tc.fifo)(records.Record{Value: []byte(tc.rec)})
+		e, err := mappedEntries(withDefaults(worktask.Mapping{}), c, tc.fifo)(records.Record{Value: []byte(tc.rec)})
 		if err != nil || e.GroupID != tc.group || e.DeduplicationID != tc.dedup {
 			t.Errorf("fifo %v, %s: group %q dedup %q (%v); want %q %q", tc.fifo, tc.rec, e.GroupID, e.DeduplicationID, err, tc.group, tc.dedup)
 		}
@@ -271,19 +271,6 @@ func TestChunkMessageID(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"1": 1, "10B": 10, "4KiB": 4096, "8MiB": 8 << 20, "2GiB": 2 << 30} {
-		if got, err := ParseSize(in); err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "x", "1.5MiB", "99999999999GiB"} {
-		if got, err := ParseSize(in); err == nil {
-			t.Errorf("ParseSize(%q) = %d; want an error", in, got)
-		}
-	}
-}
-
 func TestLanes(t *testing.T) {
 	a := dataset.Object{Bucket: "b", Key: "a", ETag: "1"}
 	b := dataset.Object{Bucket: "b", Key: "b", ETag: "1"}
@@ -321,7 +308,7 @@ func FuzzRecordMapper(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	obj := dataset.Object{Bucket: "b", Key: "k", ETag: "e"}
-	m := withDefaults(Mapping{DedupIDField: "id"})
+	m := withDefaults(worktask.Mapping{DedupIDField: "id"})
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		var fields map[string]json.RawMessage
 		if !json.Valid(rec) || hasRepeatedKey(rec) {

@@ -281,7 +281,7 @@ func TestRunTaskResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks, err := plain.Tasks(t.Context(), "run-1", obj, fanout.Overrides{})
+	tasks, err := plain.Tasks(t.Context(), "run-1", obj, worktask.Overrides{})
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("tasks %v (%v); want one", tasks, err)
 	}
@@ -319,7 +319,7 @@ func TestFailureFindsItsTask(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ts, err := r.Tasks(t.Context(), "run-1", obj, fanout.Overrides{})
+		ts, err := r.Tasks(t.Context(), "run-1", obj, worktask.Overrides{})
 		if err != nil || len(ts) != 1 {
 			t.Fatalf("tasks of %s: %v (%v); want one", key, ts, err)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // Defaults used when the matching Options field is zero.
@@ -57,9 +58,9 @@ type Options struct {
 	// Plan configures chunking and formats.
 	Plan dataset.PlanOptions
 	// Mode is how records become messages; "" means ModeRecord.
-	Mode Mode
+	Mode worktask.Mode
 	// Mapping names the record fields that become message parts.
-	Mapping Mapping
+	Mapping worktask.Mapping
 	// Send configures the senders (MaxInFlight, MaxAttempts, ...).
 	Send sqsbatch.Options
 	// InlineMaxBytes is the largest dataset sent in the invocation that
@@ -111,7 +112,7 @@ type Options struct {
 // ie says, for a task whose overrides carry Ingest. log is the runner's
 // logger, for what the encoder notices in the records. The engine adds
 // each record's id and, on a FIFO queue, its group and deduplication id.
-type IngestEncoder func(ctx context.Context, c dataset.Chunk, ie IngestEncoding, log *slog.Logger) RecordEncoder
+type IngestEncoder func(ctx context.Context, c dataset.Chunk, ie worktask.IngestEncoding, log *slog.Logger) RecordEncoder
 
 // RecordEncoder returns the message body of a record of one chunk, or why
 // the record cannot be sent (it then goes to the failure output as
@@ -224,9 +225,9 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 		opts.PlanConcurrency = defaultPlanConcurrency
 	}
 	if opts.Mode == "" {
-		opts.Mode = ModeRecord
+		opts.Mode = worktask.ModeRecord
 	}
-	if opts.Mode != ModeRecord && opts.Mode != ModeChunk {
+	if opts.Mode != worktask.ModeRecord && opts.Mode != worktask.ModeChunk {
 		return nil, fmt.Errorf("fanout: unknown mode %q (want record or chunk)", opts.Mode)
 	}
 	log := opts.Logger
@@ -270,7 +271,7 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 		}
 	}
 	if opts.Target.URL != "" || opts.Target.Name != "" {
-		if _, err := r.target(ctx, &Overrides{}, opts.Mode); err != nil {
+		if _, err := r.target(ctx, &worktask.Overrides{}, opts.Mode); err != nil {
 			return nil, err
 		}
 	}
@@ -311,7 +312,7 @@ const chunkModeInFlight = 4
 // target returns the sender for a run's target queue in mode: the
 // overrides' queue, or the configured target, sending with the overrides'
 // settings.
-func (r *Runner) target(ctx context.Context, ov *Overrides, mode Mode) (*sqsbatch.Sender, error) {
+func (r *Runner) target(ctx context.Context, ov *worktask.Overrides, mode worktask.Mode) (*sqsbatch.Sender, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	url := ov.TargetQueueURL
@@ -323,7 +324,7 @@ func (r *Runner) target(ctx context.Context, ov *Overrides, mode Mode) (*sqsbatc
 	send := r.opts.Send
 	send.MaxInFlight = cmp.Or(inFlight, send.MaxInFlight)
 	send.MaxAttempts = cmp.Or(attempts, send.MaxAttempts)
-	if mode == ModeChunk {
+	if mode == worktask.ModeChunk {
 		send.MaxInFlight = min(cmp.Or(send.MaxInFlight, sqsbatch.DefaultMaxInFlight), chunkModeInFlight)
 	}
 	q := r.opts.Target

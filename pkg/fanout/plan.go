@@ -48,7 +48,7 @@ func (r *Runner) request(ctx context.Context, req Request, to sink) (Report, err
 
 // RunObjects plans and sends objects as one run. S3 event notifications
 // come in here, each object pinned to the notified version.
-func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov Overrides) (Report, error) {
+func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov worktask.Overrides) (Report, error) {
 	return r.runAndReport(ctx, listed(objs), newPlanRun(runID, ov, nil), r.inline)
 }
 
@@ -56,7 +56,7 @@ func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[da
 // without writing the run's manifest: the drivers (S3 Batch Operations,
 // Distributed Map) run many objects in one run, over many invocations,
 // and write an invocation's report instead (see WriteInvocationReport).
-func (r *Runner) RunObject(ctx context.Context, runID string, obj dataset.Object, ov Overrides) (Report, error) {
+func (r *Runner) RunObject(ctx context.Context, runID string, obj dataset.Object, ov worktask.Overrides) (Report, error) {
 	one := func(yield func(dataset.Object, error) bool) { yield(obj, nil) }
 	return r.plan(ctx, listed(one), newPlanRun(runID, ov, nil), r.inline)
 }
@@ -81,7 +81,7 @@ func (r *Runner) runAndReport(ctx context.Context, objs iter.Seq2[dataset.Listed
 // QueueObjects plans objects as one run and sends every chunk to the work
 // queue as a task, however small the run: s3ingest hands large objects to
 // fanout's workers this way.
-func (r *Runner) QueueObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov Overrides) (Report, error) {
+func (r *Runner) QueueObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov worktask.Overrides) (Report, error) {
 	return r.plan(ctx, listed(objs), newPlanRun(runID, ov, nil), r.queued)
 }
 
@@ -141,7 +141,7 @@ func listed(objs iter.Seq2[dataset.Object, error]) iter.Seq2[dataset.Listed, err
 // Tasks plans obj into the chunk tasks of run runID, sent as ov says. It
 // reads a CSV object's header or a Parquet object's footer. The tasks are
 // not chained: whoever runs them keeps the object's chunks in order.
-func (r *Runner) Tasks(ctx context.Context, runID string, obj dataset.Object, ov Overrides) ([]worktask.Task, error) {
+func (r *Runner) Tasks(ctx context.Context, runID string, obj dataset.Object, ov worktask.Overrides) ([]worktask.Task, error) {
 	if err := ov.Validate(); err != nil {
 		return nil, fmt.Errorf("fanout: bad request: %w", err)
 	}
@@ -158,7 +158,7 @@ func (r *Runner) Tasks(ctx context.Context, runID string, obj dataset.Object, ov
 // the number of chunks. With chain set and a FIFO target, an object of
 // several chunks is one chained task (see worktask.Chain), so that its
 // records reach their groups in the object's order.
-func (r *Runner) planner(ctx context.Context, runID string, ov Overrides, chain bool) (func(context.Context, dataset.Object) ([]worktask.Task, int, error), error) {
+func (r *Runner) planner(ctx context.Context, runID string, ov worktask.Overrides, chain bool) (func(context.Context, dataset.Object) ([]worktask.Task, int, error), error) {
 	carried := &ov
 	if chain {
 		sender, _, err := r.sender(ctx, &ov)
@@ -206,7 +206,7 @@ func (r *Runner) planner(ctx context.Context, runID string, ov Overrides, chain 
 // Target returns the sender of the configured target queue, for what a
 // caller sends there besides records, such as s3ingest's deletion events.
 func (r *Runner) Target(ctx context.Context) (*sqsbatch.Sender, error) {
-	return r.target(ctx, &Overrides{}, ModeRecord)
+	return r.target(ctx, &worktask.Overrides{}, worktask.ModeRecord)
 }
 
 // Enqueue sends tasks to the work queue, such as the continuation of a task

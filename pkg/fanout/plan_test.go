@@ -25,7 +25,7 @@ func TestNextSteps(t *testing.T) {
 		keys = append(keys, fmt.Sprintf("exports/date=2024-01-01/région=ü/part-%06d.jsonl", i))
 	}
 	list := worktask.Plan{RunID: "r", Source: dataset.Source{Bucket: "b", Keys: keys}, Step: 1}
-	got = nextSteps(list, dataset.Cursor{Index: 10_000}, &Overrides{Mode: ModeChunk})
+	got = nextSteps(list, dataset.Cursor{Index: 10_000}, &worktask.Overrides{Mode: worktask.ModeChunk})
 	if len(got) < 2 {
 		t.Fatalf("%d steps for 20,000 keys, want them cut to fit a message", len(got))
 	}

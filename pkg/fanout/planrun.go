@@ -25,7 +25,7 @@ type sink func(ctx context.Context, pr *planRun, tasks iter.Seq[worktask.Task]) 
 // The iterator and the sink run on one goroutine, one after the other.
 type planRun struct {
 	runID string
-	ov    Overrides
+	ov    worktask.Overrides
 	// step, when set, is the planning step whose listing this is, which
 	// can resume: when ctx ends first, the rest of it is queued as the
 	// next planning step (see nextSteps).
@@ -40,7 +40,7 @@ type planRun struct {
 }
 
 // newPlanRun starts the planning of run runID (a new id when empty).
-func newPlanRun(runID string, ov Overrides, step *worktask.Plan) *planRun {
+func newPlanRun(runID string, ov worktask.Overrides, step *worktask.Plan) *planRun {
 	if runID == "" {
 		runID = NewRunID()
 	}

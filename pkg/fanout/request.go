@@ -9,17 +9,10 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
-// Overrides are the per-run settings a request may give: the wire type
-// worktask.Overrides, which the run's tasks and planning steps carry.
-type Overrides = worktask.Overrides
-
-// IngestEncoding is worktask.IngestEncoding: how s3ingest's records go out.
-type IngestEncoding = worktask.IngestEncoding
-
 // Request names a dataset to send, with optional per-run overrides.
 type Request struct {
 	dataset.Source
-	Overrides
+	worktask.Overrides
 	// RunID names the run; empty means a new random id.
 	RunID string `json:"runId,omitempty"`
 }
@@ -58,17 +51,17 @@ func DecodeRequest(payload []byte) (Request, error) {
 
 // overridesOf returns the overrides a task or planning step carries, which
 // worktask.Parse or ParsePlan has checked; nil means none.
-func overridesOf(ov *Overrides) Overrides {
+func overridesOf(ov *worktask.Overrides) worktask.Overrides {
 	if ov == nil {
-		return Overrides{}
+		return worktask.Overrides{}
 	}
 	return *ov
 }
 
 // carried returns the overrides as a task or planning step carries them:
 // nil when there are none, so that the message has no "overrides" field.
-func carried(ov Overrides) *Overrides {
-	if ov == (Overrides{}) {
+func carried(ov worktask.Overrides) *worktask.Overrides {
+	if ov == (worktask.Overrides{}) {
 		return nil
 	}
 	return &ov

@@ -64,7 +64,7 @@ func TestDecodeRequestNormalises(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.Mode != ModeChunk || req.Format != dataset.FormatJSONL {
+	if req.Mode != worktask.ModeChunk || req.Format != dataset.FormatJSONL {
 		t.Errorf("mode %q, format %q; want chunk and jsonl", req.Mode, req.Format)
 	}
 	if cs, inFlight, attempts := req.ChunkSize.Value(), req.MaxInFlight.Value(), req.MaxAttempts.Value(); cs != 2<<20 || inFlight != 8 || attempts != 0 {

@@ -24,6 +24,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/sqsfault"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // TestSendStopSettlesEachTask runs two tasks in one send that stops (SQS
@@ -266,7 +267,7 @@ func TestChunkModeInvalidCharacters(t *testing.T) {
 		b.WriteString(line + "\n")
 	}
 	st.put(t, "chars.txt", b.String())
-	h, _ := st.handler(t, fanout.Options{Mode: fanout.ModeChunk, FailureS3URI: "s3://lake/failed/"}, nil)
+	h, _ := st.handler(t, fanout.Options{Mode: worktask.ModeChunk, FailureS3URI: "s3://lake/failed/"}, nil)
 	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "chars.txt", "runId": "chars"})
 	if rep.RecordsFailed != 1 || rep.RecordsSent != 29 {
 		t.Errorf("report %+v: want 29 records sent, 1 failed", rep)

@@ -124,7 +124,7 @@ const maxStepKeyBytes = 128 << 10
 // when nothing is left. A key list's steps carry only the keys left, cut
 // into steps of at most maxStepKeyBytes so that each fits in a message;
 // they plan in parallel.
-func nextSteps(step worktask.Plan, cursor dataset.Cursor, overrides *Overrides) []worktask.Plan {
+func nextSteps(step worktask.Plan, cursor dataset.Cursor, overrides *worktask.Overrides) []worktask.Plan {
 	next := worktask.Plan{RunID: step.RunID, Source: step.Source, Cursor: cursor, Overrides: overrides, Step: step.Step + 1}
 	keys := step.Source.Keys
 	if len(keys) == 0 {

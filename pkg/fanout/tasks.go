@@ -158,11 +158,11 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 		}
 		s.ingest = true
 		s.encode = encodedEntries(r.opts.IngestEncoder(ctx, c, *ov.Ingest, r.log), c.Object, fifo)
-	case mode == ModeChunk:
+	case mode == worktask.ModeChunk:
 		s.chunkMax = sender.MaxMessageSize()
 	default:
 		mapping := r.opts.Mapping
-		if ov.Mapping != (Mapping{}) {
+		if ov.Mapping != (worktask.Mapping{}) {
 			mapping = ov.Mapping
 		}
 		s.encode = mappedEntries(mapping, c, fifo)
@@ -172,10 +172,10 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 
 // sender returns the sender of a run's records and the mode they are sent
 // in, by its overrides.
-func (r *Runner) sender(ctx context.Context, ov *Overrides) (*sqsbatch.Sender, Mode, error) {
+func (r *Runner) sender(ctx context.Context, ov *worktask.Overrides) (*sqsbatch.Sender, worktask.Mode, error) {
 	mode := cmp.Or(ov.Mode, r.opts.Mode)
 	if ov.Ingest != nil {
-		mode = ModeRecord
+		mode = worktask.ModeRecord
 	}
 	s, err := r.target(ctx, ov, mode)
 	return s, mode, err

@@ -30,8 +30,8 @@ import (
 	"os/signal"
 	"strings"
 
+	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
 // defaultCases are the cases measured without -cases: both modes at the
@@ -73,7 +73,7 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	}
 	o := options{record: *record, repeat: *repeat}
 	var err error
-	if o.size, err = fanout.ParseSize(*size); err != nil || o.size <= 0 {
+	if o.size, err = settings.ParseSize(*size); err != nil || o.size <= 0 {
 		return options{}, fmt.Errorf("-size: %q is not a positive size", *size)
 	}
 	if o.record < 64 || int64(o.record) > o.size {

@@ -15,6 +15,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // BatchJob is an S3 Batch Operations "Invoke AWS Lambda function"
@@ -124,18 +125,18 @@ func bucketFromARN(arn string) (string, error) {
 // run id, as strictly: each value is the string a request would give (a
 // number as its digits, a size such as "8MiB"). An unknown name or a bad
 // value is an *ArgumentError naming it.
-func batchArguments(args map[string]string) (fanout.Overrides, string, error) {
+func batchArguments(args map[string]string) (worktask.Overrides, string, error) {
 	raw := make(map[string]json.RawMessage, len(args))
 	for k, v := range args {
 		raw[k] = jsonString(v)
 	}
 	b, err := json.Marshal(raw)
 	if err != nil {
-		return fanout.Overrides{}, "", err
+		return worktask.Overrides{}, "", err
 	}
 	var a runArguments
 	if err := decodeArguments("userArguments", b, &a); err != nil {
-		return fanout.Overrides{}, "", err
+		return worktask.Overrides{}, "", err
 	}
 	return a.Overrides, a.RunID, nil
 }

@@ -106,7 +106,7 @@ type objectRun struct {
 // it cannot be run (bad arguments, an item without a bucket).
 type objectJob struct {
 	obj  dataset.Object
-	ov   fanout.Overrides
+	ov   worktask.Overrides
 	head bool
 	err  error
 }
@@ -136,7 +136,7 @@ func (h *Handler) runObjects(ctx context.Context, runID string, jobs []objectJob
 // when head is set (the version id obj gives, or the latest), and
 // classifies the outcome. With failOnError, records on the failure output
 // make the object a PermanentFailure: a retry would not send them again.
-func (h *Handler) runObject(ctx context.Context, runID string, obj dataset.Object, ov fanout.Overrides, head bool) objectRun {
+func (h *Handler) runObject(ctx context.Context, runID string, obj dataset.Object, ov worktask.Overrides, head bool) objectRun {
 	out := objectRun{Object: obj, Report: fanout.Report{RunID: runID}}
 	if head {
 		// A missing object or version wraps dataset.ErrNotFound.
@@ -194,7 +194,7 @@ func decodeArguments(field string, raw []byte, v interface {
 // runArguments are the per-run settings a driver may give: a request's
 // overrides and its run id.
 type runArguments struct {
-	fanout.Overrides
+	worktask.Overrides
 	RunID string `json:"runId,omitempty"`
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // batchEvent is a schema 2.0 Batch Operations invocation of one task per
@@ -107,7 +108,7 @@ func TestDistributedMapRetryable(t *testing.T) {
 	// The item is pinned by its Etag, as a listing gives it, not by the
 	// version id the stand-in reports.
 	obj.VersionID = ""
-	tasks, err := planner.Tasks(t.Context(), "exec-7", obj, fanout.Overrides{})
+	tasks, err := planner.Tasks(t.Context(), "exec-7", obj, worktask.Overrides{})
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("tasks %v (%v)", tasks, err)
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -139,7 +138,7 @@ func TestBatchArguments(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		args    map[string]string
-		want    fanout.Overrides
+		want    worktask.Overrides
 		runID   string
 		wantErr string
 	}{
@@ -149,8 +148,8 @@ func TestBatchArguments(t *testing.T) {
 			args: map[string]string{"format": "JSONL", "mode": "chunk", "targetQueueUrl": "https://sqs.us-east-1.amazonaws.com/123456789012/q",
 				"chunkSize": "4MiB", "maxInFlight": "8", "maxAttempts": "3", "bodyField": "b", "attributesField": "a", "groupIdField": "g", "dedupIdField": "d",
 				"runId": "nightly-1"},
-			want: fanout.Overrides{Format: dataset.FormatJSONL, Mode: fanout.ModeChunk, TargetQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/q",
-				ChunkSize: worktask.SettingOf("4MiB"), MaxInFlight: worktask.SettingOf("8"), MaxAttempts: worktask.SettingOf("3"), Mapping: fanout.Mapping{BodyField: "b", AttributesField: "a", GroupIDField: "g", DedupIDField: "d"}},
+			want: worktask.Overrides{Format: dataset.FormatJSONL, Mode: worktask.ModeChunk, TargetQueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/q",
+				ChunkSize: worktask.SettingOf("4MiB"), MaxInFlight: worktask.SettingOf("8"), MaxAttempts: worktask.SettingOf("3"), Mapping: worktask.Mapping{BodyField: "b", AttributesField: "a", GroupIDField: "g", DedupIDField: "d"}},
 			runID: "nightly-1",
 		},
 		{name: "unknown key", args: map[string]string{"chunkSzie": "4MiB"}, wantErr: `userArguments: unknown field "chunkSzie" (did you mean "chunkSize"?)`},

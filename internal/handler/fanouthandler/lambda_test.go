@@ -231,7 +231,7 @@ func TestChunkMode(t *testing.T) {
 		fmt.Fprintf(&b, `{"id":%d,"pad":"%s"}`+"\n", i, strings.Repeat("x", i%50))
 	}
 	st.put(t, "big.jsonl", b.String())
-	h, _ := st.handler(t, fanout.Options{Mode: fanout.ModeChunk, Target: sqsbatch.Queue{URL: st.target, MaxMessageSize: 16 << 10}}, nil)
+	h, _ := st.handler(t, fanout.Options{Mode: worktask.ModeChunk, Target: sqsbatch.Queue{URL: st.target, MaxMessageSize: 16 << 10}}, nil)
 	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "big.jsonl"})
 	msgs := localaws.Drain(t, st.sqs, st.target, 3*time.Second)
 	var lines []string

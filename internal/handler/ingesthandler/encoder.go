@@ -9,6 +9,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 var _ fanout.IngestEncoder = EncodeRecords
@@ -23,7 +24,7 @@ var _ fanout.IngestEncoder = EncodeRecords
 // functions' (fanout's workers run the tasks s3ingest hands off), the
 // CLI's and a redrive's, so that a record arrives the same whichever of
 // them read it.
-func EncodeRecords(ctx context.Context, c dataset.Chunk, ie fanout.IngestEncoding, log *slog.Logger) fanout.RecordEncoder {
+func EncodeRecords(ctx context.Context, c dataset.Chunk, ie worktask.IngestEncoding, log *slog.Logger) fanout.RecordEncoder {
 	src := s3event.Object{Bucket: c.Bucket, Key: c.Key, ETag: c.ETag, VersionID: c.VersionID, EventTime: ie.EventTime}
 	enc := recordjson.NewEncoder(c.Format, src, ie.Partitions, ie.FileMetadata, func(field string) {
 		log.WarnContext(ctx, "records already have a field that s3ingest adds; the record's value is kept",

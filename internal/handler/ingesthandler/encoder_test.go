@@ -8,9 +8,9 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/records"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // TestEncodeRecords checks the body s3ingest's encoding gives a record of
@@ -19,7 +19,7 @@ import (
 // a _file object from the chunk and the event time, and a JSON Lines
 // record that is not JSON refused with recordjson.ErrNotJSON.
 func TestEncodeRecords(t *testing.T) {
-	ie := fanout.IngestEncoding{Partitions: recordjson.PartitionsTyped, FileMetadata: true, EventTime: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
+	ie := worktask.IngestEncoding{Partitions: recordjson.PartitionsTyped, FileMetadata: true, EventTime: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)}
 	c := dataset.Chunk{Object: dataset.Object{Bucket: "b", Key: "d=1/k.jsonl", ETag: "e", VersionID: "v"}, Format: dataset.FormatJSONL}
 	encode := ingesthandler.EncodeRecords(t.Context(), c, ie, slog.New(slog.DiscardHandler))
 	body, err := encode(records.Record{Offset: 10, Line: 2, Value: []byte(`{"value":"x","group_id":"g"}`)})

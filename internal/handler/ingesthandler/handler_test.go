@@ -563,7 +563,7 @@ func TestHandleHandoff(t *testing.T) {
 	tasks := localaws.Drain(t, f.sqs, work, 1500*time.Millisecond)
 	var covered int64
 	runs := map[string]bool{}
-	wantOv := fanout.Overrides{TargetQueueURL: f.out, Ingest: &fanout.IngestEncoding{
+	wantOv := worktask.Overrides{TargetQueueURL: f.out, Ingest: &worktask.IngestEncoding{
 		Partitions: recordjson.PartitionsString, FileMetadata: true, EventTime: big.EventTime,
 	}}
 	for _, m := range tasks {
@@ -576,7 +576,7 @@ func TestHandleHandoff(t *testing.T) {
 		if err != nil {
 			t.Fatalf("task overrides %+v: %v", task.Overrides, err)
 		}
-		var ov fanout.Overrides
+		var ov worktask.Overrides
 		if err := json.Unmarshal(raw, &ov); err != nil {
 			t.Fatalf("task overrides %s: %v", raw, err)
 		}
@@ -680,8 +680,8 @@ func TestHandoffThroughFanout(t *testing.T) {
 			}
 			runner, err := fanout.New(t.Context(), f.s3, f.sqs, fanout.Options{
 				// fanout's own settings, which an ingest task ignores.
-				Mode:    fanout.ModeChunk,
-				Mapping: fanout.Mapping{BodyField: "n"},
+				Mode:    worktask.ModeChunk,
+				Mapping: worktask.Mapping{BodyField: "n"},
 				Send:    sqsbatch.Options{Backoff: func(int) time.Duration { return time.Millisecond }},
 				// As fanout's function gives it.
 				IngestEncoder: EncodeRecords,

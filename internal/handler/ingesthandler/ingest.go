@@ -8,7 +8,7 @@
 //
 // It stands on fanout's engine: an object is planned into chunk tasks and
 // run by a fanout.Runner whose target is the output queue, with the
-// records encoded as fanout.IngestEncoding says; large objects go to
+// records encoded as worktask.IngestEncoding says; large objects go to
 // fanout's work queue as tasks instead. Record ids, FIFO groups, the
 // failure output and the deadline are the runner's, the same as fanout's.
 package ingesthandler

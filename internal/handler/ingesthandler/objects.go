@@ -215,8 +215,8 @@ func (inv *invocation) deliver(ctx context.Context, objs []*objectRun, concurren
 
 // overrides are how an object's records are sent: encoded as s3ingest
 // does, to the runner's target.
-func (inv *invocation) overrides(o *objectRun) fanout.Overrides {
-	return fanout.Overrides{Ingest: &fanout.IngestEncoding{
+func (inv *invocation) overrides(o *objectRun) worktask.Overrides {
+	return worktask.Overrides{Ingest: &worktask.IngestEncoding{
 		Partitions:   inv.h.opts.Partitions,
 		FileMetadata: inv.h.opts.FileMetadata,
 		EventTime:    o.obj.EventTime,

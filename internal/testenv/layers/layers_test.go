@@ -37,10 +37,14 @@ var rooms = []room{
 	{"settings", []string{"internal/settings"}, nil},
 	{"wire", []string{"pkg/worktask"}, []string{"leaf", "settings"}},
 	{"engine", []string{"pkg/fanout"}, []string{"leaf", "settings", "wire"}},
-	{"runtime", []string{"internal/runtime/"}, []string{"leaf", "settings", "wire", "engine", "runtime"}},
+	// awssetup is the start-up that the CLI shares with the functions
+	// (clients, the words for a queue that cannot be used), apart from the
+	// Lambda runtime so that the CLI links none of it.
+	{"awssetup", []string{"internal/awssetup"}, []string{"leaf"}},
+	{"runtime", []string{"internal/runtime/"}, []string{"leaf", "settings", "wire", "engine", "awssetup", "runtime"}},
 	{"handler", []string{"internal/handler/"}, []string{"leaf", "settings", "wire", "engine", "runtime"}},
 	{"redrive", []string{"internal/redrive"}, []string{"leaf", "settings", "wire", "engine"}},
-	{"bootstrap", []string{"functions/", "cmd/"}, []string{"leaf", "settings", "wire", "engine", "runtime", "handler", "redrive"}},
+	{"bootstrap", []string{"functions/", "cmd/"}, []string{"leaf", "settings", "wire", "engine", "awssetup", "runtime", "handler", "redrive"}},
 	{"testenv", []string{"internal/testenv/"}, []string{"*"}},
 	{"tools", []string{"tools/"}, []string{"*"}},
 }
@@ -198,4 +202,23 @@ func TestRoomOf(t *testing.T) {
 			t.Errorf("roomOf(%q) = %q, want %q", path, r.name, want)
 		}
 	}
+}
+
+// TestCLILinksNoLambdaRuntime walks the CLI's dependencies: s3sqs runs on a
+// laptop or a build host, so it shares the AWS start-up (internal/awssetup)
+// but links neither the functions' start-up (lambdaenv) nor aws-lambda-go's
+// runtime client. It writes the handlers' summary line, so it links that.
+func TestCLILinksNoLambdaRuntime(t *testing.T) {
+	for _, p := range list(t) {
+		if p.ImportPath != module+"/cmd/s3sqs" {
+			continue
+		}
+		for _, dep := range p.Deps {
+			if dep == module+"/internal/runtime/lambdaenv" || dep == "github.com/aws/aws-lambda-go/lambda" {
+				t.Errorf("cmd/s3sqs links %s", dep)
+			}
+		}
+		return
+	}
+	t.Fatal("go list did not list cmd/s3sqs")
 }

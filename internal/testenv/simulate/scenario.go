@@ -20,6 +20,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // Buckets and queues of every scenario.
@@ -35,7 +36,7 @@ const (
 
 // Settings are a scenario's engine settings and drivers.
 type Settings struct {
-	Mode        fanout.Mode
+	Mode        worktask.Mode
 	FIFO        bool
 	TargetMax   int   // the target queue's MaximumMessageSize
 	ChunkSize   int64 // CHUNK_SIZE
@@ -103,7 +104,7 @@ func Generate(seed uint64, off Off) Scenario {
 	// one off leaves the rest of the scenario as it was.
 	pick := func(name string, p float64) bool { x := rng.Float64(); return !off[name] && x < p }
 	s := Settings{
-		Mode:         fanout.ModeRecord,
+		Mode:         worktask.ModeRecord,
 		FIFO:         pick("fifo", 0.35),
 		TargetMax:    []int{1024, 2048, 4096, 8192, 65536}[rng.IntN(5)],
 		ChunkSize:    []int64{1 << 10, 2 << 10, 4 << 10, 64 << 10, 8 << 20}[rng.IntN(5)],
@@ -116,7 +117,7 @@ func Generate(seed uint64, off Off) Scenario {
 		Versioned:    pick("versioned", 0.3),
 	}
 	if pick("chunk", 0.4) {
-		s.Mode = fanout.ModeChunk
+		s.Mode = worktask.ModeChunk
 	}
 	if inline := []int64{0, 1 << 10, 16 << 10, 64 << 20}[rng.IntN(4)]; s.WorkQueue {
 		s.InlineMax = inline
@@ -182,9 +183,9 @@ func Generate(seed uint64, off Off) Scenario {
 		}
 		if rng.IntN(5) == 0 {
 			// The request overrides the mode.
-			m := []fanout.Mode{fanout.ModeRecord, fanout.ModeChunk}[rng.IntN(2)]
+			m := []worktask.Mode{worktask.ModeRecord, worktask.ModeChunk}[rng.IntN(2)]
 			// (drawn even with chunk off, as above)
-			if m == fanout.ModeRecord || !off["chunk"] {
+			if m == worktask.ModeRecord || !off["chunk"] {
 				req["mode"] = string(m)
 			}
 		}
