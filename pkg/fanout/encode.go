@@ -264,7 +264,7 @@ type chunkPacker struct {
 	n     int
 }
 
-// overhead is a generous bound on the attributes of a chunk-mode message.
+// chunkOverhead is a generous bound on the attributes of a chunk-mode message.
 const chunkOverhead = 512
 
 // fits reports whether rec fits in the message beside what is gathered;

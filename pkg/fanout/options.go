@@ -97,7 +97,7 @@ type Options struct {
 	Claims claims.Store
 	// IngestEncoder, when set, makes the message bodies of the tasks whose
 	// overrides carry Ingest: s3ingest's records, which it hands to
-	// fanout's workers as tasks (see IngestEncoding). A Runner that may
+	// fanout's workers as tasks (see worktask.IngestEncoding). A Runner that may
 	// run such tasks, those of both functions, the CLI's and a redrive's,
 	// needs one; without it they fail.
 	IngestEncoder IngestEncoder
@@ -297,6 +297,7 @@ type QueueError struct {
 	Err   error
 }
 
+// Error names the queue, its role and the reason.
 func (e *QueueError) Error() string {
 	return fmt.Sprintf("%s queue %s: %v", e.Role, e.Queue, e.Err)
 }

@@ -159,7 +159,7 @@ func (r *Runner) Tasks(ctx context.Context, runID string, obj dataset.Object, ov
 // several chunks is one chained task (see worktask.Chain), so that its
 // records reach their groups in the object's order.
 func (r *Runner) planner(ctx context.Context, runID string, ov worktask.Overrides, chain bool) (func(context.Context, dataset.Object) ([]worktask.Task, int, error), error) {
-	carried := &ov
+	carry := &ov // every task of the object carries the same overrides
 	if chain {
 		sender, _, err := r.sender(ctx, &ov)
 		if err != nil {
@@ -191,13 +191,13 @@ func (r *Runner) planner(ctx context.Context, runID string, ov worktask.Override
 		}
 		if chain && len(chunks) > 1 {
 			first := chunks[0]
-			t := worktask.Task{RunID: runID, Chunk: first, Overrides: carried,
+			t := worktask.Task{RunID: runID, Chunk: first, Overrides: carry,
 				Chain: &worktask.Chain{Step: first.End - first.Start, Total: chunks[len(chunks)-1].End}}
 			return []worktask.Task{t}, len(chunks), nil
 		}
 		tasks := make([]worktask.Task, len(chunks))
 		for i, c := range chunks {
-			tasks[i] = worktask.Task{RunID: runID, Chunk: c, Overrides: carried}
+			tasks[i] = worktask.Task{RunID: runID, Chunk: c, Overrides: carry}
 		}
 		return tasks, len(chunks), nil
 	}, nil

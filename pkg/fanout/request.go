@@ -57,12 +57,3 @@ func overridesOf(ov *worktask.Overrides) worktask.Overrides {
 	}
 	return *ov
 }
-
-// carried returns the overrides as a task or planning step carries them:
-// nil when there are none, so that the message has no "overrides" field.
-func carried(ov worktask.Overrides) *worktask.Overrides {
-	if ov == (worktask.Overrides{}) {
-		return nil
-	}
-	return &ov
-}

@@ -129,7 +129,7 @@ type taskSpec struct {
 	// nil and chunkMax, the largest message, is set.
 	encode   func(rec records.Record) (sqsbatch.Entry, error)
 	chunkMax int
-	// ingest is set for s3ingest's objects (see IngestEncoding).
+	// ingest is set for s3ingest's objects (see worktask.IngestEncoding).
 	ingest bool
 	// from is where the read starts: the task's ResumeAt, or later where
 	// an earlier attempt's claim says it stopped.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -137,6 +138,25 @@ func TestFormatNames(t *testing.T) {
 		want, werr := dataset.ParseFormat(name)
 		if (err == nil) != (werr == nil) || dataset.Format(got) != want {
 			t.Errorf("%q: settings %q, %v; dataset %q, %v", name, got, err, want, werr)
+		}
+	}
+}
+
+// TestSettingsAgreeWithLeaves: internal/settings imports nothing of ours,
+// so its S3 URI check and its offload modes repeat pkg/dataset's and
+// pkg/sqsextended's rules; this holds them to the same answers.
+func TestSettingsAgreeWithLeaves(t *testing.T) {
+	for _, uri := range []string{"s3://b", "s3://b/", "s3://b/p/q", "s3:///p", "s3://", "b/p", "S3://b/p", ""} {
+		_, _, derr := dataset.ParseS3URI(uri)
+		if serr := settings.CheckS3URI(uri); (serr == nil) != (derr == nil) {
+			t.Errorf("%q: settings %v; dataset %v", uri, serr, derr)
+		}
+	}
+	for _, mode := range []string{"", "large", "always", "LARGE", " always ", "never", "Always"} {
+		got, serr := settings.Offload.Parse(mode)
+		want, werr := sqsextended.ParseMode(mode)
+		if (serr == nil) != (werr == nil) || sqsextended.Mode(got) != want {
+			t.Errorf("%q: settings %q, %v; sqsextended %q, %v", mode, got, serr, want, werr)
 		}
 	}
 }

@@ -110,6 +110,7 @@ type MalformedError struct {
 	Err error
 }
 
+// Error says why the task is malformed.
 func (e *MalformedError) Error() string { return "worktask: malformed chunk task: " + e.Err.Error() }
 
 // Unwrap returns the reason.

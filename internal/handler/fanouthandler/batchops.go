@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/s3sqs/s3sqs/internal/textcut"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
@@ -233,5 +234,5 @@ func resultString(r objectRun) string {
 		b, _ := json.Marshal(batchSummary{RunID: r.Report.RunID, RecordsSent: r.Report.RecordsSent, RecordsFailed: r.Report.RecordsFailed, TasksQueued: r.Report.TasksQueued})
 		return string(b)
 	}
-	return truncate(r.Err.Error(), maxResultString)
+	return textcut.Prefix(r.Err.Error(), maxResultString)
 }

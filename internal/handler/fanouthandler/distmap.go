@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/internal/strictjson"
+	"github.com/s3sqs/s3sqs/internal/textcut"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
@@ -302,7 +303,7 @@ func (res *MapResult) add(i int, r objectRun) {
 	ir := MapItemResult{Bucket: r.Object.Bucket, Key: r.Object.Key, VersionID: r.Object.VersionID, Status: r.Code,
 		RecordsSent: r.Report.RecordsSent, RecordsFailed: r.Report.RecordsFailed, TasksQueued: r.Report.TasksQueued}
 	if r.Err != nil {
-		ir.Reason = truncate(r.Err.Error(), maxResultString)
+		ir.Reason = textcut.Prefix(r.Err.Error(), maxResultString)
 	}
 	switch r.Code {
 	case Succeeded:

@@ -36,7 +36,7 @@ import (
 // the records to fauxqs. The output queue is purged between invocations,
 // outside the measured time, so that the stand-in's memory stays flat.
 //
-//	tools/with-local-aws go test -run='^$' -bench=. -benchtime=1x ./pkg/ingest/
+//	tools/with-local-aws go test -run='^$' -bench=. -benchtime=1x ./internal/handler/ingesthandler/
 
 const benchObjectSize = 1 << 20
 

@@ -206,7 +206,10 @@ type messageError struct {
 	err error
 }
 
+// Error returns the reason.
 func (e *messageError) Error() string { return e.err.Error() }
+
+// Unwrap returns the reason.
 func (e *messageError) Unwrap() error { return e.err }
 
 // invocation is the state of one Handle call.

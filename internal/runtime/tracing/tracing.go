@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -49,17 +48,6 @@ const (
 	// output, for local runs.
 	ModeStdout Mode = "stdout"
 )
-
-// ParseMode reads a mode as configuration writes it.
-func ParseMode(s string) (Mode, error) {
-	switch m := Mode(strings.ToLower(strings.TrimSpace(s))); m {
-	case "", ModeOff:
-		return ModeOff, nil
-	case ModeOTLP, ModeStdout:
-		return m, nil
-	}
-	return "", fmt.Errorf("%q is not off, otlp or stdout", s)
-}
 
 // Tracing is a function's tracer provider, or nothing when off.
 type Tracing struct {

@@ -1,5 +1,5 @@
 // Package chaos runs both functions under aws-lambda-rie, fed by local
-// event source mappings, with a fault-injecting proxy (internal/faultproxy)
+// event source mappings, with a fault-injecting proxy (internal/testenv/faultproxy)
 // between them and the stand-ins, and accounts for every record by its id:
 // on the target once, on the target more than once (and whether a lost
 // answer explains it), on the failure output with its code, or lost.

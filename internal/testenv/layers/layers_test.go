@@ -32,7 +32,7 @@ var rooms = []room{
 	{"leaf", []string{
 		"pkg/sqsbatch", "pkg/s3event", "pkg/partialbatch", "pkg/sqsextended",
 		"pkg/claims", "pkg/dataset", "pkg/records", "pkg/recordjson",
-		"internal/inorder", "internal/jsonfields", "internal/strictjson", "internal/awserr",
+		"internal/inorder", "internal/jsonfields", "internal/strictjson", "internal/awserr", "internal/textcut",
 	}, []string{"leaf"}},
 	{"settings", []string{"internal/settings"}, nil},
 	{"wire", []string{"pkg/worktask"}, []string{"leaf", "settings"}},

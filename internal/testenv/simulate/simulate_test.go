@@ -105,7 +105,7 @@ func parseOff(s string) (Off, error) {
 }
 
 func replay(seed uint64, off string) string {
-	cmd := fmt.Sprintf("go test ./internal/simulate -run 'TestSimulate$' -seed=%d -v", seed)
+	cmd := fmt.Sprintf("go test ./internal/testenv/simulate -run 'TestSimulate$' -seed=%d -v", seed)
 	if off != "" {
 		cmd += " -off=" + off
 	}
