@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
+	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -32,17 +33,17 @@ func batchEvent(invocationID, jobID string, args map[string]string, keys ...stri
 // part of the run report, under the job's run id, and no invocation writes
 // the run's manifest.json, which the next would overwrite.
 func TestBatchOperationsRunReport(t *testing.T) {
-	st := newStack(t, "")
-	st.put(t, "a.jsonl", `{"value":"a"}`+"\n")
-	st.put(t, "b.jsonl", `{"value":"b1"}`+"\n"+`{"value":"b2"}`+"\n")
-	h, _ := st.handler(t, fanout.Options{ReportS3URI: "s3://lake/reports/"}, nil)
+	st := fanoutstack.New(t, "")
+	st.Put(t, "a.jsonl", `{"value":"a"}`+"\n")
+	st.Put(t, "b.jsonl", `{"value":"b1"}`+"\n"+`{"value":"b2"}`+"\n")
+	h, _ := st.Handler(t, fanout.Options{ReportS3URI: "s3://lake/reports/"}, nil)
 	for _, inv := range []struct{ id, key string }{{"inv/1+", "a.jsonl"}, {"inv2", "b.jsonl"}} {
-		resp := invoke[events.S3BatchJobResponse](t, h, t.Context(), batchEvent(inv.id, "job-9", nil, inv.key))
+		resp := fanoutstack.Invoke[events.S3BatchJobResponse](t, h, t.Context(), batchEvent(inv.id, "job-9", nil, inv.key))
 		if len(resp.Results) != 1 || resp.Results[0].ResultCode != "Succeeded" {
 			t.Fatalf("answer %+v", resp)
 		}
 	}
-	list, err := st.s3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String("lake"), Prefix: aws.String("reports/")})
+	list, err := st.S3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String("lake"), Prefix: aws.String("reports/")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestBatchOperationsRunReport(t *testing.T) {
 	if strings.Join(keys, " ") != want {
 		t.Fatalf("report objects %q; want %q", keys, want)
 	}
-	out, err := st.s3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String("lake"), Key: aws.String("reports/s3batch-job-9/invocations/inv2.json")})
+	out, err := st.S3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String("lake"), Key: aws.String("reports/s3batch-job-9/invocations/inv2.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,17 +69,17 @@ func TestBatchOperationsRunReport(t *testing.T) {
 // on the failure output is a PermanentFailure (a retry would not send it),
 // and the invocation still answers for every task.
 func TestBatchOperationsFailOnError(t *testing.T) {
-	st := newStack(t, "")
-	st.put(t, "mixed.jsonl", `{"value":"ok"}`+"\n"+`not json`+"\n")
-	st.put(t, "good.jsonl", `{"value":"fine"}`+"\n")
-	st.hopts.FailOnError = true
-	h, logs := st.handler(t, fanout.Options{}, nil)
-	resp := invoke[events.S3BatchJobResponse](t, h, t.Context(), batchEvent("i", "j", nil, "mixed.jsonl", "good.jsonl"))
+	st := fanoutstack.New(t, "")
+	st.Put(t, "mixed.jsonl", `{"value":"ok"}`+"\n"+`not json`+"\n")
+	st.Put(t, "good.jsonl", `{"value":"fine"}`+"\n")
+	st.Options.FailOnError = true
+	h, logs := st.Handler(t, fanout.Options{}, nil)
+	resp := fanoutstack.Invoke[events.S3BatchJobResponse](t, h, t.Context(), batchEvent("i", "j", nil, "mixed.jsonl", "good.jsonl"))
 	if len(resp.Results) != 2 || resp.Results[0].ResultCode != "PermanentFailure" || !strings.Contains(resp.Results[0].ResultString, "1 records failed (FAIL_ON_ERROR") ||
 		resp.Results[1].ResultCode != "Succeeded" {
 		t.Errorf("answer %+v: want mixed.jsonl PermanentFailure for FAIL_ON_ERROR, good.jsonl Succeeded", resp)
 	}
-	if got := st.sent(t); strings.Join(got, ",") != "fine,ok" {
+	if got := st.Sent(t); strings.Join(got, ",") != "fine,ok" {
 		t.Errorf("sent %q; want both readable records", got)
 	}
 	if !strings.Contains(logs.String(), `"kind":"batch-operations"`) || !strings.Contains(logs.String(), `"itemsFailed":1`) {
@@ -91,17 +92,17 @@ func TestBatchOperationsFailOnError(t *testing.T) {
 // claim is released the retry sends the item, and the item that was sent
 // the first time is skipped, not sent again.
 func TestDistributedMapRetryable(t *testing.T) {
-	st := newStack(t, "")
-	st.put(t, "one.jsonl", `{"value":"one"}`+"\n")
-	st.put(t, "two.jsonl", `{"value":"two"}`+"\n")
-	store := claimsStore(t)
-	h, _ := st.handler(t, fanout.Options{Claims: store}, nil)
+	st := fanoutstack.New(t, "")
+	st.Put(t, "one.jsonl", `{"value":"one"}`+"\n")
+	st.Put(t, "two.jsonl", `{"value":"two"}`+"\n")
+	store := fanoutstack.ClaimsStore(t)
+	h, _ := st.Handler(t, fanout.Options{Claims: store}, nil)
 
-	planner, err := fanout.New(t.Context(), st.s3, st.sqs, fanout.Options{Target: sqsbatch.Queue{URL: st.target}})
+	planner, err := fanout.New(t.Context(), st.S3, st.SQS, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj, err := dataset.Head(t.Context(), st.s3, "lake", "two.jsonl", "")
+	obj, err := dataset.Head(t.Context(), st.S3, "lake", "two.jsonl", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestDistributedMapRetryable(t *testing.T) {
 	if !ok || res.Succeeded != 2 || res.RecordsSent != 1 || res.TasksSkipped != 1 {
 		t.Errorf("retry answered %+v; want both items succeeded, two.jsonl sent, one.jsonl skipped as done", out)
 	}
-	if got := st.sent(t); strings.Join(got, ",") != "one,two" {
+	if got := st.Sent(t); strings.Join(got, ",") != "one,two" {
 		t.Errorf("sent %q; want each record once", got)
 	}
 }

@@ -7,22 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/testenv/esm"
+	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/s3fault"
 	"github.com/s3sqs/s3sqs/internal/testenv/sqsfault"
@@ -33,107 +30,10 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
-// stack is the AWS side of a test: an S3 bucket and the queues.
-type stack struct {
-	s3 *s3.Client
-	// s3api, if set, is what the handler reads S3 with.
-	s3api   fanout.S3API
-	sqs     *sqs.Client
-	bucket  string
-	target  string
-	work    string
-	failure string
-	// hopts configures the handlers the stack builds.
-	hopts fanouthandler.Options
-}
-
-func newStack(t *testing.T, targetSuffix string) *stack {
-	t.Helper()
-	st := &stack{s3: localaws.FakeS3(t), sqs: sqs.NewFromConfig(localaws.SQS(t)), bucket: "lake"}
-	if _, err := st.s3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(st.bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	st.target = localaws.CreateQueue(t, st.sqs, "-target"+targetSuffix, map[string]string{"ContentBasedDeduplication": "false"})
-	st.work = localaws.CreateQueue(t, st.sqs, "-work", nil)
-	st.failure = localaws.CreateQueue(t, st.sqs, "-failure", nil)
-	return st
-}
-
-func (st *stack) put(t *testing.T, key, body string) {
-	t.Helper()
-	if _, err := st.s3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(st.bucket), Key: aws.String(key), Body: strings.NewReader(body)}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// handler builds a handler the way main does, with real clients; wrap,
-// if given, stands between the runner and SQS. The buffer holds its logs,
-// summary lines and metrics.
-func (st *stack) handler(t *testing.T, opts fanout.Options, wrap func(sqsbatch.API) sqsbatch.API) (*fanouthandler.Handler, *bytes.Buffer) {
-	t.Helper()
-	if opts.Target.URL == "" {
-		opts.Target.URL = st.target
-	}
-	if opts.WorkQueueURL == "" {
-		opts.WorkQueueURL = st.work
-	}
-	if opts.FailureQueueURL == "" && opts.FailureS3URI == "" {
-		opts.FailureQueueURL = st.failure
-	}
-	opts.Send.Backoff = func(int) time.Duration { return 0 }
-	logs := &lockedBuffer{}
-	log := slog.New(slog.NewJSONHandler(logs, nil))
-	opts.Logger = log
-	var api sqsbatch.API = st.sqs
-	if wrap != nil {
-		api = wrap(api)
-	}
-	var s3api fanout.S3API = st.s3
-	if st.s3api != nil {
-		s3api = st.s3api
-	}
-	r, err := fanout.New(t.Context(), s3api, api, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hopts := st.hopts
-	hopts.Logger, hopts.Out = log, logs
-	return fanouthandler.New(r, s3api, hopts), &logs.Buffer
-}
-
-// lockedBuffer is a buffer that the handler's goroutines write to at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.Buffer.Write(p)
-}
-
-func invoke[T any](t *testing.T, h *fanouthandler.Handler, ctx context.Context, payload any) T {
-	t.Helper()
-	b, err := json.Marshal(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := h.Invoke(ctx, b)
-	if err != nil {
-		t.Fatalf("Invoke: %v", err)
-	}
-	got, ok := out.(T)
-	if !ok {
-		t.Fatalf("Invoke answered %T, want %T", out, got)
-	}
-	return got
-}
-
-// dataset writes JSON Lines, CSV and text objects under Hive-partitioned
+// putDataset writes JSON Lines, CSV and text objects under Hive-partitioned
 // keys with awkward names and returns the bodies the records must arrive
 // as.
-func (st *stack) dataset(t *testing.T, prefix string, perObject int) []string {
+func putDataset(t *testing.T, st *fanoutstack.Stack, prefix string, perObject int) []string {
 	t.Helper()
 	var want []string
 	var jsonl, csv, text strings.Builder
@@ -147,29 +47,19 @@ func (st *stack) dataset(t *testing.T, prefix string, perObject int) []string {
 		fmt.Fprintf(&text, "t-%d\r\n", i)
 		want = append(want, fmt.Sprintf("t-%d", i))
 	}
-	st.put(t, prefix+"date=2024-01-01/kind=a b/part 0+1.jsonl", jsonl.String())
-	st.put(t, prefix+"date=2024-01-02/kind=ü=ß/part-0.csv", csv.String())
-	st.put(t, prefix+"date=2024-01-02/kind=x/notes.txt", text.String())
-	st.put(t, prefix+"_SUCCESS", "")
+	st.Put(t, prefix+"date=2024-01-01/kind=a b/part 0+1.jsonl", jsonl.String())
+	st.Put(t, prefix+"date=2024-01-02/kind=ü=ß/part-0.csv", csv.String())
+	st.Put(t, prefix+"date=2024-01-02/kind=x/notes.txt", text.String())
+	st.Put(t, prefix+"_SUCCESS", "")
 	slices.Sort(want)
 	return want
 }
 
-func received(msgs []types.Message) (bodies []string, ids map[string]int) {
-	ids = map[string]int{}
-	for _, m := range msgs {
-		bodies = append(bodies, aws.ToString(m.Body))
-		ids[aws.ToString(m.MessageAttributes[fanout.AttrRecordID].StringValue)]++
-	}
-	slices.Sort(bodies)
-	return bodies, ids
-}
-
 func TestRequestInline(t *testing.T) {
-	st := newStack(t, "")
-	want := st.dataset(t, "exports/", 40)
-	h, _ := st.handler(t, fanout.Options{Plan: fanoutPlan(64)}, nil)
-	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "prefix": "exports/"})
+	st := fanoutstack.New(t, "")
+	want := putDataset(t, st, "exports/", 40)
+	h, _ := st.Handler(t, fanout.Options{Plan: dataset.PlanOptions{ChunkSize: 64}}, nil)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "exports/"})
 	if rep.Queued || rep.Objects != 3 || rep.RecordsRead != 120 || rep.RecordsSent != 120 || rep.RecordsFailed != 0 || rep.RunID == "" {
 		t.Errorf("report %+v: want 3 objects and 120 records sent inline", rep)
 	}
@@ -178,7 +68,7 @@ func TestRequestInline(t *testing.T) {
 	if rep.Chunks <= 12 || rep.Requests != 12 {
 		t.Errorf("%d requests for %d chunks of 120 records; want 12 full requests", rep.Requests, rep.Chunks)
 	}
-	bodies, ids := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	bodies, ids := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
 	if diff := cmp.Diff(want, bodies); diff != "" {
 		t.Errorf("bodies (-want +got):\n%s", diff)
 	}
@@ -188,11 +78,11 @@ func TestRequestInline(t *testing.T) {
 }
 
 func TestMessageAttributes(t *testing.T) {
-	st := newStack(t, "")
-	st.put(t, "a.jsonl", `{"value":{"nested":true},"msg_attributes":{"tenant":"t1","kind":"k"}}`+"\n"+`[1,2]`+"\n")
-	h, _ := st.handler(t, fanout.Options{}, nil)
-	invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "a.jsonl"})
-	msgs := localaws.Drain(t, st.sqs, st.target, 3*time.Second)
+	st := fanoutstack.New(t, "")
+	st.Put(t, "a.jsonl", `{"value":{"nested":true},"msg_attributes":{"tenant":"t1","kind":"k"}}`+"\n"+`[1,2]`+"\n")
+	h, _ := st.Handler(t, fanout.Options{}, nil)
+	fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "a.jsonl"})
+	msgs := localaws.Drain(t, st.SQS, st.Target, 3*time.Second)
 	if len(msgs) != 2 {
 		t.Fatalf("%d messages, want 2", len(msgs))
 	}
@@ -225,15 +115,15 @@ func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 }
 
 func TestChunkMode(t *testing.T) {
-	st := newStack(t, "")
+	st := fanoutstack.New(t, "")
 	var b strings.Builder
 	for i := range 3000 {
 		fmt.Fprintf(&b, `{"id":%d,"pad":"%s"}`+"\n", i, strings.Repeat("x", i%50))
 	}
-	st.put(t, "big.jsonl", b.String())
-	h, _ := st.handler(t, fanout.Options{Mode: worktask.ModeChunk, Target: sqsbatch.Queue{URL: st.target, MaxMessageSize: 16 << 10}}, nil)
-	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "big.jsonl"})
-	msgs := localaws.Drain(t, st.sqs, st.target, 3*time.Second)
+	st.Put(t, "big.jsonl", b.String())
+	h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeChunk, Target: sqsbatch.Queue{URL: st.Target, MaxMessageSize: 16 << 10}}, nil)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "big.jsonl"})
+	msgs := localaws.Drain(t, st.SQS, st.Target, 3*time.Second)
 	var lines []string
 	for _, m := range msgs {
 		body := aws.ToString(m.Body)
@@ -260,20 +150,20 @@ func TestChunkMode(t *testing.T) {
 }
 
 func TestFIFOTarget(t *testing.T) {
-	st := newStack(t, ".fifo")
+	st := fanoutstack.New(t, ".fifo")
 	var b strings.Builder
 	for i := range 30 {
 		fmt.Fprintf(&b, `{"value":"v%02d","group_id":"g%d"}`+"\n", i, i%3)
 	}
 	b.WriteString(`{"value":"nogroup"}` + "\n")
-	st.put(t, "f.jsonl", b.String())
-	h, _ := st.handler(t, fanout.Options{}, nil)
-	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "f.jsonl"})
+	st.Put(t, "f.jsonl", b.String())
+	h, _ := st.Handler(t, fanout.Options{}, nil)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "f.jsonl"})
 	if rep.RecordsSent != 31 {
 		t.Fatalf("report %+v", rep)
 	}
 	order := map[string][]string{}
-	for _, m := range localaws.Drain(t, st.sqs, st.target, 3*time.Second) {
+	for _, m := range localaws.Drain(t, st.SQS, st.Target, 3*time.Second) {
 		g := m.Attributes["MessageGroupId"]
 		order[g] = append(order[g], aws.ToString(m.Body))
 		if m.Attributes["MessageDeduplicationId"] != aws.ToString(m.MessageAttributes[fanout.AttrRecordID].StringValue) {
@@ -285,33 +175,33 @@ func TestFIFOTarget(t *testing.T) {
 			t.Errorf("group %s out of order: %v", g, bodies)
 		}
 	}
-	objGroup := fanout.GroupID(dataset.Object{Bucket: st.bucket, Key: "f.jsonl"})
+	objGroup := fanout.GroupID(dataset.Object{Bucket: st.Bucket, Key: "f.jsonl"})
 	if len(order["g0"]) != 10 || !cmp.Equal(order[objGroup], []string{"nogroup"}) {
 		t.Errorf("groups %v: want 10 in g0 and the record without group_id in the object's group %s", order, objGroup)
 	}
 }
 
 func TestWorkQueue(t *testing.T) {
-	st := newStack(t, "")
-	want := st.dataset(t, "big/", 60)
-	h, _ := st.handler(t, fanout.Options{InlineMaxBytes: 1, Plan: fanoutPlan(100)}, nil)
-	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "prefix": "big/", "runId": "run-1"})
+	st := fanoutstack.New(t, "")
+	want := putDataset(t, st, "big/", 60)
+	h, _ := st.Handler(t, fanout.Options{InlineMaxBytes: 1, Plan: dataset.PlanOptions{ChunkSize: 100}}, nil)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "big/", "runId": "run-1"})
 	if !rep.Queued || rep.TasksQueued != rep.Chunks || rep.Chunks < 10 || rep.RecordsSent != 0 {
 		t.Fatalf("report %+v: want every chunk queued as a task", rep)
 	}
-	tasks := localaws.Drain(t, st.sqs, st.work, time.Second)
+	tasks := localaws.Drain(t, st.SQS, st.Work, time.Second)
 	if len(tasks) != rep.TasksQueued {
 		t.Fatalf("%d tasks on the work queue, want %d", len(tasks), rep.TasksQueued)
 	}
 	// Feed the tasks back as SQS events of up to 10, as Lambda would.
 	for i := 0; i < len(tasks); i += 10 {
-		ev := esm.Event(tasks[i:min(i+10, len(tasks))], workARN)
-		resp := invoke[events.SQSEventResponse](t, h, t.Context(), ev)
+		ev := esm.Event(tasks[i:min(i+10, len(tasks))], fanoutstack.WorkARN)
+		resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), ev)
 		if len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("batch item failures %v", resp.BatchItemFailures)
 		}
 	}
-	bodies, ids := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	bodies, ids := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
 	if diff := cmp.Diff(want, bodies); diff != "" {
 		t.Errorf("bodies (-want +got):\n%s", diff)
 	}
@@ -320,12 +210,9 @@ func TestWorkQueue(t *testing.T) {
 	}
 }
 
-// workARN is the ARN of the work queue that tasks arrive from.
-const workARN = "arn:aws:sqs:us-east-1:000000000000:work"
-
 func TestFailures(t *testing.T) {
-	st := newStack(t, "")
-	st.put(t, "mixed.jsonl", strings.Join([]string{
+	st := fanoutstack.New(t, "")
+	st.Put(t, "mixed.jsonl", strings.Join([]string{
 		`{"value":"fine"}`,
 		`{"value":"bad\u0000char"}`,
 		`{"value":"flaky"}`,
@@ -344,17 +231,17 @@ func TestFailures(t *testing.T) {
 			return nil
 		}}
 	}
-	h, _ := st.handler(t, fanout.Options{}, wrap)
-	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "mixed.jsonl", "runId": "r"})
+	h, _ := st.Handler(t, fanout.Options{}, wrap)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "mixed.jsonl", "runId": "r"})
 	if rep.RecordsRead != 6 || rep.RecordsSent != 3 || rep.RecordsFailed != 3 || rep.Retries != 1 {
 		t.Errorf("report %+v: want 6 read, 3 sent, 3 failed, 1 retry", rep)
 	}
-	bodies, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	bodies, _ := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
 	if diff := cmp.Diff([]string{"also fine", "fine", "flaky"}, bodies); diff != "" {
 		t.Errorf("target (-want +got):\n%s", diff)
 	}
 	got := map[string]fanout.Failure{}
-	for _, m := range localaws.Drain(t, st.sqs, st.failure, time.Second) {
+	for _, m := range localaws.Drain(t, st.SQS, st.Failure, time.Second) {
 		var f fanout.Failure
 		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &f); err != nil {
 			t.Fatal(err)
@@ -377,29 +264,29 @@ func TestFailures(t *testing.T) {
 }
 
 func TestFailOnError(t *testing.T) {
-	st := newStack(t, "")
-	st.put(t, "one.jsonl", `{"value":"bad\u0001"}`+"\n")
-	st.hopts.FailOnError = true
-	h, _ := st.handler(t, fanout.Options{}, nil)
-	b, _ := json.Marshal(map[string]any{"bucket": st.bucket, "key": "one.jsonl"})
+	st := fanoutstack.New(t, "")
+	st.Put(t, "one.jsonl", `{"value":"bad\u0001"}`+"\n")
+	st.Options.FailOnError = true
+	h, _ := st.Handler(t, fanout.Options{}, nil)
+	b, _ := json.Marshal(map[string]any{"bucket": st.Bucket, "key": "one.jsonl"})
 	if _, err := h.Invoke(t.Context(), b); err == nil || !strings.Contains(err.Error(), "FAIL_ON_ERROR") {
 		t.Errorf("Invoke: %v, want a FAIL_ON_ERROR error", err)
 	}
-	if n := len(localaws.Drain(t, st.sqs, st.failure, time.Second)); n != 1 {
+	if n := len(localaws.Drain(t, st.SQS, st.Failure, time.Second)); n != 1 {
 		t.Errorf("%d records on the failure queue, want 1", n)
 	}
 }
 
 func TestFailureS3(t *testing.T) {
-	st := newStack(t, "")
-	st.put(t, "one.jsonl", `{"value":"ok"}`+"\n"+`{"value":"bad\u0001"}`+"\n")
-	h, _ := st.handler(t, fanout.Options{FailureS3URI: "s3://lake/failed/"}, nil)
-	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "one.jsonl", "runId": "r2"})
-	out, err := st.s3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(st.bucket), Prefix: aws.String("failed/r2/")})
+	st := fanoutstack.New(t, "")
+	st.Put(t, "one.jsonl", `{"value":"ok"}`+"\n"+`{"value":"bad\u0001"}`+"\n")
+	h, _ := st.Handler(t, fanout.Options{FailureS3URI: "s3://lake/failed/"}, nil)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "one.jsonl", "runId": "r2"})
+	out, err := st.S3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(st.Bucket), Prefix: aws.String("failed/r2/")})
 	if err != nil || len(out.Contents) != 1 {
 		t.Fatalf("failure objects %v, %v; want one under failed/r2/", out, err)
 	}
-	obj, err := st.s3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(st.bucket), Key: out.Contents[0].Key})
+	obj, err := st.S3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(st.Bucket), Key: out.Contents[0].Key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,15 +301,15 @@ func TestFailureS3(t *testing.T) {
 }
 
 func TestS3EventInvocation(t *testing.T) {
-	st := newStack(t, "")
-	st.put(t, "in/new file.jsonl", `{"value":"from event"}`+"\n")
-	h, _ := st.handler(t, fanout.Options{}, nil)
+	st := fanoutstack.New(t, "")
+	st.Put(t, "in/new file.jsonl", `{"value":"from event"}`+"\n")
+	h, _ := st.Handler(t, fanout.Options{}, nil)
 	ev := json.RawMessage(s3Event("ObjectCreated:Put", "in/new+file.jsonl"))
-	rep := invoke[fanout.Report](t, h, t.Context(), ev)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), ev)
 	if rep.RecordsSent != 1 {
 		t.Errorf("report %+v", rep)
 	}
-	bodies, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	bodies, _ := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
 	if !cmp.Equal(bodies, []string{"from event"}) {
 		t.Errorf("bodies %v", bodies)
 	}
@@ -432,7 +319,7 @@ func TestS3EventInvocation(t *testing.T) {
 		{MessageId: "m1", Body: string(ev), EventSource: "aws:sqs"},
 		{MessageId: "m2", Body: "garbage", EventSource: "aws:sqs"},
 	}}
-	resp := invoke[events.SQSEventResponse](t, h, t.Context(), sqsEv)
+	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), sqsEv)
 	if !cmp.Equal(resp.BatchItemFailures, []events.SQSBatchItemFailure{{ItemIdentifier: "m2"}}) {
 		t.Errorf("batch item failures %v, want only m2", resp.BatchItemFailures)
 	}
@@ -441,51 +328,35 @@ func TestS3EventInvocation(t *testing.T) {
 // slowObject writes slow.jsonl, 400 records that take longer to read than
 // a short deadline allows once st reads through slowS3, and returns their
 // bodies and the task that reads them.
-func (st *stack) slowObject(t *testing.T) ([]string, string) {
+func slowObject(t *testing.T, st *fanoutstack.Stack) ([]string, string) {
 	t.Helper()
-	want, task, _ := st.records(t, "slow.jsonl", 400)
-	st.s3api = slowS3{st.s3}
-	st.hopts.DeadlineMargin = time.Second
+	want, task, _ := st.Records(t, "slow.jsonl", 400)
+	st.S3API = slowS3{st.S3}
+	st.Options.DeadlineMargin = time.Second
 	return want, task
 }
 
-// records puts n JSON Lines records of 17 bytes each,
-// {"value":"r000"} and so on, and returns their values, the task that
-// reads them whole and the object's size.
-func (st *stack) records(t *testing.T, key string, n int) ([]string, string, int) {
-	t.Helper()
-	var b strings.Builder
-	var want []string
-	for i := range n {
-		fmt.Fprintf(&b, `{"value":"r%03d"}`+"\n", i)
-		want = append(want, fmt.Sprintf("r%03d", i))
-	}
-	st.put(t, key, b.String())
-	task := fmt.Sprintf(`{"runId":"r","chunk":{"bucket":"lake","key":%q,"size":%d,"index":0,"count":1,"start":0,"end":%d,"format":"jsonl"}}`, key, b.Len(), b.Len())
-	return want, task, b.Len()
-}
-
 func TestDeadlineContinuation(t *testing.T) {
-	st := newStack(t, "")
+	st := fanoutstack.New(t, "")
 	// Reading is slowed so that the deadline falls mid-task.
-	want, task := st.slowObject(t)
-	h, _ := st.handler(t, fanout.Options{}, nil)
+	want, task := slowObject(t, st)
+	h, _ := st.Handler(t, fanout.Options{}, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
 	defer cancel()
-	resp := invoke[events.SQSEventResponse](t, h, ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "t1", Body: task, EventSource: "aws:sqs"}}})
+	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "t1", Body: task, EventSource: "aws:sqs"}}})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v: a task that stops in time succeeds and leaves a continuation", resp.BatchItemFailures)
 	}
-	cont := localaws.Drain(t, st.sqs, st.work, time.Second)
+	cont := localaws.Drain(t, st.SQS, st.Work, time.Second)
 	if len(cont) != 1 || !strings.Contains(aws.ToString(cont[0].Body), `"resumeAt":`) {
 		t.Fatalf("work queue holds %v, want one continuation", cont)
 	}
 	// The continuation finishes the task.
-	resp = invoke[events.SQSEventResponse](t, h, t.Context(), esm.Event(cont, workARN))
+	resp = fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), esm.Event(cont, fanoutstack.WorkARN))
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("continuation failed: %v", resp.BatchItemFailures)
 	}
-	bodies, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	bodies, _ := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
 	unique := slices.Compact(slices.Clone(bodies))
 	if diff := cmp.Diff(want, unique); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
@@ -493,10 +364,6 @@ func TestDeadlineContinuation(t *testing.T) {
 	if dups := len(bodies) - len(unique); dups > 10*sqsbatch.DefaultMaxInFlight {
 		t.Errorf("%d duplicates, want at most the in-flight batches", dups)
 	}
-}
-
-func fanoutPlan(chunkSize int64) dataset.PlanOptions {
-	return dataset.PlanOptions{ChunkSize: chunkSize}
 }
 
 // slowS3 serves object bodies 32 bytes every 10ms.
@@ -518,15 +385,15 @@ func (b slowBody) Read(p []byte) (int, error) {
 }
 
 func TestRunReport(t *testing.T) {
-	st := newStack(t, "")
-	st.put(t, "r.jsonl", `{"value":"ok"}`+"\n"+`{"value":"bad\u0002"}`+"\n")
-	h, _ := st.handler(t, fanout.Options{ReportS3URI: "s3://lake/reports"}, nil)
-	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "r.jsonl", "runId": "rr"})
+	st := fanoutstack.New(t, "")
+	st.Put(t, "r.jsonl", `{"value":"ok"}`+"\n"+`{"value":"bad\u0002"}`+"\n")
+	h, _ := st.Handler(t, fanout.Options{ReportS3URI: "s3://lake/reports"}, nil)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "r.jsonl", "runId": "rr"})
 	if rep.RecordsFailed != 1 {
 		t.Fatalf("report %+v", rep)
 	}
 	get := func(key string) []byte {
-		out, err := st.s3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String("lake"), Key: aws.String(key)})
+		out, err := st.S3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String("lake"), Key: aws.String(key)})
 		if err != nil {
 			t.Fatalf("get %s: %v", key, err)
 		}
@@ -537,7 +404,7 @@ func TestRunReport(t *testing.T) {
 	if err := json.Unmarshal(get("reports/rr/manifest.json"), &m); err != nil || m.RunID != "rr" || m.Objects != 1 || m.PlannedAt.IsZero() {
 		t.Errorf("manifest %+v (%v)", m, err)
 	}
-	list, err := st.s3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String("lake"), Prefix: aws.String("reports/rr/failed/")})
+	list, err := st.S3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String("lake"), Prefix: aws.String("reports/rr/failed/")})
 	if err != nil || len(list.Contents) != 1 {
 		t.Fatalf("failed tasks %v (%v), want one", list, err)
 	}
@@ -567,13 +434,13 @@ func s3Event(name string, keys ...string) string {
 // that cannot be read fails its own message after the good objects of that
 // message are sent.
 func TestNotificationFilter(t *testing.T) {
-	st := newStack(t, "")
+	st := fanoutstack.New(t, "")
 	// Each object is 23 bytes, the size s3Event writes.
-	st.put(t, "in/a.jsonl", `{"value":"a","p":"xx"}`+"\n")
-	st.put(t, "in/b.jsonl", `{"value":"b","p":"xx"}`+"\n")
-	st.put(t, "other/c.jsonl", `{"value":"c","p":"xx"}`+"\n")
-	st.hopts.Filter = s3event.Filter{Prefix: "in/"}
-	h, logs := st.handler(t, fanout.Options{}, nil)
+	st.Put(t, "in/a.jsonl", `{"value":"a","p":"xx"}`+"\n")
+	st.Put(t, "in/b.jsonl", `{"value":"b","p":"xx"}`+"\n")
+	st.Put(t, "other/c.jsonl", `{"value":"c","p":"xx"}`+"\n")
+	st.Options.Filter = s3event.Filter{Prefix: "in/"}
+	h, logs := st.Handler(t, fanout.Options{}, nil)
 	ev := events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "tagging", Body: s3Event("ObjectTagging:Put", "in/a.jsonl"), EventSource: "aws:sqs"},
 		{MessageId: "restore", Body: s3Event("ObjectRestore:Completed", "in/a.jsonl"), EventSource: "aws:sqs"},
@@ -583,11 +450,11 @@ func TestNotificationFilter(t *testing.T) {
 		{MessageId: "mixed", Body: s3Event("ObjectCreated:Put", "in/bad%zz.jsonl", "in/b.jsonl"), EventSource: "aws:sqs"},
 		{MessageId: "good", Body: s3Event("ObjectCreated:Put", "in/a.jsonl"), EventSource: "aws:sqs"},
 	}}
-	resp := invoke[events.SQSEventResponse](t, h, t.Context(), ev)
+	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), ev)
 	if !cmp.Equal(resp.BatchItemFailures, []events.SQSBatchItemFailure{{ItemIdentifier: "mixed"}}) {
 		t.Errorf("batch item failures %v; want only the message with the bad record\n%s", resp.BatchItemFailures, logs)
 	}
-	bodies, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	bodies, _ := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
 	if !cmp.Equal(bodies, []string{"a", "b"}) {
 		t.Errorf("bodies %v; want a (created) and b (the good object of the mixed message) only", bodies)
 	}
@@ -597,22 +464,22 @@ func TestNotificationFilter(t *testing.T) {
 // time: what is not sent by the deadline goes to the work queue as
 // continuations, in the time the send context leaves, and they finish it.
 func TestInlineDeadline(t *testing.T) {
-	st := newStack(t, "")
-	want, _ := st.slowObject(t)
-	h, _ := st.handler(t, fanout.Options{}, nil)
+	st := fanoutstack.New(t, "")
+	want, _ := slowObject(t, st)
+	h, _ := st.Handler(t, fanout.Options{}, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
 	defer cancel()
-	rep := invoke[fanout.Report](t, h, ctx, map[string]any{"bucket": st.bucket, "key": "slow.jsonl"})
+	rep := fanoutstack.Invoke[fanout.Report](t, h, ctx, map[string]any{"bucket": st.Bucket, "key": "slow.jsonl"})
 	if !rep.Queued || rep.TasksQueued != 1 || rep.RecordsSent == 0 {
 		t.Fatalf("report %+v: want some records sent and one continuation queued", rep)
 	}
-	st.s3api = nil
-	h, _ = st.handler(t, fanout.Options{}, nil)
-	cont := localaws.Drain(t, st.sqs, st.work, time.Second)
-	if resp := invoke[events.SQSEventResponse](t, h, t.Context(), esm.Event(cont, workARN)); len(resp.BatchItemFailures) != 0 {
+	st.S3API = nil
+	h, _ = st.Handler(t, fanout.Options{}, nil)
+	cont := localaws.Drain(t, st.SQS, st.Work, time.Second)
+	if resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), esm.Event(cont, fanoutstack.WorkARN)); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("continuation failed: %v", resp.BatchItemFailures)
 	}
-	bodies, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	bodies, _ := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
 	if diff := cmp.Diff(want, slices.Compact(slices.Clone(bodies))); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
@@ -623,21 +490,21 @@ func TestInlineDeadline(t *testing.T) {
 // instead of queueing a continuation that is the task itself (which a FIFO
 // work queue would drop as a duplicate, losing the chunk).
 func TestTaskWithoutProgress(t *testing.T) {
-	st := newStack(t, "")
-	st.put(t, "stuck.jsonl", `{"value":"v"}`+"\n")
-	st.s3api = stuckS3{st.s3}
-	st.hopts.DeadlineMargin = time.Second
-	h, _ := st.handler(t, fanout.Options{}, nil)
+	st := fanoutstack.New(t, "")
+	st.Put(t, "stuck.jsonl", `{"value":"v"}`+"\n")
+	st.S3API = stuckS3{st.S3}
+	st.Options.DeadlineMargin = time.Second
+	h, _ := st.Handler(t, fanout.Options{}, nil)
 	task := `{"runId":"r","chunk":{"bucket":"lake","key":"stuck.jsonl","size":14,"index":0,"count":1,"start":0,"end":14,"format":"jsonl"}}`
 	ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
 	defer cancel()
-	resp := invoke[events.SQSEventResponse](t, h, ctx, events.SQSEvent{Records: []events.SQSMessage{
+	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, ctx, events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "t1", Body: task, EventSource: "aws:sqs", EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:work.fifo", Attributes: map[string]string{"MessageGroupId": "g"}},
 	}})
 	if !cmp.Equal(resp.BatchItemFailures, []events.SQSBatchItemFailure{{ItemIdentifier: "t1"}}) {
 		t.Errorf("batch item failures %v; want the task that made no progress", resp.BatchItemFailures)
 	}
-	if msgs := localaws.Drain(t, st.sqs, st.work, time.Second); len(msgs) != 0 {
+	if msgs := localaws.Drain(t, st.SQS, st.Work, time.Second); len(msgs) != 0 {
 		t.Errorf("%d continuations queued; want none", len(msgs))
 	}
 }
@@ -655,19 +522,19 @@ func (s stuckS3) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...f
 // task succeeds with a continuation from the first record not read, and
 // that continuation sends the rest. No record is sent twice.
 func TestReadFailsPartWay(t *testing.T) {
-	st := newStack(t, "")
-	want, task, size := st.records(t, "half.jsonl", 300)
-	broken := &s3fault.CutAt{S3API: st.s3, At: int64(size / 2)}
-	st.s3api = broken
-	h, logs := st.handler(t, fanout.Options{}, nil)
-	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "t1", Body: task, EventSource: "aws:sqs"}}})
+	st := fanoutstack.New(t, "")
+	want, task, size := st.Records(t, "half.jsonl", 300)
+	broken := &s3fault.CutAt{S3API: st.S3, At: int64(size / 2)}
+	st.S3API = broken
+	h, logs := st.Handler(t, fanout.Options{}, nil)
+	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "t1", Body: task, EventSource: "aws:sqs"}}})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v: a task that read some records succeeds and leaves a continuation", resp.BatchItemFailures)
 	}
 	if !strings.Contains(logs.String(), "read failed part-way") {
 		t.Errorf("no warning of the failed read in the log:\n%s", logs)
 	}
-	cont := localaws.Drain(t, st.sqs, st.work, time.Second)
+	cont := localaws.Drain(t, st.SQS, st.Work, time.Second)
 	if len(cont) != 1 {
 		t.Fatalf("work queue holds %d messages, want one continuation", len(cont))
 	}
@@ -675,7 +542,7 @@ func TestReadFailsPartWay(t *testing.T) {
 	if err := json.Unmarshal([]byte(aws.ToString(cont[0].Body)), &next); err != nil {
 		t.Fatal(err)
 	}
-	first, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	first, _ := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
 	slices.Sort(first)
 	// Lines are 17 bytes: the continuation starts after the last whole
 	// line before the cut.
@@ -683,11 +550,11 @@ func TestReadFailsPartWay(t *testing.T) {
 		t.Fatalf("before the cut: %d records sent (want %d), continuation at %d", len(first), n, next.ResumeAt)
 	}
 	broken.Heal()
-	resp = invoke[events.SQSEventResponse](t, h, t.Context(), esm.Event(cont, workARN))
+	resp = fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), esm.Event(cont, fanoutstack.WorkARN))
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("continuation failed: %v", resp.BatchItemFailures)
 	}
-	rest, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	rest, _ := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
 	all := append(first, rest...)
 	slices.Sort(all)
 	if diff := cmp.Diff(want, all); diff != "" {
@@ -701,22 +568,22 @@ func TestReadFailsPartWay(t *testing.T) {
 // named in a warning; the key list, whose keys the request names itself,
 // is refused naming the key.
 func TestManifestMissingObject(t *testing.T) {
-	st := newStack(t, "")
-	st.put(t, "m/a.jsonl", `{"value":"a1"}`+"\n")
-	st.put(t, "m/c d.jsonl", `{"value":"c1"}`+"\n"+`{"value":"c2"}`+"\n")
-	st.put(t, "manifests/job.csv", "lake,m/a.jsonl\nlake,m/gone.jsonl\nlake,m/c+d.jsonl\n")
-	h, logs := st.handler(t, fanout.Options{}, nil)
-	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"manifest": "s3://lake/manifests/job.csv"})
+	st := fanoutstack.New(t, "")
+	st.Put(t, "m/a.jsonl", `{"value":"a1"}`+"\n")
+	st.Put(t, "m/c d.jsonl", `{"value":"c1"}`+"\n"+`{"value":"c2"}`+"\n")
+	st.Put(t, "manifests/job.csv", "lake,m/a.jsonl\nlake,m/gone.jsonl\nlake,m/c+d.jsonl\n")
+	h, logs := st.Handler(t, fanout.Options{}, nil)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"manifest": "s3://lake/manifests/job.csv"})
 	if rep.Objects != 2 || rep.ObjectsMissing != 1 || rep.RecordsSent != 3 {
 		t.Errorf("report %+v: want 2 objects sent, 1 missing, 3 records", rep)
 	}
 	if !strings.Contains(logs.String(), "object listed but not found") || !strings.Contains(logs.String(), "s3://lake/m/gone.jsonl") {
 		t.Errorf("no warning naming the missing object:\n%.2000s", logs.String())
 	}
-	if n := len(localaws.Drain(t, st.sqs, st.target, 2*time.Second)); n != 3 {
+	if n := len(localaws.Drain(t, st.SQS, st.Target, 2*time.Second)); n != 3 {
 		t.Errorf("%d records on the target, want 3", n)
 	}
-	b, _ := json.Marshal(map[string]any{"bucket": st.bucket, "keys": []string{"m/a.jsonl", "m/gone.jsonl"}})
+	b, _ := json.Marshal(map[string]any{"bucket": st.Bucket, "keys": []string{"m/a.jsonl", "m/gone.jsonl"}})
 	if _, err := h.Invoke(t.Context(), b); err == nil || !strings.Contains(err.Error(), "s3://lake/m/gone.jsonl") || !errors.Is(err, dataset.ErrNotFound) {
 		t.Errorf("a key list with a missing key: %v, want an error naming it", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
+	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
@@ -28,7 +29,7 @@ type event struct {
 
 // putEvent writes n JSON Lines records to key and returns their values and
 // the event of the PUT, with the ETag S3 gave it.
-func (st *stack) putEvent(t *testing.T, key, prefix string, n int, sequencer string) ([]string, event) {
+func putEvent(t *testing.T, st *fanoutstack.Stack, key, prefix string, n int, sequencer string) ([]string, event) {
 	t.Helper()
 	var b strings.Builder
 	var want []string
@@ -36,7 +37,7 @@ func (st *stack) putEvent(t *testing.T, key, prefix string, n int, sequencer str
 		fmt.Fprintf(&b, `{"value":"%s%03d"}`+"\n", prefix, i)
 		want = append(want, fmt.Sprintf("%s%03d", prefix, i))
 	}
-	out, err := st.s3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(st.bucket), Key: aws.String(key), Body: strings.NewReader(b.String())})
+	out, err := st.S3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(key), Body: strings.NewReader(b.String())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func summaries(t *testing.T, logs string) []fanouthandler.Invocation {
 // unless the message succeeds.
 func deliver(t *testing.T, h *fanouthandler.Handler, id, body string) {
 	t.Helper()
-	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: id, Body: body, EventSource: "aws:sqs"}}})
+	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: id, Body: body, EventSource: "aws:sqs"}}})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("message %s failed: %v", id, resp.BatchItemFailures)
 	}
@@ -117,9 +118,9 @@ func TestNotificationDeliveredTwice(t *testing.T) {
 		{"no sequencer", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st := newStack(t, "")
-			want, ev := st.putEvent(t, "in/twice.jsonl", "r", 40, tt.sequencer)
-			h, logs := st.handler(t, fanout.Options{Claims: claimsStore(t), ReportS3URI: "s3://lake/reports"}, nil)
+			st := fanoutstack.New(t, "")
+			want, ev := putEvent(t, st, "in/twice.jsonl", "r", 40, tt.sequencer)
+			h, logs := st.Handler(t, fanout.Options{Claims: fanoutstack.ClaimsStore(t), ReportS3URI: "s3://lake/reports"}, nil)
 			deliveries := []string{ev.raw(), ev.sns(), ev.raw()}
 			if tt.sequencer != "" {
 				deliveries = append(deliveries, ev.eventBridge(strings.ToUpper(tt.sequencer)+"00"))
@@ -127,7 +128,7 @@ func TestNotificationDeliveredTwice(t *testing.T) {
 			for i, body := range deliveries {
 				deliver(t, h, fmt.Sprint("m", i+1), body)
 			}
-			if diff := cmp.Diff(want, st.sent(t)); diff != "" {
+			if diff := cmp.Diff(want, st.Sent(t)); diff != "" {
 				t.Errorf("records (-want +got):\n%s\n%s", diff, logs)
 			}
 			sums := summaries(t, logs.String())
@@ -140,7 +141,7 @@ func TestNotificationDeliveredTwice(t *testing.T) {
 				}
 			}
 			// The run report is the first delivery's, which sent the records.
-			out, err := st.s3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String("lake"), Key: aws.String("reports/" + sums[0].RunID + "/manifest.json")})
+			out, err := st.S3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String("lake"), Key: aws.String("reports/" + sums[0].RunID + "/manifest.json")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,12 +158,12 @@ func TestNotificationDeliveredTwice(t *testing.T) {
 // without a claims table: both deliveries run, as one run id, and every
 // record has one id in both, so that a consumer can drop the repeat.
 func TestNotificationDeliveredTwiceWithoutClaims(t *testing.T) {
-	st := newStack(t, "")
-	want, ev := st.putEvent(t, "in/twice.jsonl", "r", 20, "0055AED6DCD90281E5")
-	h, logs := st.handler(t, fanout.Options{}, nil)
+	st := fanoutstack.New(t, "")
+	want, ev := putEvent(t, st, "in/twice.jsonl", "r", 20, "0055AED6DCD90281E5")
+	h, logs := st.Handler(t, fanout.Options{}, nil)
 	deliver(t, h, "m1", ev.raw())
 	deliver(t, h, "m2", ev.sns())
-	bodies, ids := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	bodies, ids := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
 	var twice []string
 	for _, v := range want {
 		twice = append(twice, v, v)
@@ -189,23 +190,23 @@ func TestNotificationDeliveredTwiceWithoutClaims(t *testing.T) {
 // bytes again (the same ETag, a later sequencer). Each is a new event, and
 // its records are sent.
 func TestNotificationNewEvents(t *testing.T) {
-	st := newStack(t, "")
-	h, logs := st.handler(t, fanout.Options{Claims: claimsStore(t)}, nil)
-	first, ev1 := st.putEvent(t, "in/k.jsonl", "a", 5, "0055AED6DCD90281E5")
+	st := fanoutstack.New(t, "")
+	h, logs := st.Handler(t, fanout.Options{Claims: fanoutstack.ClaimsStore(t)}, nil)
+	first, ev1 := putEvent(t, st, "in/k.jsonl", "a", 5, "0055AED6DCD90281E5")
 	deliver(t, h, "m1", ev1.raw())
-	second, ev2 := st.putEvent(t, "in/k.jsonl", "b", 5, "0055AED6DCD90281E6")
+	second, ev2 := putEvent(t, st, "in/k.jsonl", "b", 5, "0055AED6DCD90281E6")
 	if ev2.eTag == ev1.eTag {
 		t.Fatal("the overwrite has the first PUT's ETag")
 	}
 	deliver(t, h, "m2", ev2.raw())
-	_, ev3 := st.putEvent(t, "in/k.jsonl", "b", 5, "0055AED6DCD90281E7")
+	_, ev3 := putEvent(t, st, "in/k.jsonl", "b", 5, "0055AED6DCD90281E7")
 	if ev3.eTag != ev2.eTag {
 		t.Fatal("the same bytes have another ETag")
 	}
 	deliver(t, h, "m3", ev3.raw())
 	want := slices.Concat(first, second, second)
 	slices.Sort(want)
-	if diff := cmp.Diff(want, st.sent(t)); diff != "" {
+	if diff := cmp.Diff(want, st.Sent(t)); diff != "" {
 		t.Errorf("records (-want +got):\n%s\n%s", diff, logs)
 	}
 }
@@ -215,17 +216,17 @@ func TestNotificationNewEvents(t *testing.T) {
 // sequencer, as moto's EventBridge events do for an unversioned bucket:
 // only the ETag tells the two events apart, and both are sent.
 func TestNotificationOverwriteNullVersion(t *testing.T) {
-	st := newStack(t, "")
-	h, logs := st.handler(t, fanout.Options{Claims: claimsStore(t)}, nil)
-	first, ev1 := st.putEvent(t, "in/k.jsonl", "a", 5, "617f08299329d189")
+	st := fanoutstack.New(t, "")
+	h, logs := st.Handler(t, fanout.Options{Claims: fanoutstack.ClaimsStore(t)}, nil)
+	first, ev1 := putEvent(t, st, "in/k.jsonl", "a", 5, "617f08299329d189")
 	ev1.versionID = "null"
 	deliver(t, h, "m1", ev1.raw())
-	second, ev2 := st.putEvent(t, "in/k.jsonl", "b", 5, "617f08299329d189")
+	second, ev2 := putEvent(t, st, "in/k.jsonl", "b", 5, "617f08299329d189")
 	ev2.versionID = "null"
 	deliver(t, h, "m2", ev2.raw())
 	want := slices.Concat(first, second)
 	slices.Sort(want)
-	if diff := cmp.Diff(want, st.sent(t)); diff != "" {
+	if diff := cmp.Diff(want, st.Sent(t)); diff != "" {
 		t.Errorf("records (-want +got):\n%s\n%s", diff, logs)
 	}
 }
@@ -234,13 +235,13 @@ func TestNotificationOverwriteNullVersion(t *testing.T) {
 // is sent, the message succeeds, and the skip is a warning that names the
 // object and why, counted in the invocation's summary.
 func TestNotificationTooOld(t *testing.T) {
-	st := newStack(t, "")
-	_, ev := st.putEvent(t, "in/old.jsonl", "r", 3, "01")
+	st := fanoutstack.New(t, "")
+	_, ev := putEvent(t, st, "in/old.jsonl", "r", 3, "01")
 	ev.at = time.Now().Add(-2 * time.Hour)
-	st.hopts.Filter = s3event.Filter{MaxFileAge: time.Hour}
-	h, logs := st.handler(t, fanout.Options{}, nil)
+	st.Options.Filter = s3event.Filter{MaxFileAge: time.Hour}
+	h, logs := st.Handler(t, fanout.Options{}, nil)
 	deliver(t, h, "m1", ev.raw())
-	if got := st.sent(t); len(got) != 0 {
+	if got := st.Sent(t); len(got) != 0 {
 		t.Errorf("sent %v, want nothing", got)
 	}
 	var warned bool

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
+	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
@@ -18,19 +19,19 @@ import (
 // decoded, as Invoke does: each sends the object's records and writes one
 // summary line of its kind.
 func TestTypedMethods(t *testing.T) {
-	st := newStack(t, "")
-	want, ev := st.putEvent(t, "typed/a.jsonl", "r", 30, "")
+	st := fanoutstack.New(t, "")
+	want, ev := putEvent(t, st, "typed/a.jsonl", "r", 30, "")
 	// The same bytes again (the ETag stays), and the task that reads them.
-	_, task, _ := st.records(t, ev.key, 30)
-	h, logs := st.handler(t, fanout.Options{}, nil)
+	_, task, _ := st.Records(t, ev.key, 30)
+	h, logs := st.Handler(t, fanout.Options{}, nil)
 	ctx := t.Context()
-	obj := dataset.Object{Bucket: st.bucket, Key: ev.key}
+	obj := dataset.Object{Bucket: st.Bucket, Key: ev.key}
 
-	rep, err := h.HandleRequest(ctx, fanout.Request{Source: dataset.Source{Bucket: st.bucket, Key: ev.key}, RunID: "typed-request"})
+	rep, err := h.HandleRequest(ctx, fanout.Request{Source: dataset.Source{Bucket: st.Bucket, Key: ev.key}, RunID: "typed-request"})
 	if err != nil || rep.RunID != "typed-request" || rep.RecordsSent != 30 {
 		t.Fatalf("HandleRequest: %+v, %v; want 30 records sent in run typed-request", rep, err)
 	}
-	if got := st.sent(t); !cmp.Equal(got, want) {
+	if got := st.Sent(t); !cmp.Equal(got, want) {
 		t.Errorf("HandleRequest sent %v, want %v", got, want)
 	}
 
@@ -38,14 +39,14 @@ func TestTypedMethods(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("HandleSQS: %+v, %v; want no failures", resp, err)
 	}
-	if got := st.sent(t); !cmp.Equal(got, want) {
+	if got := st.Sent(t); !cmp.Equal(got, want) {
 		t.Errorf("HandleSQS sent %v, want %v", got, want)
 	}
 
 	if rep, err := h.HandleNotification(ctx, s3event.Message{Body: ev.raw()}); err != nil || rep.RecordsSent != 30 {
 		t.Fatalf("HandleNotification: %+v, %v; want 30 records sent", rep, err)
 	}
-	if got := st.sent(t); !cmp.Equal(got, want) {
+	if got := st.Sent(t); !cmp.Equal(got, want) {
 		t.Errorf("HandleNotification sent %v, want %v", got, want)
 	}
 
@@ -55,15 +56,15 @@ func TestTypedMethods(t *testing.T) {
 	if err != nil || len(bresp.Results) != 1 || bresp.Results[0].ResultCode != string(fanouthandler.Succeeded) || bresp.InvocationID != "inv-1" {
 		t.Fatalf("HandleBatchOperations: %+v, %v; want task t1 Succeeded", bresp, err)
 	}
-	if got := st.sent(t); !cmp.Equal(got, want) {
+	if got := st.Sent(t); !cmp.Equal(got, want) {
 		t.Errorf("HandleBatchOperations sent %v, want %v", got, want)
 	}
 
-	res, err := h.HandleDistributedMap(ctx, fanouthandler.MapBatch{Items: []fanouthandler.MapItem{{Bucket: st.bucket, Key: ev.key}}})
+	res, err := h.HandleDistributedMap(ctx, fanouthandler.MapBatch{Items: []fanouthandler.MapItem{{Bucket: st.Bucket, Key: ev.key}}})
 	if err != nil || res.Items != 1 || res.Succeeded != 1 || res.RecordsSent != 30 {
 		t.Fatalf("HandleDistributedMap: %+v, %v; want one item Succeeded", res, err)
 	}
-	if got := st.sent(t); !cmp.Equal(got, want) {
+	if got := st.Sent(t); !cmp.Equal(got, want) {
 		t.Errorf("HandleDistributedMap sent %v, want %v", got, want)
 	}
 
@@ -80,8 +81,8 @@ func TestTypedMethods(t *testing.T) {
 // decode as it is answered by no answer and the decoder's error, and one
 // summary line of that kind with the error.
 func TestUndecoded(t *testing.T) {
-	st := newStack(t, "")
-	h, logs := st.handler(t, fanout.Options{}, nil)
+	st := fanoutstack.New(t, "")
+	h, logs := st.Handler(t, fanout.Options{}, nil)
 	for _, tc := range []struct {
 		kind, payload, wantErr string
 	}{
