@@ -50,7 +50,7 @@ chaos: ## run both functions through a fault-injecting proxy (with and without c
 
 SEEDS ?= 2000
 simulate: ## run SEEDS generated scenarios (default 2000) through the engine against in-process S3/SQS models with faults, and check each (SEED=n replays one; OFF=class,... turns classes off)
-	$(GO) test -count=1 -timeout 60m -run 'TestSimulate$$' ./internal/simulate -v -seeds=$(SEEDS) $(if $(SEED),-seed=$(SEED)) $(if $(OFF),-off=$(OFF))
+	$(GO) test -count=1 -timeout 60m -run 'TestSimulate$$' ./internal/testenv/simulate -v -seeds=$(SEEDS) $(if $(SEED),-seed=$(SEED)) $(if $(OFF),-off=$(OFF))
 
 test: ## install and start the local AWS stand-ins, then vet and run every test with -race; then test-infra
 	tools/with-local-aws sh -c '$(GO) vet ./... && $(GO) test -race -count=1 -timeout 20m ./...'
@@ -97,7 +97,7 @@ test-short: ## run the tests that need no stand-ins
 	$(GO) test -short -race ./...
 
 check-links: ## check the links and #anchors of README.md and the Markdown files under docs/
-	$(GO) test -run TestDocLinks ./internal/doccheck/
+	$(GO) test -run TestDocLinks ./internal/testenv/doccheck/
 
 vet: ## go vet
 	$(GO) vet ./...

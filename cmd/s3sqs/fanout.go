@@ -11,206 +11,248 @@ import (
 	"strings"
 	"time"
 
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/awssetup"
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
+	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
+
+// fanoutCmd is the command line of s3sqs fanout: the request and the
+// runner's options it gives, and what the command does around the run.
+type fanoutCmd struct {
+	flags       *cmdFlags
+	req         fanout.Request
+	opts        fanout.Options
+	keys        string
+	chunkSize   *string
+	maxMsgSize  int64
+	failureFile string
+	pathStyle   bool
+	allowEmpty  bool
+	interval    time.Duration
+}
 
 // runFanout sends a dataset with the fanout logic, in this process.
 func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
-	fs := newFlags("fanout", "usage: s3sqs fanout [flags]\n\n"+
+	c := newFanoutCmd(stderr)
+	if code, ok := c.parse(args, usageError("fanout", stderr)); !ok {
+		return code
+	}
+	// The run has started: from here on, stdout gets a report, of zeros
+	// when the run fails before it reads anything (docs/cli.md).
+	runner, failures, err := c.start(ctx, stderr)
+	if failures != nil {
+		defer failures.Close()
+	}
+	if err != nil {
+		printJSON(stdout, fanout.Report{RunID: c.req.RunID, Queued: c.queue()})
+		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", c.queueError(err))
+		return 1
+	}
+	start := time.Now()
+	rep, err := c.send(ctx, runner, stderr, tty)
+	printJSON(stdout, rep)
+	return c.finish(stderr, rep, err, failures, time.Since(start))
+}
+
+// newFanoutCmd defines fanout's flags.
+func newFanoutCmd(stderr io.Writer) *fanoutCmd {
+	c := &fanoutCmd{flags: newCmdFlags("fanout", "usage: s3sqs fanout [flags]\n\n"+
 		"Sends the records of an S3 dataset to an SQS queue with the fanout function's\n"+
 		"logic, in this process: name the dataset with -bucket and one of -key, -prefix\n"+
 		"or -keys, or with -manifest, and the queue with -target-queue-url or\n"+
-		"-target-queue-name. Prints the run's report as JSON when done.", stderr)
-	var (
-		req          fanout.Request
-		keys         string
-		opts         fanout.Options
-		format, mode string
-		chunkSize    string
-		maxMsgSize   string
-		failureFile  string
-		offload      string
-		pathStyle    bool
-		allowEmpty   bool
-		interval     time.Duration
-	)
+		"-target-queue-name. Prints the run's report as JSON when done.", stderr)}
+	fs, req, o := c.flags, &c.req, &c.opts
 	fs.StringVar(&req.Bucket, "bucket", "", "the dataset's `bucket`")
 	fs.StringVar(&req.Key, "key", "", "one object `key`")
 	fs.StringVar(&req.Prefix, "prefix", "", "every object under `prefix`")
-	fs.StringVar(&keys, "keys", "", "comma-separated object `keys`")
+	fs.StringVar(&c.keys, "keys", "", "comma-separated object `keys`")
 	fs.StringVar(&req.Manifest, "manifest", "", "`s3://bucket/key` of a Batch Operations CSV or Inventory manifest.json")
 	fs.BoolVar(&req.All, "all", false, "every object in the bucket (must be said explicitly)")
 	fs.StringVar(&req.Suffix, "suffix", "", "keep keys ending with `suffix`")
 	fs.StringVar(&req.Glob, "glob", "", "keep keys matching `pattern` (path.Match)")
 	fs.BoolVar(&req.IncludeHidden, "include-hidden", false, "keep _SUCCESS, _* and .* objects")
-	fs.BoolVar(&allowEmpty, "allow-empty", false, "exit 0 when the dataset holds no object (default: that is an error, as a mistyped -prefix would be)")
-	fs.StringVar(&req.RunID, "run-id", "", "name the run (default: a new id)")
-	fs.StringVar(&format, "format", "auto", "`format`: auto, jsonl, csv, text or parquet")
-	fs.StringVar(&mode, "mode", "record", "`mode`: record (a record per message) or chunk (many per message)")
-	fs.StringVar(&opts.Target.URL, "target-queue-url", "", "target queue `URL`")
-	fs.StringVar(&opts.Target.Name, "target-queue-name", "", "target queue `name`, resolved with GetQueueUrl")
-	fs.StringVar(&opts.Target.OwnerAccountID, "target-queue-owner", "", "`account` that owns the queue named by -target-queue-name")
-	fs.StringVar(&maxMsgSize, "target-max-message-size", "", "the target's MaximumMessageSize (`size`), to skip GetQueueAttributes")
-	fs.StringVar(&opts.WorkQueueURL, "work-queue-url", "", "plan the dataset here and queue its chunk tasks on this `URL` for the deployed function, instead of sending it in-process")
-	fs.StringVar(&opts.FailureQueueURL, "failure-queue-url", "", "send refused records to this queue `URL`")
-	fs.StringVar(&opts.FailureS3URI, "failure-s3-uri", "", "write refused records under `s3://bucket/prefix`")
-	fs.StringVar(&opts.ReportS3URI, "report-s3-uri", "", "write the run report (manifest and failed ranges) under `s3://bucket/prefix`")
-	fs.StringVar(&opts.OffloadS3URI, "offload-s3-uri", "", "write records too large for the target under `s3://bucket/prefix` and send SQS Extended Client pointers")
-	fs.StringVar(&offload, "offload", "large", "`which` records to offload: large (over the queue's limit) or always")
-	fs.StringVar(&opts.OffloadKMSKeyID, "offload-kms-key-id", "", "encrypt offloaded records with this KMS `key` (default SSE-S3)")
-	fs.StringVar(&failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-failures-RUNID.jsonl)")
-	fs.StringVar(&opts.Mapping.BodyField, "body-field", "", "record `field` sent as the body (default value)")
-	fs.StringVar(&opts.Mapping.AttributesField, "attributes-field", "", "record `field` of message attributes (default msg_attributes)")
-	fs.StringVar(&opts.Mapping.GroupIDField, "group-id-field", "", "record `field` of the FIFO group (default group_id)")
-	fs.StringVar(&opts.Mapping.DedupIDField, "dedup-id-field", "", "record `field` of the FIFO deduplication id")
-	fs.StringVar(&chunkSize, "chunk-size", "8MiB", "chunk `size`")
-	fs.BoolVar(&opts.Plan.CSV.NoQuotedNewlines, "csv-no-quoted-newlines", false, "promise that CSV objects can be split at line boundaries")
-	fs.IntVar(&opts.Send.MaxInFlight, "max-in-flight", sqsbatch.DefaultMaxInFlight, "SendMessageBatch `requests` in flight per chunk")
-	fs.IntVar(&opts.Send.MaxAttempts, "max-attempts", sqsbatch.DefaultMaxAttempts, "`attempts` per entry")
-	fs.IntVar(&opts.ChunkConcurrency, "concurrency", fanout.DefaultChunkConcurrency, "`chunks` read at once")
-	fs.BoolVar(&pathStyle, "s3-path-style", false, "path-style S3 addressing, for S3 stand-ins")
-	fs.DurationVar(&interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	bad := usageError("fanout", stderr)
-	if fs.NArg() > 0 {
-		return bad("unexpected argument %q", fs.Arg(0))
-	}
-	if keys != "" {
-		req.Keys = strings.Split(keys, ",")
-	}
-	if opts.Target.URL == "" && opts.Target.Name == "" {
-		return bad("name the target queue: -target-queue-url or -target-queue-name")
-	}
-	// Each flag goes through the check of the request field and the
-	// environment variable of the same setting.
-	checks := []check{
-		{"-format", func() (err error) { opts.Plan.Format, err = dataset.ParseFormat(format); return }()},
-		{"-mode", func() (err error) { opts.Mode, err = fanout.ParseMode(mode); return }()},
-		{"-chunk-size", func() (err error) { opts.Plan.ChunkSize, err = fanout.ParseChunkSize(chunkSize); return }()},
-		{"-max-in-flight", fanout.CheckMaxInFlight(int64(opts.Send.MaxInFlight))},
-		{"-max-attempts", fanout.CheckMaxAttempts(int64(opts.Send.MaxAttempts))},
-		{"-concurrency", fanout.CheckChunkConcurrency(int64(opts.ChunkConcurrency))},
-		{"-run-id", fanout.CheckRunID(req.RunID)},
-		{"-offload", func() (err error) { opts.OffloadMode, err = sqsextended.ParseMode(offload); return }()},
-	}
-	if opts.OffloadS3URI != "" {
-		checks = append(checks, check{"-offload-s3-uri", func() error {
-			_, prefix, err := dataset.ParseS3URI(opts.OffloadS3URI)
-			if err != nil {
-				return err
-			}
-			return sqsextended.CheckPrefix(prefix)
-		}()})
-	}
-	if maxMsgSize != "" {
-		n, err := fanout.ParseMessageSize(maxMsgSize)
-		opts.Target.MaxMessageSize = int(n)
-		checks = append(checks, check{"-target-max-message-size", err})
-	}
-	for _, q := range []struct{ flag, url string }{
-		{"-target-queue-url", opts.Target.URL}, {"-work-queue-url", opts.WorkQueueURL}, {"-failure-queue-url", opts.FailureQueueURL},
-	} {
-		if q.url != "" {
-			checks = append(checks, check{q.flag, fanout.CheckQueueURL(q.url)})
+	fs.BoolVar(&c.allowEmpty, "allow-empty", false, "exit 0 when the dataset holds no object (default: that is an error, as a mistyped -prefix would be)")
+	fs.text(settings.RunID, &req.RunID, "")
+	fs.choice(settings.Format, "auto", "", func(v string) { o.Plan.Format = dataset.Format(v) })
+	fs.choice(settings.Mode, "record", "", func(v string) { o.Mode = worktask.Mode(v) })
+	fs.text(settings.TargetQueueURL, &o.Target.URL, "")
+	fs.text(settings.TargetQueueName, &o.Target.Name, "")
+	fs.text(settings.TargetQueueOwner, &o.Target.OwnerAccountID, "")
+	fs.size(settings.TargetMaxMessageSize, &c.maxMsgSize, "", "")
+	fs.text(settings.WorkQueueURL, &o.WorkQueueURL, "")
+	fs.text(settings.FailureQueueURL, &o.FailureQueueURL, "")
+	fs.text(settings.FailureS3URI, &o.FailureS3URI, "")
+	fs.text(settings.ReportS3URI, &o.ReportS3URI, "")
+	offloadFlags(fs, o)
+	fs.StringVar(&c.failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-failures-RUNID.jsonl)")
+	mappingFlags(fs, &o.Mapping, "", "")
+	c.chunkSize = fs.size(settings.ChunkSize, &o.Plan.ChunkSize, "8MiB", "")
+	fs.boolean(settings.CSVNoQuotedNewlines, &o.Plan.CSV.NoQuotedNewlines, false, "")
+	fs.count(settings.MaxInFlight, &o.Send.MaxInFlight, sqsbatch.DefaultMaxInFlight, "")
+	fs.count(settings.MaxAttempts, &o.Send.MaxAttempts, sqsbatch.DefaultMaxAttempts, "")
+	fs.count(settings.ChunkConcurrency, &o.ChunkConcurrency, fanout.DefaultChunkConcurrency, "")
+	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
+	fs.DurationVar(&c.interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
+	return c
+}
+
+// offloadFlags defines the flags of offload, into o.
+func offloadFlags(fs *cmdFlags, o *fanout.Options) {
+	fs.text(settings.OffloadS3URI, &o.OffloadS3URI, "")
+	fs.onCheck(settings.OffloadS3URI.Flag, func() error {
+		if o.OffloadS3URI == "" {
+			return nil
 		}
+		_, prefix, err := dataset.ParseS3URI(o.OffloadS3URI)
+		if err != nil {
+			return err
+		}
+		return sqsextended.CheckPrefix(prefix)
+	})
+	fs.choice(settings.Offload, "large", "", func(v string) { o.OffloadMode = sqsextended.Mode(v) })
+	fs.text(settings.OffloadKMSKeyID, &o.OffloadKMSKeyID, "")
+}
+
+// mappingFlags defines the flags of the record mapping, into m; the
+// commands that read records again describe them with prefix and say the
+// defaults with defaults.
+func mappingFlags(fs *cmdFlags, m *worktask.Mapping, prefix string, defaults ...string) {
+	rows := []settings.Text{settings.BodyField, settings.AttributesField, settings.GroupIDField, settings.DedupIDField}
+	ps := []*string{&m.BodyField, &m.AttributesField, &m.GroupIDField, &m.DedupIDField}
+	for i, row := range rows {
+		usage := ""
+		if prefix != "" {
+			usage = prefix + defaults[i]
+		}
+		fs.text(row, ps[i], usage)
 	}
-	if msg, ok := firstBad(checks); ok {
-		return bad("%s", msg)
+}
+
+// parse reads the command line and checks it; it returns the exit code
+// when the command cannot go on.
+func (c *fanoutCmd) parse(args []string, bad func(string, ...any) int) (int, bool) {
+	fs, req, o := c.flags, &c.req, &c.opts
+	if code, ok := parseFlags(fs.FlagSet, args); !ok {
+		return code, false
 	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0)), false
+	}
+	if c.keys != "" {
+		req.Keys = strings.Split(c.keys, ",")
+	}
+	if o.Target.URL == "" && o.Target.Name == "" {
+		return bad("name the target queue: -target-queue-url or -target-queue-name"), false
+	}
+	if msg, ok := fs.firstBad(); ok {
+		return bad("%s", msg), false
+	}
+	o.Target.MaxMessageSize = int(c.maxMsgSize)
 	if err := req.Source.Validate(); err != nil {
-		return bad("%s (name the dataset with -bucket and one of -key, -prefix, -keys or -all, or with -manifest)", strings.TrimPrefix(err.Error(), "dataset: "))
+		return bad("%s (name the dataset with -bucket and one of -key, -prefix, -keys or -all, or with -manifest)", strings.TrimPrefix(err.Error(), "dataset: ")), false
 	}
 	if req.RunID == "" {
 		req.RunID = fanout.NewRunID()
 	}
-	if failureFile == "" && opts.FailureQueueURL == "" && opts.FailureS3URI == "" {
-		failureFile = "s3sqs-failures-" + req.RunID + ".jsonl"
+	if c.failureFile == "" && o.FailureQueueURL == "" && o.FailureS3URI == "" {
+		c.failureFile = "s3sqs-failures-" + req.RunID + ".jsonl"
 	}
 	// With no work queue, the whole dataset is sent here, however large;
 	// with one, all of it goes there (Runner.Queue).
-	opts.InlineMaxBytes = 1 << 62
-	queue := opts.WorkQueueURL != ""
+	o.InlineMaxBytes = 1 << 62
+	return 0, true
+}
 
-	// The run has started: from here on, stdout gets a report, of zeros
-	// when the run fails before it reads anything (docs/cli.md).
+// queue says whether the dataset is planned here for the work queue.
+func (c *fanoutCmd) queue() bool { return c.opts.WorkQueueURL != "" }
+
+// queueError names the flag of a queue that cannot be used.
+func (c *fanoutCmd) queueError(err error) error {
 	flags := map[string]string{fanout.RoleTarget: "-target-queue-url", fanout.RoleWork: "-work-queue-url", fanout.RoleFailure: "-failure-queue-url"}
-	if opts.Target.URL == "" {
+	if c.opts.Target.URL == "" {
 		flags[fanout.RoleTarget] = "-target-queue-name"
 	}
-	failed := func(err error) int {
-		printJSON(stdout, fanout.Report{RunID: req.RunID, Queued: queue})
-		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", queueFlagError(err, flags, "-target-max-message-size"))
-		return 1
-	}
-	s3c, sqsc, err := lambdaenv.Clients(ctx, pathStyle)
+	return queueFlagError(err, flags, "-target-max-message-size")
+}
+
+// start builds the clients, the failure file and the runner; with a work
+// queue, the request's overrides carry the target and the settings given.
+func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner, *lazyFile, error) {
+	s3c, sqsc, err := awssetup.Clients(ctx, c.pathStyle)
 	if err != nil {
-		return failed(err)
+		return nil, nil, err
 	}
 	var failures *lazyFile
-	if failureFile != "" {
-		failures = &lazyFile{path: failureFile}
-		defer failures.Close()
-		opts.FailureWriter = failures
+	if c.failureFile != "" {
+		failures = &lazyFile{path: c.failureFile}
+		c.opts.FailureWriter = failures
 	}
-	opts.Progress = &fanout.Progress{}
-	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	runner, err := fanout.New(ctx, s3c, sqsc, opts)
+	c.opts.Progress = &fanout.Progress{}
+	c.opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c.opts.IngestEncoder = ingesthandler.EncodeRecords
+	runner, err := fanout.New(ctx, s3c, sqsc, c.opts)
 	if err != nil {
-		return failed(err)
+		return nil, failures, err
 	}
-	if queue {
+	if c.queue() {
 		// The deployed function sends the tasks: they carry the target and
 		// the settings given here, as a request's overrides would.
 		target, err := runner.Target(ctx)
 		if err != nil {
-			return failed(err)
+			return nil, failures, err
 		}
-		req.Overrides = queuedOverrides(fs, target.QueueURL(), opts, chunkSize)
+		c.req.Overrides = queuedOverrides(c.flags.FlagSet, target.QueueURL(), c.opts, *c.chunkSize)
 	}
+	return runner, failures, nil
+}
+
+// send runs or queues the request, showing its progress.
+func (c *fanoutCmd) send(ctx context.Context, runner *fanout.Runner, stderr io.Writer, tty bool) (fanout.Report, error) {
 	done := make(chan struct{})
 	shown := make(chan struct{})
 	go func() {
 		defer close(shown)
 		line := progressLine
-		if queue {
+		if c.queue() {
 			line = planningLine
 		}
-		showProgress(stderr, func(elapsed time.Duration, bar bool) string { return line(opts.Progress, elapsed, bar) }, tty, interval, done)
+		showProgress(stderr, func(elapsed time.Duration, bar bool) string { return line(c.opts.Progress, elapsed, bar) }, tty, c.interval, done)
 	}()
-	start := time.Now()
 	run := runner.Run
-	if queue {
+	if c.queue() {
 		run = runner.Queue
 	}
-	rep, err := run(ctx, req)
+	rep, err := run(ctx, c.req)
 	close(done)
 	<-shown
-	printJSON(stdout, rep)
-	if queue {
+	return rep, err
+}
+
+// finish writes the run's account on stderr and returns the exit code.
+func (c *fanoutCmd) finish(stderr io.Writer, rep fanout.Report, err error, failures *lazyFile, took time.Duration) int {
+	if c.queue() {
 		fmt.Fprintf(stderr, "s3sqs fanout: %d objects (%.1f MB) planned, %d chunk tasks queued on %s in %s\n",
-			rep.Objects, float64(rep.BytesPlanned)/1e6, rep.TasksQueued, opts.WorkQueueURL, time.Since(start).Round(time.Millisecond))
+			rep.Objects, float64(rep.BytesPlanned)/1e6, rep.TasksQueued, c.opts.WorkQueueURL, took.Round(time.Millisecond))
 	} else {
 		fmt.Fprintf(stderr, "s3sqs fanout: %d records read, %d sent, %d failed in %s\n",
-			rep.RecordsRead, rep.RecordsSent, rep.RecordsFailed, time.Since(start).Round(time.Millisecond))
+			rep.RecordsRead, rep.RecordsSent, rep.RecordsFailed, took.Round(time.Millisecond))
 	}
 	if failures != nil && failures.f != nil {
 		fmt.Fprintf(stderr, "s3sqs fanout: failed records are in %s\n", failures.path)
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", queueFlagError(err, flags, "-target-max-message-size"))
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", c.queueError(err))
 		return 1
-	}
-	if rep.Objects == 0 && !allowEmpty {
-		fmt.Fprintf(stderr, "s3sqs fanout: %s: nothing to send; check the names, or pass -allow-empty to accept an empty dataset\n", noObject(req.Source))
+	case rep.Objects == 0 && !c.allowEmpty:
+		fmt.Fprintf(stderr, "s3sqs fanout: %s: nothing to send; check the names, or pass -allow-empty to accept an empty dataset\n", noObject(c.req.Source))
 		return 1
-	}
-	if rep.RecordsFailed > 0 {
+	case rep.RecordsFailed > 0:
 		return 1
 	}
 	return 0
@@ -252,8 +294,8 @@ func noObject(src dataset.Source) string {
 // carry: the target queue, and the settings whose flags were given (the
 // function's own settings stand for the others). The failure output, the
 // offload bucket and the run report are the function's.
-func queuedOverrides(fs *flag.FlagSet, targetURL string, opts fanout.Options, chunkSize string) fanout.Overrides {
-	ov := fanout.Overrides{TargetQueueURL: targetURL}
+func queuedOverrides(fs *flag.FlagSet, targetURL string, opts fanout.Options, chunkSize string) worktask.Overrides {
+	ov := worktask.Overrides{TargetQueueURL: targetURL}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "format":
@@ -261,11 +303,11 @@ func queuedOverrides(fs *flag.FlagSet, targetURL string, opts fanout.Options, ch
 		case "mode":
 			ov.Mode = opts.Mode
 		case "chunk-size":
-			ov.ChunkSize = fanout.Setting(chunkSize)
+			ov.ChunkSize = worktask.SettingOf(chunkSize)
 		case "max-in-flight":
-			ov.MaxInFlight = fanout.Setting(strconv.Itoa(opts.Send.MaxInFlight))
+			ov.MaxInFlight = worktask.SettingOf(strconv.Itoa(opts.Send.MaxInFlight))
 		case "max-attempts":
-			ov.MaxAttempts = fanout.Setting(strconv.Itoa(opts.Send.MaxAttempts))
+			ov.MaxAttempts = worktask.SettingOf(strconv.Itoa(opts.Send.MaxAttempts))
 		case "body-field", "attributes-field", "group-id-field", "dedup-id-field":
 			ov.Mapping = opts.Mapping
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -9,109 +10,160 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/awssetup"
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
+	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
-	"github.com/s3sqs/s3sqs/pkg/ingest"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
+	"github.com/s3sqs/s3sqs/pkg/recordjson"
 )
+
+// ingestCmd is the command line of s3sqs ingest.
+type ingestCmd struct {
+	flags                  *cmdFlags
+	opts                   fanout.Options
+	in                     ingesthandler.Options
+	bucket, key, versionID string
+	failureFile            string
+	pathStyle              bool
+}
 
 // runIngest runs s3ingest's logic in this process, on a notification read
 // from a file or stdin, or on one object named by -bucket and -key.
 func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("ingest", "usage: s3sqs ingest [flags] [FILE]\n\n"+
+	c := newIngestCmd(stderr)
+	bad := usageError("ingest", stderr)
+	if code, ok := c.parse(args, bad); !ok {
+		return code
+	}
+	// The run has started: from here on, stdout gets a partial batch
+	// response, empty when the run fails before it reads anything.
+	failed := func(err error) int {
+		printJSON(stdout, events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}})
+		fmt.Fprintf(stderr, "s3sqs ingest: %v\n", c.queueError(err))
+		return 1
+	}
+	s3c, sqsc, err := awssetup.Clients(ctx, c.pathStyle)
+	if err != nil {
+		return failed(err)
+	}
+	ev, err := c.event(ctx, s3c, stdin)
+	var open *os.PathError
+	switch {
+	case errors.As(err, &open) && open.Op == "open":
+		return bad("%v", err)
+	case err != nil:
+		return failed(err)
+	}
+	failures := c.failures()
+	if failures != nil {
+		defer failures.Close()
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c.opts.Logger, c.in.Logger = log, log
+	c.opts.IngestEncoder = ingesthandler.EncodeRecords
+	runner, err := fanout.New(ctx, s3c, sqsc, c.opts)
+	if err != nil {
+		return failed(err)
+	}
+	resp, sum, err := ingesthandler.New(runner, c.in).HandleSummary(ctx, ev)
+	printJSON(stdout, resp)
+	return c.finish(stderr, resp, sum, err, failures)
+}
+
+// newIngestCmd defines ingest's flags.
+func newIngestCmd(stderr io.Writer) *ingestCmd {
+	c := &ingestCmd{flags: newCmdFlags("ingest", "usage: s3sqs ingest [flags] [FILE]\n\n"+
 		"Runs the s3ingest function's logic in this process: reads FILE (or stdin), an\n"+
 		"SQS message body holding an S3 notification or a whole Lambda SQS event, or the\n"+
 		"object named by -bucket and -key, and sends the records of the objects it names\n"+
 		"to -output-queue-url. Prints the partial batch response as JSON and the\n"+
-		"invocation's summary; exits 1 when a message or a record failed.", stderr)
-	var (
-		opts        fanout.Options
-		in          = ingest.Options{FileMetadata: true}
-		bucket, key string
-		versionID   string
-		format      string
-		partitions  string
-		eventTypes  string
-		failureFile string
-		pathStyle   bool
-	)
-	fs.StringVar(&opts.Target.URL, "output-queue-url", "", "the `URL` of the queue the records are sent to (required)")
-	fs.StringVar(&bucket, "bucket", "", "ingest the object in `bucket` named by -key, instead of a notification")
-	fs.StringVar(&key, "key", "", "the object `key`, with -bucket")
-	fs.StringVar(&versionID, "version-id", "", "the object's `version` (default: the latest)")
-	fs.StringVar(&opts.FailureQueueURL, "failure-queue-url", "", "send refused records to this queue `URL`")
-	fs.StringVar(&opts.FailureS3URI, "failure-s3-uri", "", "write refused records under `s3://bucket/prefix`")
-	fs.StringVar(&failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-ingest-failures.jsonl)")
-	fs.StringVar(&format, "format", "auto", "`format`: auto, jsonl, csv, text or parquet")
-	fs.StringVar(&partitions, "partitions", "true", "add the key's partition values: true, typed or false")
-	fs.BoolVar(&in.FileMetadata, "file-metadata", true, "add the _file object")
-	fs.StringVar(&eventTypes, "event-types", "", "comma-separated S3 event `types` to take (default ObjectCreated:*)")
-	fs.StringVar(&in.Filter.Prefix, "key-prefix", "", "take only keys with this `prefix`")
-	fs.StringVar(&in.Filter.Suffix, "key-suffix", "", "take only keys with this `suffix`")
-	fs.BoolVar(&in.FailBadRecords, "fail-bad-records", false, "report a notification failed when a record cannot be read (ON_BAD_RECORD=fail)")
-	fs.BoolVar(&pathStyle, "s3-path-style", false, "path-style S3 addressing, for S3 stand-ins")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	bad := usageError("ingest", stderr)
-	switch {
-	case opts.Target.URL == "":
-		return bad("name the output queue: -output-queue-url")
-	case (bucket == "") != (key == ""):
-		return bad("-bucket and -key go together")
-	case bucket != "" && fs.NArg() > 0:
-		return bad("give -bucket and -key, or FILE, not both")
-	case fs.NArg() > 1:
-		return bad("want at most one FILE, got %d", fs.NArg())
-	}
-	checks := []check{
-		{"-output-queue-url", fanout.CheckQueueURL(opts.Target.URL)},
-		{"-format", func() (err error) { opts.Plan.Format, err = dataset.ParseFormat(format); return }()},
-	}
-	var err error
-	if in.Partitions, err = ingest.ParsePartitions(partitions); err != nil {
-		checks = append(checks, check{"-partitions", err})
-	}
-	var typeErrs []error
-	if in.Filter.EventTypes, typeErrs = lambdaenv.ParseEventTypes(eventTypes); len(typeErrs) > 0 {
-		checks = append(checks, check{"-event-types", typeErrs[0]})
-	}
-	if msg, ok := firstBad(checks); ok {
-		return bad("%s", msg)
-	}
-	// The run has started: from here on, stdout gets a partial batch
-	// response, empty when the run fails before it reads anything.
-	flags := map[string]string{fanout.RoleTarget: "-output-queue-url", fanout.RoleFailure: "-failure-queue-url"}
-	failed := func(err error) int {
-		printJSON(stdout, events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}})
-		fmt.Fprintf(stderr, "s3sqs ingest: %v\n", queueFlagError(err, flags, ""))
-		return 1
-	}
-	s3c, sqsc, err := lambdaenv.Clients(ctx, pathStyle)
-	if err != nil {
-		return failed(err)
-	}
-	var payload []byte
-	if bucket != "" {
-		obj, err := dataset.Head(ctx, s3c, bucket, key, versionID)
-		if err != nil {
-			return failed(err)
+		"invocation's summary; exits 1 when a message or a record failed.", stderr)}
+	fs, o, in := c.flags, &c.opts, &c.in
+	fs.text(settings.OutputQueueURL, &o.Target.URL, "")
+	fs.StringVar(&c.bucket, "bucket", "", "ingest the object in `bucket` named by -key, instead of a notification")
+	fs.StringVar(&c.key, "key", "", "the object `key`, with -bucket")
+	fs.StringVar(&c.versionID, "version-id", "", "the object's `version` (default: the latest)")
+	fs.text(settings.FailureQueueURL, &o.FailureQueueURL, "")
+	fs.text(settings.FailureS3URI, &o.FailureS3URI, "")
+	fs.StringVar(&c.failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-ingest-failures.jsonl)")
+	fs.choice(settings.Format, "auto", "", func(v string) { o.Plan.Format = dataset.Format(v) })
+	fs.choice(settings.PartitionColumns, "true", "", func(v string) { in.Partitions = recordjson.PartitionMode(v) })
+	fs.boolean(settings.FileMetadata, &in.FileMetadata, true, "")
+	var eventTypes string
+	fs.StringVar(&eventTypes, settings.EventTypes.Flag, "", settings.EventTypes.Doc)
+	fs.onCheck(settings.EventTypes.Flag, func() error {
+		var errs []error
+		if in.Filter.EventTypes, errs = awssetup.ParseEventTypes(eventTypes); len(errs) > 0 {
+			return errs[0]
 		}
-		payload = ingest.CreatedNotification(obj, time.Now())
+		return nil
+	})
+	fs.text(settings.KeyPrefix, &in.Filter.Prefix, "")
+	fs.text(settings.KeySuffix, &in.Filter.Suffix, "")
+	fs.BoolVar(&in.FailBadRecords, "fail-bad-records", false, "report a notification failed when a record cannot be read (ON_BAD_RECORD=fail)")
+	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
+	return c
+}
+
+// parse reads the command line and checks it; it returns the exit code
+// when the command cannot go on.
+func (c *ingestCmd) parse(args []string, bad func(string, ...any) int) (int, bool) {
+	fs := c.flags
+	if code, ok := parseFlags(fs.FlagSet, args); !ok {
+		return code, false
+	}
+	switch {
+	case c.opts.Target.URL == "":
+		return bad("name the output queue: -output-queue-url"), false
+	case (c.bucket == "") != (c.key == ""):
+		return bad("-bucket and -key go together"), false
+	case c.bucket != "" && fs.NArg() > 0:
+		return bad("give -bucket and -key, or FILE, not both"), false
+	case fs.NArg() > 1:
+		return bad("want at most one FILE, got %d", fs.NArg()), false
+	}
+	if msg, ok := fs.firstBad(); ok {
+		return bad("%s", msg), false
+	}
+	if c.failureFile == "" && c.opts.FailureQueueURL == "" && c.opts.FailureS3URI == "" {
+		c.failureFile = "s3sqs-ingest-failures.jsonl"
+	}
+	return 0, true
+}
+
+// queueError names the flag of a queue that cannot be used.
+func (c *ingestCmd) queueError(err error) error {
+	return queueFlagError(err, map[string]string{fanout.RoleTarget: "-output-queue-url", fanout.RoleFailure: "-failure-queue-url"}, "")
+}
+
+// event returns the Lambda SQS event to handle: the notification S3 would
+// send for -bucket and -key, or FILE (or stdin), a whole event or one
+// message body. A FILE that cannot be opened is an *os.PathError.
+func (c *ingestCmd) event(ctx context.Context, s3c *s3.Client, stdin io.Reader) (events.SQSEvent, error) {
+	var payload []byte
+	if c.bucket != "" {
+		obj, err := dataset.Head(ctx, s3c, c.bucket, c.key, c.versionID)
+		if err != nil {
+			return events.SQSEvent{}, err
+		}
+		payload = ingesthandler.CreatedNotification(obj, time.Now())
 	} else {
 		src := stdin
-		if fs.NArg() == 1 {
-			f, err := os.Open(fs.Arg(0))
+		if c.flags.NArg() == 1 {
+			f, err := os.Open(c.flags.Arg(0))
 			if err != nil {
-				return bad("%v", err)
+				return events.SQSEvent{}, err
 			}
 			defer f.Close()
 			src = f
 		}
+		var err error
 		if payload, err = io.ReadAll(src); err != nil {
-			return failed(fmt.Errorf("read: %w", err))
+			return events.SQSEvent{}, fmt.Errorf("read: %w", err)
 		}
 	}
 	ev, err := partialbatch.Decode(payload)
@@ -119,32 +171,30 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		// Not a Lambda SQS event: one message body.
 		ev = events.SQSEvent{Records: []events.SQSMessage{{MessageId: "cli-1", EventSource: "aws:sqs", Body: string(payload)}}}
 	}
+	return ev, nil
+}
 
-	if failureFile == "" && opts.FailureQueueURL == "" && opts.FailureS3URI == "" {
-		failureFile = "s3sqs-ingest-failures.jsonl"
+// failures returns the local failure file, when there is one, and makes
+// it the runner's failure output.
+func (c *ingestCmd) failures() *lazyFile {
+	if c.failureFile == "" {
+		return nil
 	}
-	var failures *lazyFile
-	if failureFile != "" {
-		failures = &lazyFile{path: failureFile}
-		defer failures.Close()
-		opts.FailureWriter = failures
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	opts.Logger = log
-	runner, err := fanout.New(ctx, s3c, sqsc, opts)
-	if err != nil {
-		return failed(err)
-	}
-	in.Logger = log
-	resp, sum, err := ingest.New(runner, in).HandleSummary(ctx, ev)
-	printJSON(stdout, resp)
+	f := &lazyFile{path: c.failureFile}
+	c.opts.FailureWriter = f
+	return f
+}
+
+// finish writes the invocation's account on stderr and returns the exit
+// code.
+func (c *ingestCmd) finish(stderr io.Writer, resp events.SQSEventResponse, sum ingesthandler.Summary, err error, failures *lazyFile) int {
 	fmt.Fprintf(stderr, "s3sqs ingest: %d messages (%d failed), %d objects, %d records read, %d sent, %d failed\n",
 		sum.Messages, sum.FailedMessages, sum.Objects, sum.Records, sum.RecordsSent, sum.RecordsFailed)
 	if failures != nil && failures.f != nil {
 		fmt.Fprintf(stderr, "s3sqs ingest: failed records are in %s\n", failures.path)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "s3sqs ingest: %v\n", queueFlagError(err, flags, ""))
+		fmt.Fprintf(stderr, "s3sqs ingest: %v\n", c.queueError(err))
 		return 1
 	}
 	if len(resp.BatchItemFailures) > 0 || sum.RecordsFailed > 0 {

@@ -20,7 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/awssetup"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
@@ -166,5 +166,5 @@ func queueFlagError(err error, flags map[string]string, skip string) error {
 	if qe.Role != fanout.RoleTarget {
 		skip = ""
 	}
-	return lambdaenv.FlagQueueError(flag, qe.Queue, qe.Err, skip)
+	return awssetup.FlagQueueError(flag, qe.Queue, qe.Err, skip)
 }

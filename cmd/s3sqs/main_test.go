@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -220,7 +220,7 @@ func TestFanoutWorkQueue(t *testing.T) {
 			t.Fatalf("task %s: %v", aws.ToString(m.Body), err)
 		}
 		// The function sends them where and as the CLI was told.
-		if ov := string(task.Overrides); !strings.Contains(ov, `"targetQueueUrl":"`+target+`"`) || !strings.Contains(ov, `"chunkSize":"4KiB"`) || strings.Contains(ov, "maxInFlight") {
+		if ov, _ := json.Marshal(task.Overrides); !strings.Contains(string(ov), `"targetQueueUrl":"`+target+`"`) || !strings.Contains(string(ov), `"chunkSize":"4KiB"`) || strings.Contains(string(ov), "maxInFlight") {
 			t.Fatalf("task overrides %s: want the CLI's target and -chunk-size, and no flag that was not given", ov)
 		}
 		tasks = append(tasks, task)

@@ -4,19 +4,21 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"time"
 
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/awssetup"
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/internal/redrive"
+	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
-	"github.com/s3sqs/s3sqs/pkg/ingest"
+	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 const redriveUsage = `usage: s3sqs redrive SOURCE [flags]
@@ -41,90 +43,169 @@ again does not send it again. Prints the summary as JSON on stdout; exits 0
 when everything selected was sent (or skipped, with the reason), 1 when
 something failed, 2 when the command line is wrong.`
 
+// redriveCmd is the command line of s3sqs redrive: its one source, the
+// redriver's options, and how the command shows its progress.
+type redriveCmd struct {
+	flags                      *cmdFlags
+	opts                       redrive.Options
+	report, reportURI, runID   string
+	fromQueue, fromS3, dlq, to string
+	fromFile                   string
+	native                     bool
+	useIngest                  bool
+	pathStyle                  bool
+	interval                   time.Duration
+	// source is the flag of the source, without its dash.
+	source string
+	set    map[string]bool
+}
+
 // runRedrive sends failed work again: a run report's failed tasks, the
 // failure output's records, or a DLQ's messages.
 func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
-	fs := newFlags("redrive", redriveUsage, stderr)
-	var (
-		report, reportURI, runID   string
-		fromQueue, fromS3, dlq, to string
-		fromFile                   string
-		native                     bool
-		opts                       redrive.Options
-		redriveRunID               string
-		codes, skipCodes           string
-		format, partitions         string
-		useIngest, fileMetadata    bool
-		pathStyle                  bool
-		interval                   time.Duration
-		visibility                 time.Duration
-		rate                       int
-	)
-	fs.StringVar(&report, "report", "", "redrive the run report at `s3://bucket/prefix/RUNID/`")
-	fs.StringVar(&reportURI, "report-s3-uri", "", "the run reports' `s3://bucket/prefix` (REPORT_S3_URI), with -run-id")
-	fs.StringVar(&runID, "run-id", "", "the `run` whose report -report-s3-uri holds")
-	fs.StringVar(&fromQueue, "from-queue", "", "redrive the failure queue at `URL` (FAILURE_QUEUE_URL)")
-	fs.StringVar(&fromS3, "from-s3", "", "redrive the failure output under `s3://bucket/prefix` (FAILURE_S3_URI), or one .jsonl file")
-	fs.StringVar(&fromFile, "from-file", "", "redrive the local failure file at `path` (fanout's -failure-file, by default s3sqs-failures-RUNID.jsonl)")
-	fs.StringVar(&dlq, "dlq", "", "move the messages of the dead-letter queue at `URL` back")
-	fs.StringVar(&to, "to", "", "with -dlq: the queue `URL` to move them to (default: the queue whose RedrivePolicy names the DLQ)")
-	fs.BoolVar(&native, "native", false, "with -dlq: have SQS move them (StartMessageMoveTask) instead of this process")
-	fs.StringVar(&opts.TargetQueueURL, "target-queue-url", "", "send records to the queue at `URL`: the failure output's, or a run report's in this process")
-	fs.StringVar(&opts.WorkQueueURL, "work-queue-url", "", "send a run report's failed tasks to fanout's work queue at `URL`")
-	fs.StringVar(&redriveRunID, "redrive-run-id", "", "name the `run` of a report's redriven tasks (default RUNID-redrive)")
-	fs.StringVar(&codes, "code", "", "send only the records that failed with these comma-separated `codes`")
-	fs.StringVar(&skipCodes, "skip-code", "", "send all records but those that failed with these comma-separated `codes`")
-	fs.BoolVar(&opts.DryRun, "dry-run", false, "send, delete and write nothing; list what would be sent")
-	fs.BoolVar(&opts.Delete, "delete", false, "with -from-s3 or -from-file: delete each failure file once all its records are sent (default: keep it, with a .redriven marker)")
-	fs.BoolVar(&opts.Reread, "reread", false, "read every failure output record again from its object, not only those without a whole body")
-	fs.StringVar(&format, "format", "auto", "`format` of the objects records are read again from: auto, jsonl, csv, text or parquet")
-	fs.StringVar(&opts.Mapping.BodyField, "body-field", "", "records read again: record `field` sent as the body, as fanout's -body-field")
-	fs.StringVar(&opts.Mapping.AttributesField, "attributes-field", "", "records read again: record `field` of message attributes")
-	fs.StringVar(&opts.Mapping.GroupIDField, "group-id-field", "", "records read again: record `field` of the FIFO group")
-	fs.StringVar(&opts.Mapping.DedupIDField, "dedup-id-field", "", "records read again: record `field` of the FIFO deduplication id")
-	fs.BoolVar(&useIngest, "ingest", false, "the failure output is s3ingest's: records carry only the record id, and records read again are encoded as s3ingest does")
-	fs.StringVar(&partitions, "partitions", "true", "with -ingest: add the key's partition values: true, typed or false")
-	fs.BoolVar(&fileMetadata, "file-metadata", true, "with -ingest: add the _file object")
-	fs.IntVar(&rate, "rate", redrive.DefaultRate, "send at most `N` messages per second from the failure output or a DLQ (0: no limit)")
-	fs.DurationVar(&visibility, "visibility-timeout", redrive.DefaultVisibility, "how long a received message stays hidden while this run holds it (`duration`)")
-	fs.IntVar(&opts.Send.MaxAttempts, "max-attempts", sqsbatch.DefaultMaxAttempts, "`attempts` per message")
-	fs.BoolVar(&opts.Send.ReplaceInvalidCharacters, "replace-invalid-characters", false, "replace the characters SQS rejects with U+FFFD, for records refused with InvalidCharacters")
-	fs.BoolVar(&pathStyle, "s3-path-style", false, "path-style S3 addressing, for S3 stand-ins")
-	fs.DurationVar(&interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
-	if code, ok := parseFlags(fs, args); !ok {
+	c := newRedriveCmd(stderr)
+	bad := usageError("redrive", stderr)
+	if code, ok := c.parse(args, bad); !ok {
 		return code
 	}
-	bad := usageError("redrive", stderr)
-	if fs.NArg() > 0 {
-		return bad("unexpected argument %q", fs.Arg(0))
+	// The run has started: from here on, stdout gets a summary, empty
+	// when the run fails before it finds anything.
+	r, err := c.start(ctx, stderr)
+	if err != nil {
+		printJSON(stdout, redrive.Summary{From: cmp.Or(c.report, c.fromQueue, c.fromS3, c.fromFile, c.dlq), To: cmp.Or(c.opts.TargetQueueURL, c.opts.WorkQueueURL, c.to), Items: []redrive.Item{}})
+		fmt.Fprintf(stderr, "s3sqs redrive: %v\n", c.queueError(err))
+		return 1
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	start := time.Now()
+	sum, err := c.send(ctx, r, stderr, tty)
+	printJSON(stdout, sum)
+	writeSummary(stderr, sum, c.source == "dlq", time.Since(start))
+	var noSource *redrive.SourceError
+	switch {
+	case errors.As(err, &noSource) && noSource.Err == nil:
+		return bad("%v: name the queue to move them to with -to", err)
+	case err != nil:
+		fmt.Fprintf(stderr, "s3sqs redrive: %v\n", c.queueError(err))
+		return 1
+	case sum.Failed > 0:
+		return 1
+	}
+	return 0
+}
 
-	// One source, and only the flags that apply to it.
+// newRedriveCmd defines redrive's flags.
+func newRedriveCmd(stderr io.Writer) *redriveCmd {
+	c := &redriveCmd{flags: newCmdFlags("redrive", redriveUsage, stderr)}
+	fs, o := c.flags, &c.opts
+	fs.StringVar(&c.report, "report", "", "redrive the run report at `s3://bucket/prefix/RUNID/`")
+	fs.StringVar(&c.reportURI, "report-s3-uri", "", "the run reports' `s3://bucket/prefix` (REPORT_S3_URI), with -run-id")
+	fs.StringVar(&c.runID, "run-id", "", "the `run` whose report -report-s3-uri holds")
+	fs.StringVar(&c.fromQueue, "from-queue", "", "redrive the failure queue at `URL` (FAILURE_QUEUE_URL)")
+	fs.StringVar(&c.fromS3, "from-s3", "", "redrive the failure output under `s3://bucket/prefix` (FAILURE_S3_URI), or one .jsonl file")
+	fs.StringVar(&c.fromFile, "from-file", "", "redrive the local failure file at `path` (fanout's -failure-file, by default s3sqs-failures-RUNID.jsonl)")
+	fs.StringVar(&c.dlq, "dlq", "", "move the messages of the dead-letter queue at `URL` back")
+	fs.StringVar(&c.to, "to", "", "with -dlq: the queue `URL` to move them to (default: the queue whose RedrivePolicy names the DLQ)")
+	fs.BoolVar(&c.native, "native", false, "with -dlq: have SQS move them (StartMessageMoveTask) instead of this process")
+	fs.StringVar(&o.TargetQueueURL, "target-queue-url", "", "send records to the queue at `URL`: the failure output's, or a run report's in this process")
+	fs.StringVar(&o.WorkQueueURL, "work-queue-url", "", "send a run report's failed tasks to fanout's work queue at `URL`")
+	fs.StringVar(&o.RunID, "redrive-run-id", "", "name the `run` of a report's redriven tasks (default RUNID-redrive)")
+	codes := fs.String("code", "", "send only the records that failed with these comma-separated `codes`")
+	skipCodes := fs.String("skip-code", "", "send all records but those that failed with these comma-separated `codes`")
+	fs.onCheck("code", func() (err error) { o.Codes.Only, err = c.codes(*codes, "code"); return })
+	fs.onCheck("skip-code", func() (err error) { o.Codes.Skip, err = c.codes(*skipCodes, "skip-code"); return })
+	fs.BoolVar(&o.DryRun, "dry-run", false, "send, delete and write nothing; list what would be sent")
+	fs.BoolVar(&o.Delete, "delete", false, "with -from-s3 or -from-file: delete each failure file once all its records are sent (default: keep it, with a .redriven marker)")
+	fs.BoolVar(&o.Reread, "reread", false, "read every failure output record again from its object, not only those without a whole body")
+	fs.choice(settings.Format, "auto", "`format` of the objects records are read again from: auto, jsonl, csv, text or parquet", func(v string) { o.Format = dataset.Format(v) })
+	mappingFlags(fs, &o.Mapping, "records read again: ", "record `field` sent as the body, as fanout's -body-field",
+		"record `field` of message attributes", "record `field` of the FIFO group", "record `field` of the FIFO deduplication id")
+	fs.BoolVar(&c.useIngest, "ingest", false, "the failure output is s3ingest's: records carry only the record id, and records read again are encoded as s3ingest does")
+	ingestFlags(fs, &c.useIngest, o)
+	fs.IntVar(&o.Rate, "rate", redrive.DefaultRate, "send at most `N` messages per second from the failure output or a DLQ (0: no limit)")
+	fs.onCheck("rate", func() error { return checkRate(o.Rate, c.native) })
+	fs.DurationVar(&o.Visibility, "visibility-timeout", redrive.DefaultVisibility, "how long a received message stays hidden while this run holds it (`duration`)")
+	fs.onCheck("visibility-timeout", func() error { return checkVisibility(o.Visibility) })
+	fs.count(settings.MaxAttempts, &o.Send.MaxAttempts, sqsbatch.DefaultMaxAttempts, "`attempts` per message")
+	fs.boolean(settings.ReplaceInvalidCharacters, &o.Send.ReplaceInvalidCharacters, false, "")
+	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
+	fs.DurationVar(&c.interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
+	return c
+}
+
+// ingestFlags defines the flags of s3ingest's encoding, which o gets when
+// -ingest is given.
+func ingestFlags(fs *cmdFlags, useIngest *bool, o *redrive.Options) {
+	enc := &worktask.IngestEncoding{}
+	fs.choice(settings.PartitionColumns, "true", "with -ingest: add the key's partition values: true, typed or false", func(v string) { enc.Partitions = recordjson.PartitionMode(v) })
+	fs.boolean(settings.FileMetadata, &enc.FileMetadata, true, "with -ingest: add the _file object")
+	fs.onCheck("ingest", func() error {
+		if *useIngest {
+			o.Ingest = enc
+		}
+		return nil
+	})
+}
+
+// codes reads the codes of -code or -skip-code, when flag is given.
+func (c *redriveCmd) codes(list, flag string) ([]string, error) {
+	if list == "" && !c.set[flag] {
+		return nil, nil
+	}
+	return redrive.ParseCodes(list)
+}
+
+// parse reads the command line and checks it: one source, only the flags
+// that apply to it, and each value through its setting's check. It returns
+// the exit code when the command cannot go on.
+func (c *redriveCmd) parse(args []string, bad func(string, ...any) int) (int, bool) {
+	fs := c.flags
+	if code, ok := parseFlags(fs.FlagSet, args); !ok {
+		return code, false
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0)), false
+	}
+	c.set = fs.given()
+	if msg := c.pickSource(); msg != "" {
+		return bad("%s", msg), false
+	}
+	if msg := c.misplaced(); msg != "" {
+		return bad("%s", msg), false
+	}
+	if msg, ok := firstBad(c.sourceChecks()); ok {
+		return bad("%s", msg), false
+	}
+	if msg, ok := fs.firstBad(); ok {
+		return bad("%s", msg), false
+	}
+	return 0, true
+}
+
+// pickSource sets the one source the command line names, or says what is
+// wrong with its sources.
+func (c *redriveCmd) pickSource() string {
 	var sources []string
 	for _, s := range []string{"report", "report-s3-uri", "from-queue", "from-s3", "from-file", "dlq"} {
-		if set[s] {
+		if c.set[s] {
 			sources = append(sources, "-"+s)
 		}
 	}
 	switch {
 	case len(sources) == 0:
-		return bad("name what to redrive: -report, -report-s3-uri with -run-id, -from-queue, -from-s3, -from-file or -dlq")
+		return "name what to redrive: -report, -report-s3-uri with -run-id, -from-queue, -from-s3, -from-file or -dlq"
 	case len(sources) > 1:
-		return bad("name one source to redrive, not %s", strings.Join(sources, " and "))
+		return "name one source to redrive, not " + strings.Join(sources, " and ")
 	}
-	source := strings.TrimPrefix(sources[0], "-")
+	c.source = strings.TrimPrefix(sources[0], "-")
+	return ""
+}
+
+// misplaced says which flag does not apply to the source, or which the
+// source lacks; "" when the command line is whole.
+func (c *redriveCmd) misplaced() string {
+	source, set, o := c.source, c.set, &c.opts
 	isReport := source == "report" || source == "report-s3-uri"
 	isFailures := source == "from-queue" || source == "from-s3" || source == "from-file"
-	only := func(flags []string, applies bool, where string) (int, bool) {
-		for _, f := range flags {
-			if set[f] && !applies {
-				return bad("-%s applies %s only", f, where), false
-			}
-		}
-		return 0, true
-	}
 	for _, rule := range []struct {
 		flags   []string
 		applies bool
@@ -137,131 +218,103 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 		{[]string{"code", "skip-code"}, isReport || isFailures, "to a run report or the failure output, whose records have codes"},
 		{[]string{"delete"}, source == "from-s3" || source == "from-file", "with -from-s3 and -from-file"},
 		{[]string{"reread", "format", "body-field", "attributes-field", "group-id-field", "dedup-id-field", "ingest"}, isFailures, "to the failure output (-from-queue, -from-s3, -from-file)"},
-		{[]string{"partitions", "file-metadata"}, useIngest, "with -ingest"},
+		{[]string{"partitions", "file-metadata"}, c.useIngest, "with -ingest"},
 		{[]string{"rate"}, !isReport, "to the failure output and a DLQ"},
-		{[]string{"visibility-timeout"}, source == "from-queue" || source == "dlq" && !native, "to a queue received here (-from-queue, -dlq)"},
+		{[]string{"visibility-timeout"}, source == "from-queue" || source == "dlq" && !c.native, "to a queue received here (-from-queue, -dlq)"},
 	} {
-		if code, ok := only(rule.flags, rule.applies, rule.where); !ok {
-			return code
+		for _, f := range rule.flags {
+			if set[f] && !rule.applies {
+				return fmt.Sprintf("-%s applies %s only", f, rule.where)
+			}
 		}
 	}
 	switch {
-	case source == "report-s3-uri" && runID == "":
-		return bad("-report-s3-uri needs -run-id: the run whose report to redrive")
-	case isReport && (opts.WorkQueueURL == "") == (opts.TargetQueueURL == ""):
-		return bad("send a run report's failures to -work-queue-url (the deployed fanout runs the tasks) or to -target-queue-url (this process reads the failed records again), one of them")
-	case isFailures && opts.TargetQueueURL == "":
-		return bad("name the queue the failure output's records go to: -target-queue-url")
+	case source == "report-s3-uri" && c.runID == "":
+		return "-report-s3-uri needs -run-id: the run whose report to redrive"
+	case isReport && (o.WorkQueueURL == "") == (o.TargetQueueURL == ""):
+		return "send a run report's failures to -work-queue-url (the deployed fanout runs the tasks) or to -target-queue-url (this process reads the failed records again), one of them"
+	case isFailures && o.TargetQueueURL == "":
+		return "name the queue the failure output's records go to: -target-queue-url"
 	case set["code"] && set["skip-code"]:
-		return bad("give -code or -skip-code, not both")
+		return "give -code or -skip-code, not both"
 	}
+	return ""
+}
 
-	// Each value goes through the check its setting has everywhere.
+// sourceChecks checks the queues and the source's URI, and sets the
+// report's URI for -report-s3-uri.
+func (c *redriveCmd) sourceChecks() []check {
 	var checks []check
 	for _, q := range []struct{ flag, url string }{
-		{"-from-queue", fromQueue}, {"-dlq", dlq}, {"-to", to}, {"-target-queue-url", opts.TargetQueueURL}, {"-work-queue-url", opts.WorkQueueURL},
+		{"-from-queue", c.fromQueue}, {"-dlq", c.dlq}, {"-to", c.to}, {"-target-queue-url", c.opts.TargetQueueURL}, {"-work-queue-url", c.opts.WorkQueueURL},
 	} {
 		if q.url != "" {
-			checks = append(checks, check{q.flag, fanout.CheckQueueURL(q.url)})
+			checks = append(checks, check{q.flag, settings.CheckQueueURL(q.url)})
 		}
 	}
-	switch source {
+	switch c.source {
 	case "report":
-		checks = append(checks, check{"-report", func() error { _, _, _, err := redrive.ParseReportURI(report); return err }()})
+		_, _, _, err := redrive.ParseReportURI(c.report)
+		checks = append(checks, check{"-report", err})
 	case "report-s3-uri":
-		checks = append(checks, check{"-report-s3-uri", func() error { _, _, err := dataset.ParseS3URI(reportURI); return err }()},
-			check{"-run-id", fanout.CheckRunID(runID)})
-		report = redrive.ReportURI(reportURI, runID)
+		_, _, err := dataset.ParseS3URI(c.reportURI)
+		checks = append(checks, check{"-report-s3-uri", err}, check{"-run-id", settings.CheckRunID(c.runID)})
+		c.report = redrive.ReportURI(c.reportURI, c.runID)
 	case "from-s3":
-		checks = append(checks, check{"-from-s3", func() error { _, _, err := dataset.ParseS3URI(fromS3); return err }()})
+		_, _, err := dataset.ParseS3URI(c.fromS3)
+		checks = append(checks, check{"-from-s3", err})
 	}
-	if redriveRunID != "" {
-		checks = append(checks, check{"-redrive-run-id", fanout.CheckRunID(redriveRunID)})
-		opts.RunID = redriveRunID
-	}
-	if codes != "" || set["code"] {
-		checks = append(checks, check{"-code", func() (err error) { opts.Codes.Only, err = redrive.ParseCodes(codes); return }()})
-	}
-	if skipCodes != "" || set["skip-code"] {
-		checks = append(checks, check{"-skip-code", func() (err error) { opts.Codes.Skip, err = redrive.ParseCodes(skipCodes); return }()})
-	}
-	checks = append(checks,
-		check{"-format", func() (err error) { opts.Format, err = dataset.ParseFormat(format); return }()},
-		check{"-max-attempts", fanout.CheckMaxAttempts(int64(opts.Send.MaxAttempts))},
-		check{"-rate", checkRate(rate, native)},
-		check{"-visibility-timeout", checkVisibility(visibility)},
-	)
-	if useIngest {
-		enc := &fanout.IngestEncoding{FileMetadata: fileMetadata}
-		checks = append(checks, check{"-partitions", func() (err error) { enc.Partitions, err = ingest.ParsePartitions(partitions); return }()})
-		opts.Ingest = enc
-	}
-	if msg, ok := firstBad(checks); ok {
-		return bad("%s", msg)
-	}
-	opts.Rate, opts.Visibility = rate, visibility
+	return append(checks, check{"-redrive-run-id", settings.CheckRunID(c.opts.RunID)})
+}
 
-	// The run has started: from here on, stdout gets a summary, empty
-	// when the run fails before it finds anything.
+// queueError names the flag of a queue that cannot be used.
+func (c *redriveCmd) queueError(err error) error {
 	flags := map[string]string{fanout.RoleTarget: "-target-queue-url", fanout.RoleWork: "-work-queue-url", fanout.RoleFailure: "-from-queue", fanout.RoleDeadLetter: "-dlq"}
-	if source == "dlq" {
+	if c.source == "dlq" {
 		flags[fanout.RoleTarget] = "-to"
-		if to == "" {
+		if c.to == "" {
 			flags[fanout.RoleTarget] = "the queue whose RedrivePolicy names -dlq"
 		}
 	}
-	failed := func(err error) int {
-		printJSON(stdout, redrive.Summary{From: cmp.Or(report, fromQueue, fromS3, fromFile, dlq), To: cmp.Or(opts.TargetQueueURL, opts.WorkQueueURL, to), Items: []redrive.Item{}})
-		fmt.Fprintf(stderr, "s3sqs redrive: %v\n", queueFlagError(err, flags, ""))
-		return 1
-	}
-	s3c, sqsc, err := lambdaenv.Clients(ctx, pathStyle)
-	if err != nil {
-		return failed(err)
-	}
-	opts.Progress = &redrive.Progress{}
-	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	opts.Send.Logger = nil
-	r, err := redrive.New(ctx, s3c, sqsc, opts)
-	if err != nil {
-		return failed(err)
-	}
+	return queueFlagError(err, flags, "")
+}
 
+// start builds the clients and the redriver.
+func (c *redriveCmd) start(ctx context.Context, stderr io.Writer) (*redrive.Redriver, error) {
+	s3c, sqsc, err := awssetup.Clients(ctx, c.pathStyle)
+	if err != nil {
+		return nil, err
+	}
+	c.opts.Progress = &redrive.Progress{}
+	c.opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c.opts.Send.Logger = nil
+	c.opts.IngestEncoder = ingesthandler.EncodeRecords
+	return redrive.New(ctx, s3c, sqsc, c.opts)
+}
+
+// send redrives the source, showing its progress.
+func (c *redriveCmd) send(ctx context.Context, r *redrive.Redriver, stderr io.Writer, tty bool) (sum *redrive.Summary, err error) {
 	done := make(chan struct{})
 	shown := make(chan struct{})
 	go func() {
 		defer close(shown)
-		showProgress(stderr, func(elapsed time.Duration, bar bool) string { return redriveLine(opts.Progress, elapsed, bar) }, tty, interval, done)
+		showProgress(stderr, func(elapsed time.Duration, bar bool) string { return redriveLine(c.opts.Progress, elapsed, bar) }, tty, c.interval, done)
 	}()
-	start := time.Now()
-	var sum *redrive.Summary
-	switch source {
+	switch c.source {
 	case "report", "report-s3-uri":
-		sum, err = r.Report(ctx, report)
+		sum, err = r.Report(ctx, c.report)
 	case "from-queue":
-		sum, err = r.FailureQueue(ctx, fromQueue)
+		sum, err = r.FailureQueue(ctx, c.fromQueue)
 	case "from-s3":
-		sum, err = r.FailureS3(ctx, fromS3)
+		sum, err = r.FailureS3(ctx, c.fromS3)
 	case "from-file":
-		sum, err = r.FailureFile(ctx, fromFile)
+		sum, err = r.FailureFile(ctx, c.fromFile)
 	case "dlq":
-		sum, err = r.DLQ(ctx, dlq, to, native)
+		sum, err = r.DLQ(ctx, c.dlq, c.to, c.native)
 	}
 	close(done)
 	<-shown
-	printJSON(stdout, sum)
-	writeSummary(stderr, sum, source == "dlq", time.Since(start))
-	var noSource *redrive.SourceError
-	switch {
-	case errors.As(err, &noSource) && noSource.Err == nil:
-		return bad("%v: name the queue to move them to with -to", err)
-	case err != nil:
-		fmt.Fprintf(stderr, "s3sqs redrive: %v\n", queueFlagError(err, flags, ""))
-		return 1
-	case sum.Failed > 0:
-		return 1
-	}
-	return 0
+	return sum, err
 }
 
 // checkRate reports a rate outside 0 (no limit) to 10,000 messages per

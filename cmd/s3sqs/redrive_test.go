@@ -17,10 +17,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/s3sqs/s3sqs/internal/esm"
-	"github.com/s3sqs/s3sqs/internal/faultproxy"
-	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/redrive"
+	"github.com/s3sqs/s3sqs/internal/testenv/esm"
+	"github.com/s3sqs/s3sqs/internal/testenv/faultproxy"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -325,7 +326,7 @@ func TestRedriveReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	payload, _ := json.Marshal(esm.Event(tasks, "arn:aws:sqs:us-east-1:000000000000:work"))
-	out, err := fanout.NewHandler(r, fanout.HandlerOptions{}).Invoke(t.Context(), payload)
+	out, err := fanouthandler.New(r, s3c, fanouthandler.Options{}).Invoke(t.Context(), payload)
 	if resp, ok := out.(events.SQSEventResponse); err != nil || !ok || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("fanout's consumer: %v, %+v", err, out)
 	}

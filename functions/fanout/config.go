@@ -3,48 +3,22 @@ package main
 import (
 	"cmp"
 
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
-	"github.com/s3sqs/s3sqs/internal/tracing"
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
+	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
+	s "github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
-// Environment variables fanout reads. docs/configuration.md has the table;
-// TestConfigTable checks that it lists exactly these.
-const (
-	envTargetQueueURL     = "TARGET_QUEUE_URL"
-	envTargetQueueName    = "TARGET_QUEUE_NAME"
-	envTargetQueueOwner   = "TARGET_QUEUE_OWNER_ACCOUNT_ID"
-	envTargetMaxMsgSize   = "TARGET_MAX_MESSAGE_SIZE"
-	envWorkQueueURL       = "WORK_QUEUE_URL"
-	envFailureQueueURL    = "FAILURE_QUEUE_URL"
-	envFailureS3URI       = "FAILURE_S3_URI"
-	envReportS3URI        = "REPORT_S3_URI"
-	envFormat             = "FORMAT"
-	envMode               = "MODE"
-	envChunkSize          = "CHUNK_SIZE"
-	envMaxInFlight        = "MAX_IN_FLIGHT"
-	envMaxAttempts        = "MAX_ATTEMPTS"
-	envBodyField          = "BODY_FIELD"
-	envAttributesField    = "ATTRIBUTES_FIELD"
-	envGroupIDField       = "GROUP_ID_FIELD"
-	envDedupIDField       = "DEDUP_ID_FIELD"
-	envFailOnError        = "FAIL_ON_ERROR"
-	envInlineMaxBytes     = "INLINE_MAX_BYTES"
-	envDeadlineMargin     = "DEADLINE_MARGIN"
-	envChunkConcurrency   = "CHUNK_CONCURRENCY"
-	envCSVNoQuotedNewline = "CSV_NO_QUOTED_NEWLINES"
-	envSkipGroupOnError   = "SKIP_GROUP_ON_ERROR"
-	envClaimsTable        = lambdaenv.ClaimsTable
-	envTracing            = lambdaenv.Tracing
-	envS3PathStyle        = lambdaenv.S3PathStyle
-)
-
-// config is fanout's configuration, read once at init.
+// config is fanout's configuration, read once at init. The variables and
+// their checks are internal/settings' rows; docs/configuration.md has the
+// table, which TestConfigTable holds to what loadConfig reads.
 type config struct {
 	runner      fanout.Options
-	handler     fanout.HandlerOptions
+	handler     fanouthandler.Options
 	s3PathStyle bool
 	claimsTable string
 	tracing     tracing.Mode
@@ -57,42 +31,42 @@ func loadConfig(getenv func(string) string) (config, error) {
 	env := lambdaenv.New(getenv)
 	o := &c.runner
 	o.Target = sqsbatch.Queue{
-		URL:            env.QueueURL(envTargetQueueURL),
-		Name:           env.String(envTargetQueueName),
-		OwnerAccountID: env.String(envTargetQueueOwner),
-		MaxMessageSize: int(lambdaenv.Parse(env, envTargetMaxMsgSize, fanout.ParseMessageSize)),
+		URL:            lambdaenv.Get(env, s.TargetQueueURL),
+		Name:           lambdaenv.Get(env, s.TargetQueueName),
+		OwnerAccountID: lambdaenv.Get(env, s.TargetQueueOwner),
+		MaxMessageSize: int(lambdaenv.Get(env, s.TargetMaxMessageSize)),
 	}
-	env.OneOf(envTargetQueueURL, envTargetQueueName)
+	env.OneOf(s.TargetQueueURL.Row, s.TargetQueueName.Row)
 	if o.Target.OwnerAccountID != "" && o.Target.Name == "" {
-		env.Bad(envTargetQueueOwner, "needs %s", envTargetQueueName)
+		env.Bad(s.TargetQueueOwner.Env, "needs %s", s.TargetQueueName.Env)
 	}
-	o.WorkQueueURL = env.QueueURL(envWorkQueueURL)
-	o.FailureQueueURL = env.QueueURL(envFailureQueueURL)
-	o.FailureS3URI = env.S3URI(envFailureS3URI)
-	env.OneOf(envFailureQueueURL, envFailureS3URI)
-	o.ReportS3URI = env.S3URI(envReportS3URI)
-	o.Plan.Format = lambdaenv.Parse(env, envFormat, dataset.ParseFormat)
-	o.Mode = lambdaenv.Parse(env, envMode, fanout.ParseMode)
-	o.Plan.ChunkSize = lambdaenv.Parse(env, envChunkSize, fanout.ParseChunkSize)
-	o.Plan.CSV.NoQuotedNewlines = env.Bool(envCSVNoQuotedNewline, false)
-	o.Send.MaxInFlight = env.Int(envMaxInFlight, fanout.ParseMaxInFlight)
-	o.Send.MaxAttempts = env.Int(envMaxAttempts, fanout.ParseMaxAttempts)
-	o.Mapping = fanout.Mapping{
-		BodyField:       env.String(envBodyField),
-		AttributesField: env.String(envAttributesField),
-		GroupIDField:    env.String(envGroupIDField),
-		DedupIDField:    env.String(envDedupIDField),
+	o.WorkQueueURL = lambdaenv.Get(env, s.WorkQueueURL)
+	o.FailureQueueURL = lambdaenv.Get(env, s.FailureQueueURL)
+	o.FailureS3URI = lambdaenv.Get(env, s.FailureS3URI)
+	env.OneOf(s.FailureQueueURL.Row, s.FailureS3URI.Row)
+	o.ReportS3URI = lambdaenv.Get(env, s.ReportS3URI)
+	o.Plan.Format = dataset.Format(lambdaenv.Get(env, s.Format))
+	o.Mode = worktask.Mode(lambdaenv.Get(env, s.Mode))
+	o.Plan.ChunkSize = lambdaenv.Get(env, s.ChunkSize)
+	o.Plan.CSV.NoQuotedNewlines = env.Bool(s.CSVNoQuotedNewlines, false)
+	o.Send.MaxInFlight = env.Int(s.MaxInFlight)
+	o.Send.MaxAttempts = env.Int(s.MaxAttempts)
+	o.Mapping = worktask.Mapping{
+		BodyField:       lambdaenv.Get(env, s.BodyField),
+		AttributesField: lambdaenv.Get(env, s.AttributesField),
+		GroupIDField:    lambdaenv.Get(env, s.GroupIDField),
+		DedupIDField:    lambdaenv.Get(env, s.DedupIDField),
 	}
-	o.InlineMaxBytes = env.Size(envInlineMaxBytes)
-	o.ChunkConcurrency = env.Int(envChunkConcurrency, fanout.ParseChunkConcurrency)
+	o.InlineMaxBytes = lambdaenv.Get(env, s.InlineMaxBytes)
+	o.ChunkConcurrency = env.Int(s.ChunkConcurrency)
 	h := &c.handler
 	h.Filter = env.Filter(false)
-	h.DeadlineMargin = env.Duration(envDeadlineMargin)
-	h.FailOnError = env.Bool(envFailOnError, false)
-	h.SkipGroupOnError = env.Bool(envSkipGroupOnError, false)
+	h.DeadlineMargin = lambdaenv.Get(env, s.DeadlineMargin)
+	h.FailOnError = env.Bool(s.FailOnError, false)
+	h.SkipGroupOnError = env.Bool(s.SkipGroupOnError, false)
 	h.Concurrency = cmp.Or(o.ChunkConcurrency, fanout.DefaultChunkConcurrency)
-	c.s3PathStyle = env.Bool(envS3PathStyle, false)
-	c.claimsTable = env.ClaimsTable(envClaimsTable)
+	c.s3PathStyle = env.Bool(s.S3PathStyle, false)
+	c.claimsTable = lambdaenv.Get(env, s.ClaimsTable)
 	env.Offload(&c.runner)
 	c.tracing = env.Tracing()
 	return c, env.Err()
@@ -102,12 +76,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 func (c config) queueVariable(role string) string {
 	switch role {
 	case fanout.RoleWork:
-		return envWorkQueueURL
+		return s.WorkQueueURL.Env
 	case fanout.RoleFailure:
-		return envFailureQueueURL
+		return s.FailureQueueURL.Env
 	}
 	if c.runner.Target.Name != "" {
-		return envTargetQueueName
+		return s.TargetQueueName.Env
 	}
-	return envTargetQueueURL
+	return s.TargetQueueURL.Env
 }

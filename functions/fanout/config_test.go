@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3sqs/s3sqs/internal/doccheck"
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/internal/testenv/doccheck"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -20,7 +20,7 @@ func TestLoadConfig(t *testing.T) {
 		return func(k string) string { return m[k] }
 	}
 	t.Run("defaults", func(t *testing.T) {
-		c, err := loadConfig(env(envTargetQueueURL, "https://sqs.eu-west-1.amazonaws.com/111122223333/q"))
+		c, err := loadConfig(env(settings.TargetQueueURL.Env, "https://sqs.eu-west-1.amazonaws.com/111122223333/q"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,12 +30,12 @@ func TestLoadConfig(t *testing.T) {
 	})
 	t.Run("everything", func(t *testing.T) {
 		c, err := loadConfig(env(
-			envTargetQueueName, "orders.fifo", envTargetQueueOwner, "111122223333", envTargetMaxMsgSize, "256KiB",
-			envWorkQueueURL, "http://127.0.0.1:4566/000000000000/work", envFailureS3URI, "s3://f/failed/", envFormat, "csv", envMode, "chunk",
-			envChunkSize, "16MiB", envMaxInFlight, "8", envMaxAttempts, "7", envBodyField, "payload",
-			envAttributesField, "attrs", envGroupIDField, "tenant", envDedupIDField, "id", envFailOnError, "true",
-			envInlineMaxBytes, "1GiB", envDeadlineMargin, "20s", envChunkConcurrency, "2", envCSVNoQuotedNewline, "true",
-			lambdaenv.EventTypes, "ObjectCreated:Put", lambdaenv.KeyPrefix, "in/", lambdaenv.IgnoreDeletions, "false",
+			settings.TargetQueueName.Env, "orders.fifo", settings.TargetQueueOwner.Env, "111122223333", settings.TargetMaxMessageSize.Env, "256KiB",
+			settings.WorkQueueURL.Env, "http://127.0.0.1:4566/000000000000/work", settings.FailureS3URI.Env, "s3://f/failed/", settings.Format.Env, "csv", settings.Mode.Env, "chunk",
+			settings.ChunkSize.Env, "16MiB", settings.MaxInFlight.Env, "8", settings.MaxAttempts.Env, "7", settings.BodyField.Env, "payload",
+			settings.AttributesField.Env, "attrs", settings.GroupIDField.Env, "tenant", settings.DedupIDField.Env, "id", settings.FailOnError.Env, "true",
+			settings.InlineMaxBytes.Env, "1GiB", settings.DeadlineMargin.Env, "20s", settings.ChunkConcurrency.Env, "2", settings.CSVNoQuotedNewlines.Env, "true",
+			settings.EventTypes.Env, "ObjectCreated:Put", settings.KeyPrefix.Env, "in/", settings.IgnoreDeletions.Env, "false",
 		))
 		if err != nil {
 			t.Fatal(err)
@@ -43,8 +43,8 @@ func TestLoadConfig(t *testing.T) {
 		o := c.runner
 		if o.Target.Name != "orders.fifo" || o.Target.OwnerAccountID != "111122223333" || o.Target.MaxMessageSize != 256<<10 ||
 			o.WorkQueueURL != "http://127.0.0.1:4566/000000000000/work" || o.FailureS3URI != "s3://f/failed/" || o.Plan.Format != dataset.FormatCSV ||
-			o.Mode != fanout.ModeChunk || o.Plan.ChunkSize != 16<<20 || o.Send.MaxInFlight != 8 || o.Send.MaxAttempts != 7 ||
-			o.Mapping != (fanout.Mapping{BodyField: "payload", AttributesField: "attrs", GroupIDField: "tenant", DedupIDField: "id"}) ||
+			o.Mode != worktask.ModeChunk || o.Plan.ChunkSize != 16<<20 || o.Send.MaxInFlight != 8 || o.Send.MaxAttempts != 7 ||
+			o.Mapping != (worktask.Mapping{BodyField: "payload", AttributesField: "attrs", GroupIDField: "tenant", DedupIDField: "id"}) ||
 			!c.handler.FailOnError || o.InlineMaxBytes != 1<<30 || c.handler.DeadlineMargin != 20*time.Second || o.ChunkConcurrency != 2 ||
 			!o.Plan.CSV.NoQuotedNewlines || len(c.handler.Filter.EventTypes) != 1 || c.handler.Filter.Prefix != "in/" ||
 			c.handler.Filter.KeepDeletions || c.handler.Concurrency != 2 {
@@ -54,26 +54,26 @@ func TestLoadConfig(t *testing.T) {
 	// Values a user may well write by mistake: each is refused with the
 	// variable's name and words that say what is allowed.
 	for _, tc := range []struct{ name, value, want string }{
-		{envTargetMaxMsgSize, "256", "outside SQS's range of 1,024 to 1,048,576 bytes"},
-		{envTargetMaxMsgSize, "2MiB", "outside SQS's range"},
-		{envTargetQueueURL, "my-queue", "looks like a queue name"},
-		{envTargetQueueURL, "arn:aws:sqs:us-east-1:111122223333:q", "that is an ARN"},
-		{envWorkQueueURL, "sqs.us-east-1.amazonaws.com/1/q", "is not a queue URL"},
-		{envChunkSize, "-1", "is not a chunk size from 1KiB to 1GiB"},
-		{envChunkSize, "100", "100 bytes is not a chunk size from 1KiB to 1GiB"},
-		{envMaxInFlight, "1e12", `"1e12" is not a whole number from 1 to 1000`},
-		{envMaxAttempts, "101", "101 is not a whole number from 1 to 100"},
-		{envMode, "bogus", `"bogus" is not record or chunk`},
-		{lambdaenv.EventTypes, "ObjectCreate:*", `"ObjectCreate:*" is not an S3 event type`},
-		{envReportS3URI, "bucket/prefix", "is not an s3://bucket/prefix URI"},
-		{envClaimsTable, "arn:aws:dynamodb:us-east-1:111122223333:table/claims", "is not a DynamoDB table name"},
-		{envTracing, "xray", `"xray" is not off, otlp or stdout`},
+		{settings.TargetMaxMessageSize.Env, "256", "outside SQS's range of 1,024 to 1,048,576 bytes"},
+		{settings.TargetMaxMessageSize.Env, "2MiB", "outside SQS's range"},
+		{settings.TargetQueueURL.Env, "my-queue", "looks like a queue name"},
+		{settings.TargetQueueURL.Env, "arn:aws:sqs:us-east-1:111122223333:q", "that is an ARN"},
+		{settings.WorkQueueURL.Env, "sqs.us-east-1.amazonaws.com/1/q", "is not a queue URL"},
+		{settings.ChunkSize.Env, "-1", "is not a chunk size from 1KiB to 1GiB"},
+		{settings.ChunkSize.Env, "100", "100 bytes is not a chunk size from 1KiB to 1GiB"},
+		{settings.MaxInFlight.Env, "1e12", `"1e12" is not a whole number from 1 to 1000`},
+		{settings.MaxAttempts.Env, "101", "101 is not a whole number from 1 to 100"},
+		{settings.Mode.Env, "bogus", `"bogus" is not record or chunk`},
+		{settings.EventTypes.Env, "ObjectCreate:*", `"ObjectCreate:*" is not an S3 event type`},
+		{settings.ReportS3URI.Env, "bucket/prefix", "is not an s3://bucket/prefix URI"},
+		{settings.ClaimsTable.Env, "arn:aws:dynamodb:us-east-1:111122223333:table/claims", "is not a DynamoDB table name"},
+		{settings.Tracing.Env, "xray", `"xray" is not off, otlp or stdout`},
 		{"OFFLOAD", "sometimes", `"sometimes" is not large or always`},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			kv := []string{tc.name, tc.value}
-			if tc.name != envTargetQueueURL {
-				kv = append(kv, envTargetQueueURL, "https://sqs.eu-west-1.amazonaws.com/111122223333/q")
+			if tc.name != settings.TargetQueueURL.Env {
+				kv = append(kv, settings.TargetQueueURL.Env, "https://sqs.eu-west-1.amazonaws.com/111122223333/q")
 			}
 			_, err := loadConfig(env(kv...))
 			if err == nil || !strings.Contains(err.Error(), tc.name+": ") || !strings.Contains(err.Error(), tc.want) {
@@ -82,13 +82,13 @@ func TestLoadConfig(t *testing.T) {
 		})
 	}
 	t.Run("errors name the variable", func(t *testing.T) {
-		_, err := loadConfig(env(envTargetQueueURL, "u", envTargetQueueName, "n", envFormat, "xml", envMode, "fast",
-			envChunkSize, "big", envMaxInFlight, "0", envFailOnError, "maybe", envDeadlineMargin, "-1s",
-			envFailureQueueURL, "q", envFailureS3URI, "nope"))
+		_, err := loadConfig(env(settings.TargetQueueURL.Env, "u", settings.TargetQueueName.Env, "n", settings.Format.Env, "xml", settings.Mode.Env, "fast",
+			settings.ChunkSize.Env, "big", settings.MaxInFlight.Env, "0", settings.FailOnError.Env, "maybe", settings.DeadlineMargin.Env, "-1s",
+			settings.FailureQueueURL.Env, "q", settings.FailureS3URI.Env, "nope"))
 		if err == nil {
 			t.Fatal("no error")
 		}
-		for _, name := range []string{envTargetQueueName, envFormat, envMode, envChunkSize, envMaxInFlight, envFailOnError, envDeadlineMargin, envFailureS3URI} {
+		for _, name := range []string{settings.TargetQueueName.Env, settings.Format.Env, settings.Mode.Env, settings.ChunkSize.Env, settings.MaxInFlight.Env, settings.FailOnError.Env, settings.DeadlineMargin.Env, settings.FailureS3URI.Env} {
 			if !strings.Contains(err.Error(), name+":") {
 				t.Errorf("error does not name %s:\n%v", name, err)
 			}
@@ -100,7 +100,7 @@ func TestLoadConfig(t *testing.T) {
 // (function fanout or both) are exactly the variables loadConfig reads.
 func TestConfigTable(t *testing.T) {
 	load := func(getenv func(string) string) error { _, err := loadConfig(getenv); return err }
-	base := map[string]string{envTargetQueueURL: "https://sqs.eu-west-1.amazonaws.com/111122223333/q"}
+	base := map[string]string{settings.TargetQueueURL.Env: "https://sqs.eu-west-1.amazonaws.com/111122223333/q"}
 	for _, err := range doccheck.CheckFunction(doccheck.Fanout, load, base, "../../docs/configuration.md") {
 		t.Error(err)
 	}

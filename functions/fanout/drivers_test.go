@@ -16,10 +16,11 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/s3sqs/s3sqs/internal/esm"
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/internal/rie"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/internal/testenv/esm"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/rie"
 )
 
 // batchKey writes a key as S3 Batch Operations does in an invocation:
@@ -113,9 +114,9 @@ func TestBatchOperations(t *testing.T) {
 	big, _ := putRecords(t, s3c, bucket, "batch/big+plus.jsonl", "big", 400)
 
 	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
-		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, envS3PathStyle+"=true",
-		envTargetQueueURL+"="+target, envWorkQueueURL+"="+work, envFailureQueueURL+"="+failure,
-		envChunkSize+"=4KiB", envInlineMaxBytes+"=8KiB", "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
+		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
+		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.FailureQueueURL.Env+"="+failure,
+		settings.ChunkSize.Env+"=4KiB", settings.InlineMaxBytes.Env+"=8KiB", "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
 
 	invoke := func(t *testing.T, payload string) events.S3BatchJobResponse {
 		t.Helper()
@@ -130,7 +131,7 @@ func TestBatchOperations(t *testing.T) {
 		return resp
 	}
 	type want struct {
-		code   fanout.ResultCode
+		code   fanouthandler.ResultCode
 		result string // in resultString
 	}
 	check := func(t *testing.T, resp events.S3BatchJobResponse, version string, wants map[string]want) {
@@ -143,7 +144,7 @@ func TestBatchOperations(t *testing.T) {
 			if !ok || r.ResultCode != string(w.code) || !strings.Contains(r.ResultString, w.result) {
 				t.Errorf("task %s: %s %q; want %s with %q", r.TaskID, r.ResultCode, r.ResultString, w.code, w.result)
 			}
-			if r.ResultCode == string(fanout.Succeeded) {
+			if r.ResultCode == string(fanouthandler.Succeeded) {
 				var s struct {
 					RunID       string `json:"runId"`
 					RecordsSent int64  `json:"recordsSent"`
@@ -174,10 +175,10 @@ func TestBatchOperations(t *testing.T) {
 				task("big", "batch/big+plus.jsonl", ""),
 			}, ",")+`]}`)
 		check(t, resp, "1.0", map[string]want{
-			"spaced":      {fanout.Succeeded, `"recordsSent":3`},
-			"old-version": {fanout.Succeeded, `"recordsSent":4`},
-			"missing":     {fanout.PermanentFailure, "object not found"},
-			"big":         {fanout.Succeeded, `"tasksQueued":`},
+			"spaced":      {fanouthandler.Succeeded, `"recordsSent":3`},
+			"old-version": {fanouthandler.Succeeded, `"recordsSent":4`},
+			"missing":     {fanouthandler.PermanentFailure, "object not found"},
+			"big":         {fanouthandler.Succeeded, `"tasksQueued":`},
 		})
 		if strings.Contains(resp.Results[3].ResultString, `"tasksQueued":0`) {
 			t.Errorf("big object: %s; want its chunks queued", resp.Results[3].ResultString)
@@ -200,8 +201,8 @@ func TestBatchOperations(t *testing.T) {
 			`{"taskId":"spaced","s3Key":"`+batchKey("batch/a bñ 日本.jsonl")+`","s3VersionId":null,"s3Bucket":"`+bucket+`"},`+
 			`{"taskId":"gone-version","s3Key":"batch/versioned.jsonl","s3VersionId":"no-such-version","s3Bucket":"`+bucket+`"}]}`)
 		check(t, resp, "2.0", map[string]want{
-			"spaced":       {fanout.Succeeded, `"runId":"run-2"`},
-			"gone-version": {fanout.PermanentFailure, "versioned.jsonl"},
+			"spaced":       {fanouthandler.Succeeded, `"runId":"run-2"`},
+			"gone-version": {fanouthandler.PermanentFailure, "versioned.jsonl"},
 		})
 		got := sortedBodies(t, sqsc, target)
 		var wantBodies []string
@@ -218,7 +219,7 @@ func TestBatchOperations(t *testing.T) {
 			`{"taskId":"a","s3Key":"batch/versioned.jsonl","s3VersionId":null,"s3Bucket":"`+bucket+`"},`+
 			`{"taskId":"b","s3Key":"batch/big%2Bplus.jsonl","s3VersionId":null,"s3Bucket":"`+bucket+`"}]}`)
 		reason := "userArguments: chunkSize: 1 bytes is not a chunk size from 1KiB to 1GiB"
-		check(t, resp, "2.0", map[string]want{"a": {fanout.PermanentFailure, reason}, "b": {fanout.PermanentFailure, reason}})
+		check(t, resp, "2.0", map[string]want{"a": {fanouthandler.PermanentFailure, reason}, "b": {fanouthandler.PermanentFailure, reason}})
 		if got := sortedBodies(t, sqsc, target); len(got) != 0 {
 			t.Errorf("%d records sent for a job with bad userArguments", len(got))
 		}
@@ -283,8 +284,8 @@ func TestDistributedMap(t *testing.T) {
 		t.Fatalf("listed %d items", len(items))
 	}
 	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
-		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, envS3PathStyle+"=true",
-		envTargetQueueURL+"="+target, envWorkQueueURL+"="+work, "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
+		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
+		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
 
 	t.Run("batch", func(t *testing.T) {
 		batch := map[string]any{"Items": items, "BatchInput": map[string]any{"bucket": "lake", "runId": "exec-1", "maxInFlight": 4}}
@@ -292,7 +293,7 @@ func TestDistributedMap(t *testing.T) {
 		if err != nil {
 			t.Fatalf("invoke: %v\n%.3000s", err, fn.Logs())
 		}
-		var res fanout.MapResult
+		var res fanouthandler.MapResult
 		if err := json.Unmarshal(out, &res); err != nil {
 			t.Fatalf("answer %s: %v", out, err)
 		}
@@ -300,7 +301,7 @@ func TestDistributedMap(t *testing.T) {
 			t.Fatalf("answer %s: want run exec-1, 3 items succeeded, 60 records sent", out)
 		}
 		for i, r := range res.Results {
-			if r.Bucket != "lake" || r.Key != items[i]["Key"] || r.Status != fanout.Succeeded || r.RecordsSent != 20 || r.Reason != "" {
+			if r.Bucket != "lake" || r.Key != items[i]["Key"] || r.Status != fanouthandler.Succeeded || r.RecordsSent != 20 || r.Reason != "" {
 				t.Errorf("result %d: %+v; want %s in lake, Succeeded, 20 records", i, r, items[i]["Key"])
 			}
 		}
@@ -318,13 +319,13 @@ func TestDistributedMap(t *testing.T) {
 			t.Fatalf("invoke: %v (answer %s); want a FailedItemsError", err, out)
 		}
 		i := strings.Index(fe.Message, ": {")
-		var res fanout.MapResult
+		var res fanouthandler.MapResult
 		if i < 0 || json.Unmarshal([]byte(fe.Message[i+2:]), &res) != nil {
 			t.Fatalf("message %q does not end with the batch's result", fe.Message)
 		}
 		if !strings.HasPrefix(res.RunID, "map-") || res.Succeeded != 1 || res.PermanentFailures != 2 || len(res.Results) != 3 ||
-			res.Results[1].Status != fanout.PermanentFailure || !strings.Contains(res.Results[1].Reason, "not found") ||
-			res.Results[2].Status != fanout.PermanentFailure || !strings.Contains(res.Results[2].Reason, "changed") {
+			res.Results[1].Status != fanouthandler.PermanentFailure || !strings.Contains(res.Results[1].Reason, "not found") ||
+			res.Results[2].Status != fanouthandler.PermanentFailure || !strings.Contains(res.Results[2].Reason, "changed") {
 			t.Errorf("result %+v: want a derived run id, item 0 sent, the missing and the changed items PermanentFailure", res)
 		}
 		if got := sortedBodies(t, sqsc, target); len(got) != 20 || !strings.HasPrefix(got[0], "m0-") {

@@ -14,9 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/s3sqs/s3sqs/internal/esm"
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/internal/rie"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/internal/testenv/esm"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/rie"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
@@ -51,9 +52,9 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
-		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, envS3PathStyle+"=true",
-		envTargetQueueURL+"="+target, envWorkQueueURL+"="+work, envFailureQueueURL+"="+failure,
-		envChunkSize+"=4KiB", envInlineMaxBytes+"=8KiB", "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
+		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
+		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.FailureQueueURL.Env+"="+failure,
+		settings.ChunkSize.Env+"=4KiB", settings.InlineMaxBytes.Env+"=8KiB", "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
 	out, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "prefix": "exports/"})
 	if err != nil {
 		t.Fatalf("request: %v\n%s", err, fn.Logs())
@@ -126,9 +127,9 @@ func TestEndToEndDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
-		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, envS3PathStyle+"=true",
-		envTargetQueueURL+"="+target, envWorkQueueURL+"="+work, envInlineMaxBytes+"=1KiB", envMaxInFlight+"=2",
-		envDeadlineMargin+"=2500ms", "AWS_LAMBDA_FUNCTION_TIMEOUT=3")
+		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
+		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.InlineMaxBytes.Env+"=1KiB", settings.MaxInFlight.Env+"=2",
+		settings.DeadlineMargin.Env+"=2500ms", "AWS_LAMBDA_FUNCTION_TIMEOUT=3")
 	if _, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "key": "big.jsonl"}); err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +189,8 @@ func TestEndToEndFIFO(t *testing.T) {
 			// A queue per mode: a chunk-mode message's deduplication id is
 			// the record id of its first record.
 			target := localaws.CreateQueue(t, sqsc, "-target.fifo", map[string]string{"ContentBasedDeduplication": "false"})
-			fn := rie.Start(t, bootstrap, "AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, envS3PathStyle+"=true",
-				envTargetQueueURL+"="+target, "AWS_LAMBDA_FUNCTION_TIMEOUT=60")
+			fn := rie.Start(t, bootstrap, "AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
+				settings.TargetQueueURL.Env+"="+target, "AWS_LAMBDA_FUNCTION_TIMEOUT=60")
 			out, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "prefix": "fifo/", "mode": mode, "runId": "fifo-" + mode})
 			if err != nil {
 				t.Fatalf("invoke: %v", err)
@@ -259,8 +260,8 @@ func TestRefusals(t *testing.T) {
 		}
 	}
 	bootstrap := rie.Build(t, "./functions/fanout")
-	env := []string{"AWS_ENDPOINT_URL_SQS=" + sqsEndpoint, "AWS_ENDPOINT_URL_S3=" + s3URL, envS3PathStyle + "=true", "AWS_LAMBDA_FUNCTION_TIMEOUT=30"}
-	fn := rie.Start(t, bootstrap, append(env, envTargetQueueURL+"="+target, envWorkQueueURL+"="+work, envFailureQueueURL+"="+failure)...)
+	env := []string{"AWS_ENDPOINT_URL_SQS=" + sqsEndpoint, "AWS_ENDPOINT_URL_S3=" + s3URL, settings.S3PathStyle.Env + "=true", "AWS_LAMBDA_FUNCTION_TIMEOUT=30"}
+	fn := rie.Start(t, bootstrap, append(env, settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.FailureQueueURL.Env+"="+failure)...)
 
 	refused := []struct {
 		name    string
@@ -367,20 +368,20 @@ func TestRefusals(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{"message size in KiB", []string{envTargetQueueURL + "=" + target, envTargetMaxMsgSize + "=256"},
+		{"message size in KiB", []string{settings.TargetQueueURL.Env + "=" + target, settings.TargetMaxMessageSize.Env + "=256"},
 			"TARGET_MAX_MESSAGE_SIZE: 256 bytes is outside SQS's range of 1,024 to 1,048,576 bytes"},
-		{"queue name as URL", []string{envTargetQueueURL + "=orders"}, `TARGET_QUEUE_URL: \"orders\" is not a queue URL`},
-		{"missing target queue", []string{envTargetQueueURL + "=" + target + "-gone"},
+		{"queue name as URL", []string{settings.TargetQueueURL.Env + "=orders"}, `TARGET_QUEUE_URL: \"orders\" is not a queue URL`},
+		{"missing target queue", []string{settings.TargetQueueURL.Env + "=" + target + "-gone"},
 			"TARGET_QUEUE_URL: queue " + target + "-gone cannot be used: AWS.SimpleQueueService.NonExistentQueue"},
-		{"missing work queue", []string{envTargetQueueURL + "=" + target, envWorkQueueURL + "=" + work + "-gone"},
+		{"missing work queue", []string{settings.TargetQueueURL.Env + "=" + target, settings.WorkQueueURL.Env + "=" + work + "-gone"},
 			"WORK_QUEUE_URL: queue " + work + "-gone cannot be used: AWS.SimpleQueueService.NonExistentQueue"},
-		{"missing failure queue", []string{envTargetQueueURL + "=" + target, envFailureQueueURL + "=" + failure + "-gone"},
+		{"missing failure queue", []string{settings.TargetQueueURL.Env + "=" + target, settings.FailureQueueURL.Env + "=" + failure + "-gone"},
 			"FAILURE_QUEUE_URL: queue " + failure + "-gone cannot be used"},
-		{"missing claims table", []string{envTargetQueueURL + "=" + target, "AWS_ENDPOINT_URL_DYNAMODB=" + localaws.Endpoint(t, localaws.EnvMoto), envClaimsTable + "=no-such-table"},
+		{"missing claims table", []string{settings.TargetQueueURL.Env + "=" + target, "AWS_ENDPOINT_URL_DYNAMODB=" + localaws.Endpoint(t, localaws.EnvMoto), settings.ClaimsTable.Env + "=no-such-table"},
 			"CLAIMS_TABLE: cannot read DynamoDB table no-such-table"},
-		{"offload prefix S3 keys allow but the Extended Client does not", []string{envTargetQueueURL + "=" + target, "OFFLOAD_S3_URI=s3://lake/date=1/"},
+		{"offload prefix S3 keys allow but the Extended Client does not", []string{settings.TargetQueueURL.Env + "=" + target, "OFFLOAD_S3_URI=s3://lake/date=1/"},
 			`OFFLOAD_S3_URI: key prefix \"date=1/\" has \"=\"`},
-		{"tracing typo", []string{envTargetQueueURL + "=" + target, envTracing + "=xray"}, `TRACING: \"xray\" is not off, otlp or stdout`},
+		{"tracing typo", []string{settings.TargetQueueURL.Env + "=" + target, settings.Tracing.Env + "=xray"}, `TRACING: \"xray\" is not off, otlp or stdout`},
 	}
 	for _, tc := range inits {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 // Command fanout is the fanout Lambda function: it splits S3 datasets into
 // chunks and sends their records to SQS in parallel batches. Its logic is
-// package fanout's; README.md has its configuration.
+// package fanouthandler's, over package fanout's engine; README.md has its
+// configuration.
 package main
 
 import (
@@ -9,15 +10,22 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
+	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
 func main() {
 	cfg, err := loadConfig(os.Getenv)
+	// fanout's workers run the tasks s3ingest hands off, encoded as it
+	// sends records.
+	cfg.runner.IngestEncoder = ingesthandler.EncodeRecords
 	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, ClaimsTable: cfg.claimsTable, Name: "fanout", Tracing: cfg.tracing, QueueVariable: cfg.queueVariable}
-	lambdaenv.Start(fn, err, func(r *fanout.Runner, log *slog.Logger) func(context.Context, json.RawMessage) (any, error) {
+	lambdaenv.Start(fn, err, func(r *fanout.Runner, s3c *s3.Client, log *slog.Logger) func(context.Context, json.RawMessage) (any, error) {
 		cfg.handler.Logger, cfg.handler.Out = log, os.Stdout
-		return fanout.NewHandler(r, cfg.handler).Invoke
+		return fanouthandler.New(r, s3c, cfg.handler).Invoke
 	})
 }

@@ -10,8 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/internal/rie"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/rie"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
@@ -41,8 +42,8 @@ func TestOffload(t *testing.T) {
 			failure := localaws.CreateQueue(t, sqsc, "-failure", nil)
 			prefix := "offload/" + strings.ReplaceAll(strings.ReplaceAll(tc.name, " ", "-"), "/", "") + "/"
 			fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
-				"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, envS3PathStyle+"=true",
-				envTargetQueueURL+"="+target, envFailureQueueURL+"="+failure, "OFFLOAD_S3_URI=s3://lake/"+prefix,
+				"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
+				settings.TargetQueueURL.Env+"="+target, settings.FailureQueueURL.Env+"="+failure, "OFFLOAD_S3_URI=s3://lake/"+prefix,
 				"AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
 
 			// A small record first, to learn what the attributes fanout adds
@@ -123,8 +124,8 @@ func TestOffload(t *testing.T) {
 		target := localaws.CreateQueue(t, sqsc, "-offload", map[string]string{"MaximumMessageSize": "262144"})
 		failure := localaws.CreateQueue(t, sqsc, "-failure", nil)
 		fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
-			"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, envS3PathStyle+"=true",
-			envTargetQueueURL+"="+target, envFailureQueueURL+"="+failure, "OFFLOAD_S3_URI=s3://no-such-bucket/offload/",
+			"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
+			settings.TargetQueueURL.Env+"="+target, settings.FailureQueueURL.Env+"="+failure, "OFFLOAD_S3_URI=s3://no-such-bucket/offload/",
 			"AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
 		key := "sizes/missing.jsonl"
 		big := `{"v":"` + strings.Repeat("x", 300<<10) + `"}`

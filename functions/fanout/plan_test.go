@@ -12,10 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/s3sqs/s3sqs/internal/esm"
-	"github.com/s3sqs/s3sqs/internal/faultproxy"
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/internal/rie"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/internal/testenv/esm"
+	"github.com/s3sqs/s3sqs/internal/testenv/faultproxy"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/rie"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -42,9 +43,9 @@ func TestPlanningContinues(t *testing.T) {
 	// second, against a second of work per invocation.
 	slow := faultproxy.Start(t, s3URL, faultproxy.Options{Ops: []string{"GetObject"}, Rates: faultproxy.Rates{Delay: 1, DelayFor: 150 * time.Millisecond}})
 	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
-		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+slow.URL(), envS3PathStyle+"=true",
-		"AWS_ENDPOINT_URL_DYNAMODB="+localaws.Endpoint(t, localaws.EnvMoto), envClaimsTable+"="+claimsTable,
-		envTargetQueueURL+"="+target, envWorkQueueURL+"="+work, envInlineMaxBytes+"=1KiB", "AWS_LAMBDA_FUNCTION_TIMEOUT=2")
+		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+slow.URL(), settings.S3PathStyle.Env+"=true",
+		"AWS_ENDPOINT_URL_DYNAMODB="+localaws.Endpoint(t, localaws.EnvMoto), settings.ClaimsTable.Env+"="+claimsTable,
+		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.InlineMaxBytes.Env+"=1KiB", "AWS_LAMBDA_FUNCTION_TIMEOUT=2")
 
 	out, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "prefix": "many/", "runId": "plan-steps"})
 	if err != nil {
@@ -154,8 +155,8 @@ func TestFIFOChunksInOrder(t *testing.T) {
 	}
 	slow := faultproxy.Start(t, s3URL, faultproxy.Options{Ops: []string{"GetObject"}, Rates: faultproxy.Rates{Delay: 1, DelayFor: 300 * time.Millisecond}})
 	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
-		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+slow.URL(), envS3PathStyle+"=true",
-		envTargetQueueURL+"="+target, envWorkQueueURL+"="+work, envInlineMaxBytes+"=1KiB", envChunkSize+"=4KiB",
+		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+slow.URL(), settings.S3PathStyle.Env+"=true",
+		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.InlineMaxBytes.Env+"=1KiB", settings.ChunkSize.Env+"=4KiB",
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=2")
 	out, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "prefix": "ordered/", "runId": "fifo-chain"})
 	var rep fanout.Report

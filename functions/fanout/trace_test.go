@@ -10,8 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/internal/rie"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/rie"
 )
 
 // TestTracing runs a request through the Lambda runtime API with
@@ -31,8 +32,8 @@ func TestTracing(t *testing.T) {
 		}
 	}
 	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
-		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, envS3PathStyle+"=true",
-		envTargetQueueURL+"="+target, envTracing+"=stdout", "AWS_LAMBDA_FUNCTION_TIMEOUT=60")
+		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
+		settings.TargetQueueURL.Env+"="+target, settings.Tracing.Env+"=stdout", "AWS_LAMBDA_FUNCTION_TIMEOUT=60")
 	if _, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "prefix": "traced/"}); err != nil {
 		t.Fatalf("request: %v\n%s", err, fn.Logs())
 	}

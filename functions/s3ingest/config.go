@@ -1,49 +1,23 @@
 package main
 
 import (
-	"fmt"
-	"strings"
-
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
-	"github.com/s3sqs/s3sqs/internal/tracing"
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
+	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
+	s "github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
-	"github.com/s3sqs/s3sqs/pkg/ingest"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 )
 
-// Environment variables s3ingest reads. docs/configuration.md has the table
-// with the defaults; TestConfigTable checks that it lists exactly these.
-// The notification filter's variables are lambdaenv's.
-const (
-	envOutputQueueURL      = "OUTPUT_QUEUE_URL"
-	envFailureQueueURL     = "FAILURE_QUEUE_URL"
-	envFailureS3URI        = "FAILURE_S3_URI"
-	envFormat              = "FORMAT"
-	envPartitionColumns    = "PARTITION_COLUMNS"
-	envFileMetadata        = "FILE_METADATA"
-	envSkipGroupOnError    = "SKIP_GROUP_ON_ERROR"
-	envOnBadRecord         = "ON_BAD_RECORD"
-	envFailOnError         = "FAIL_ON_ERROR"
-	envMaxInFlight         = "MAX_IN_FLIGHT"
-	envMaxAttempts         = "MAX_ATTEMPTS"
-	envReplaceInvalidChars = "REPLACE_INVALID_CHARACTERS"
-	envReadConcurrency     = "READ_CONCURRENCY"
-	envHandoffBytes        = "HANDOFF_BYTES"
-	envFanoutWorkQueueURL  = "FANOUT_WORK_QUEUE_URL"
-	envChunkSize           = "CHUNK_SIZE"
-	envCSVNoQuotedNewlines = "CSV_NO_QUOTED_NEWLINES"
-	envDeadlineMargin      = "DEADLINE_MARGIN"
-	envClaimsTable         = lambdaenv.ClaimsTable
-	envTracing             = lambdaenv.Tracing
-	envS3PathStyle         = lambdaenv.S3PathStyle
-)
-
 // config is s3ingest's configuration, read once at init: the runner that
-// reads and sends (its target is the output queue), and the handler.
+// reads and sends (its target is the output queue), and the handler. The
+// variables and their checks are internal/settings' rows;
+// docs/configuration.md has the table with the defaults, which
+// TestConfigTable holds to what loadConfig reads.
 type config struct {
 	runner      fanout.Options
-	ingest      ingest.Options
+	ingest      ingesthandler.Options
 	s3PathStyle bool
 	claimsTable string
 	tracing     tracing.Mode
@@ -55,53 +29,45 @@ func loadConfig(getenv func(string) string) (config, error) {
 	env := lambdaenv.New(getenv)
 	var c config
 	o, in := &c.runner, &c.ingest
-	o.Target.URL = env.QueueURL(envOutputQueueURL)
-	if env.String(envOutputQueueURL) == "" {
-		env.Bad(envOutputQueueURL, "is required: the URL of the queue the records are sent to")
+	o.Target.URL = lambdaenv.Get(env, s.OutputQueueURL)
+	if env.String(s.OutputQueueURL.Env) == "" {
+		env.Bad(s.OutputQueueURL.Env, "is required: the URL of the queue the records are sent to")
 	}
-	o.FailureQueueURL = env.QueueURL(envFailureQueueURL)
-	o.FailureS3URI = env.S3URI(envFailureS3URI)
-	env.OneOf(envFailureQueueURL, envFailureS3URI)
-	o.Plan.Format = lambdaenv.Parse(env, envFormat, dataset.ParseFormat)
-	o.Plan.ChunkSize = lambdaenv.Parse(env, envChunkSize, fanout.ParseChunkSize)
-	o.Plan.CSV.NoQuotedNewlines = env.Bool(envCSVNoQuotedNewlines, false)
-	o.Send.MaxInFlight = env.Int(envMaxInFlight, fanout.ParseMaxInFlight)
-	o.Send.MaxAttempts = env.Int(envMaxAttempts, fanout.ParseMaxAttempts)
-	o.Send.ReplaceInvalidCharacters = env.Bool(envReplaceInvalidChars, false)
-	in.ReadConcurrency = env.Int(envReadConcurrency, fanout.ParseChunkConcurrency)
+	o.FailureQueueURL = lambdaenv.Get(env, s.FailureQueueURL)
+	o.FailureS3URI = lambdaenv.Get(env, s.FailureS3URI)
+	env.OneOf(s.FailureQueueURL.Row, s.FailureS3URI.Row)
+	o.Plan.Format = dataset.Format(lambdaenv.Get(env, s.Format))
+	o.Plan.ChunkSize = lambdaenv.Get(env, s.ChunkSize)
+	o.Plan.CSV.NoQuotedNewlines = env.Bool(s.CSVNoQuotedNewlines, false)
+	o.Send.MaxInFlight = env.Int(s.MaxInFlight)
+	o.Send.MaxAttempts = env.Int(s.MaxAttempts)
+	o.Send.ReplaceInvalidCharacters = env.Bool(s.ReplaceInvalidCharacters, false)
+	in.ReadConcurrency = env.Int(s.ReadConcurrency)
 	if in.ReadConcurrency == 0 {
-		in.ReadConcurrency = ingest.DefaultReadConcurrency
+		in.ReadConcurrency = ingesthandler.DefaultReadConcurrency
 	}
 	o.ChunkConcurrency = in.ReadConcurrency
 
-	in.HandoffBytes = env.Size(envHandoffBytes)
+	in.HandoffBytes = lambdaenv.Get(env, s.HandoffBytes)
 	if in.HandoffBytes > 0 {
-		if env.String(envFanoutWorkQueueURL) == "" {
-			env.Bad(envHandoffBytes, "needs %s, the queue the chunk tasks go to", envFanoutWorkQueueURL)
+		if env.String(s.FanoutWorkQueueURL.Env) == "" {
+			env.Bad(s.HandoffBytes.Env, "needs %s, the queue the chunk tasks go to", s.FanoutWorkQueueURL.Env)
 		}
-		o.WorkQueueURL = env.QueueURL(envFanoutWorkQueueURL)
+		o.WorkQueueURL = lambdaenv.Get(env, s.FanoutWorkQueueURL)
 	}
 
 	in.Filter = env.Filter(true)
-	in.FileMetadata = env.Bool(envFileMetadata, true)
+	in.FileMetadata = env.Bool(s.FileMetadata, true)
 	in.Partitions = recordjson.PartitionsString
-	if env.String(envPartitionColumns) != "" {
-		in.Partitions = lambdaenv.Parse(env, envPartitionColumns, ingest.ParsePartitions)
+	if env.String(s.PartitionColumns.Env) != "" {
+		in.Partitions = recordjson.PartitionMode(lambdaenv.Get(env, s.PartitionColumns))
 	}
-	in.FailBadRecords = lambdaenv.Parse(env, envOnBadRecord, func(v string) (bool, error) {
-		switch strings.ToLower(v) {
-		case "fail":
-			return true, nil
-		case "output", "skip":
-			return false, nil
-		}
-		return false, fmt.Errorf("%q is not output or fail", v)
-	})
-	in.FailOnError = env.Bool(envFailOnError, false)
-	in.SkipGroupOnError = env.Bool(envSkipGroupOnError, false)
-	in.DeadlineMargin = env.Duration(envDeadlineMargin)
-	c.s3PathStyle = env.Bool(envS3PathStyle, false)
-	c.claimsTable = env.ClaimsTable(envClaimsTable)
+	in.FailBadRecords = lambdaenv.Get(env, s.OnBadRecord) == "fail"
+	in.FailOnError = env.Bool(s.FailOnError, false)
+	in.SkipGroupOnError = env.Bool(s.SkipGroupOnError, false)
+	in.DeadlineMargin = lambdaenv.Get(env, s.DeadlineMargin)
+	c.s3PathStyle = env.Bool(s.S3PathStyle, false)
+	c.claimsTable = lambdaenv.Get(env, s.ClaimsTable)
 	env.Offload(&c.runner)
 	c.tracing = env.Tracing()
 	return c, env.Err()
@@ -111,9 +77,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 func queueVariable(role string) string {
 	switch role {
 	case fanout.RoleWork:
-		return envFanoutWorkQueueURL
+		return s.FanoutWorkQueueURL.Env
 	case fanout.RoleFailure:
-		return envFailureQueueURL
+		return s.FailureQueueURL.Env
 	}
-	return envOutputQueueURL
+	return s.OutputQueueURL.Env
 }

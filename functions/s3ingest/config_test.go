@@ -7,11 +7,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/s3sqs/s3sqs/internal/doccheck"
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/internal/testenv/doccheck"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
-	"github.com/s3sqs/s3sqs/pkg/ingest"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -23,12 +23,12 @@ func TestLoadConfig(t *testing.T) {
 	defaults := config{
 		runner: fanout.Options{
 			Target:           sqsbatch.Queue{URL: testQueue},
-			ChunkConcurrency: ingest.DefaultReadConcurrency,
+			ChunkConcurrency: ingesthandler.DefaultReadConcurrency,
 		},
-		ingest: ingest.Options{
+		ingest: ingesthandler.Options{
 			Partitions:      recordjson.PartitionsString,
 			FileMetadata:    true,
-			ReadConcurrency: ingest.DefaultReadConcurrency,
+			ReadConcurrency: ingesthandler.DefaultReadConcurrency,
 		},
 	}
 	tests := []struct {
@@ -41,13 +41,13 @@ func TestLoadConfig(t *testing.T) {
 		{
 			name: "every setting",
 			env: map[string]string{
-				envFormat: "ndjson", lambdaenv.EventTypes: "ObjectCreated:Put, s3:ObjectCreated:Copy ,", lambdaenv.IgnoreDeletions: "false",
-				lambdaenv.KeyPrefix: "events/", lambdaenv.KeySuffix: ".jsonl", lambdaenv.MaxFileAge: "2d", lambdaenv.DedupByFileName: "true",
-				lambdaenv.SortByTime: "1", lambdaenv.EventBridgeKeysRaw: "true", envPartitionColumns: "Typed", envFileMetadata: "false",
-				envSkipGroupOnError: "true", envOnBadRecord: "fail", envFailOnError: "true", envMaxInFlight: "8", envMaxAttempts: "3",
-				envReplaceInvalidChars: "true", envReadConcurrency: "2", envHandoffBytes: "512MiB",
-				envFanoutWorkQueueURL: "http://q/work", envChunkSize: "16MiB", envCSVNoQuotedNewlines: "true",
-				envDeadlineMargin: "5s", envS3PathStyle: "true", envFailureQueueURL: "http://q/failures",
+				settings.Format.Env: "ndjson", settings.EventTypes.Env: "ObjectCreated:Put, s3:ObjectCreated:Copy ,", settings.IgnoreDeletions.Env: "false",
+				settings.KeyPrefix.Env: "events/", settings.KeySuffix.Env: ".jsonl", settings.MaxFileAge.Env: "2d", settings.DedupByFileName.Env: "true",
+				settings.SortByTime.Env: "1", settings.EventBridgeKeysRaw.Env: "true", settings.PartitionColumns.Env: "Typed", settings.FileMetadata.Env: "false",
+				settings.SkipGroupOnError.Env: "true", settings.OnBadRecord.Env: "fail", settings.FailOnError.Env: "true", settings.MaxInFlight.Env: "8", settings.MaxAttempts.Env: "3",
+				settings.ReplaceInvalidCharacters.Env: "true", settings.ReadConcurrency.Env: "2", settings.HandoffBytes.Env: "512MiB",
+				settings.FanoutWorkQueueURL.Env: "http://q/work", settings.ChunkSize.Env: "16MiB", settings.CSVNoQuotedNewlines.Env: "true",
+				settings.DeadlineMargin.Env: "5s", settings.S3PathStyle.Env: "true", settings.FailureQueueURL.Env: "http://q/failures",
 			},
 			want: func(c *config) {
 				c.runner = fanout.Options{
@@ -58,7 +58,7 @@ func TestLoadConfig(t *testing.T) {
 					Send:             sqsbatch.Options{MaxInFlight: 8, MaxAttempts: 3, ReplaceInvalidCharacters: true},
 					ChunkConcurrency: 2,
 				}
-				c.ingest = ingest.Options{
+				c.ingest = ingesthandler.Options{
 					Filter: s3event.Filter{
 						EventTypes: []string{"ObjectCreated:Put", "s3:ObjectCreated:Copy"}, KeepDeletions: true,
 						Prefix: "events/", Suffix: ".jsonl", MaxFileAge: 48 * time.Hour, FileNameOnly: true, SortByTime: true,
@@ -76,55 +76,55 @@ func TestLoadConfig(t *testing.T) {
 				c.s3PathStyle = true
 			},
 		},
-		{name: "age in hours", env: map[string]string{lambdaenv.MaxFileAge: "36h"}, want: func(c *config) { c.ingest.Filter.MaxFileAge = 36 * time.Hour }},
-		{name: "age off", env: map[string]string{lambdaenv.MaxFileAge: "off"}, want: func(c *config) { c.ingest.Filter.MaxFileAge = -1 }},
-		{name: "age zero is off", env: map[string]string{lambdaenv.MaxFileAge: "0"}, want: func(c *config) { c.ingest.Filter.MaxFileAge = -1 }},
-		{name: "event types", env: map[string]string{lambdaenv.EventTypes: "s3:ObjectCreated:Put, ObjectRestore:*,*"}, want: func(c *config) {
+		{name: "age in hours", env: map[string]string{settings.MaxFileAge.Env: "36h"}, want: func(c *config) { c.ingest.Filter.MaxFileAge = 36 * time.Hour }},
+		{name: "age off", env: map[string]string{settings.MaxFileAge.Env: "off"}, want: func(c *config) { c.ingest.Filter.MaxFileAge = -1 }},
+		{name: "age zero is off", env: map[string]string{settings.MaxFileAge.Env: "0"}, want: func(c *config) { c.ingest.Filter.MaxFileAge = -1 }},
+		{name: "event types", env: map[string]string{settings.EventTypes.Env: "s3:ObjectCreated:Put, ObjectRestore:*,*"}, want: func(c *config) {
 			c.ingest.Filter.EventTypes = []string{"s3:ObjectCreated:Put", "ObjectRestore:*", "*"}
 		}},
-		{name: "partitions off", env: map[string]string{envPartitionColumns: "false"}, want: func(c *config) { c.ingest.Partitions = recordjson.PartitionsOff }},
-		{name: "bad records to the failure output", env: map[string]string{envOnBadRecord: "output"}, want: func(*config) {}},
-		{name: "skip is the old name of output", env: map[string]string{envOnBadRecord: "Skip"}, want: func(*config) {}},
-		{name: "failure output in S3", env: map[string]string{envFailureS3URI: "s3://b/failed/"}, want: func(c *config) { c.runner.FailureS3URI = "s3://b/failed/" }},
-		{name: "prefix keeps spaces", env: map[string]string{lambdaenv.KeyPrefix: " a b/"}, want: func(c *config) { c.ingest.Filter.Prefix = " a b/" }},
-		{name: "size in bytes", env: map[string]string{envHandoffBytes: "1048576", envFanoutWorkQueueURL: "http://q/1/work"}, want: func(c *config) {
+		{name: "partitions off", env: map[string]string{settings.PartitionColumns.Env: "false"}, want: func(c *config) { c.ingest.Partitions = recordjson.PartitionsOff }},
+		{name: "bad records to the failure output", env: map[string]string{settings.OnBadRecord.Env: "output"}, want: func(*config) {}},
+		{name: "skip is the old name of output", env: map[string]string{settings.OnBadRecord.Env: "Skip"}, want: func(*config) {}},
+		{name: "failure output in S3", env: map[string]string{settings.FailureS3URI.Env: "s3://b/failed/"}, want: func(c *config) { c.runner.FailureS3URI = "s3://b/failed/" }},
+		{name: "prefix keeps spaces", env: map[string]string{settings.KeyPrefix.Env: " a b/"}, want: func(c *config) { c.ingest.Filter.Prefix = " a b/" }},
+		{name: "size in bytes", env: map[string]string{settings.HandoffBytes.Env: "1048576", settings.FanoutWorkQueueURL.Env: "http://q/1/work"}, want: func(c *config) {
 			c.ingest.HandoffBytes = 1 << 20
 			c.runner.WorkQueueURL = "http://q/1/work"
 		}},
-		{name: "work queue without hand-off is not used", env: map[string]string{envFanoutWorkQueueURL: "http://q/1/work"}, want: func(*config) {}},
-		{name: "claims table", env: map[string]string{envClaimsTable: "s3sqs-claims"}, want: func(c *config) { c.claimsTable = "s3sqs-claims" }},
-		{name: "claims table that is no name", env: map[string]string{envClaimsTable: "a b"}, wantErr: []string{envClaimsTable + `: "a b" is not a DynamoDB table name`}},
-		{name: "missing output queue", env: map[string]string{envOutputQueueURL: ""}, wantErr: []string{envOutputQueueURL}},
+		{name: "work queue without hand-off is not used", env: map[string]string{settings.FanoutWorkQueueURL.Env: "http://q/1/work"}, want: func(*config) {}},
+		{name: "claims table", env: map[string]string{settings.ClaimsTable.Env: "s3sqs-claims"}, want: func(c *config) { c.claimsTable = "s3sqs-claims" }},
+		{name: "claims table that is no name", env: map[string]string{settings.ClaimsTable.Env: "a b"}, wantErr: []string{settings.ClaimsTable.Env + `: "a b" is not a DynamoDB table name`}},
+		{name: "missing output queue", env: map[string]string{settings.OutputQueueURL.Env: ""}, wantErr: []string{settings.OutputQueueURL.Env}},
 		{
 			name: "every problem at once",
 			env: map[string]string{
-				envOutputQueueURL: "", envFormat: "xml", lambdaenv.IgnoreDeletions: "maybe", lambdaenv.MaxFileAge: "7 days",
-				envPartitionColumns: "yes", envFileMetadata: "nope", envSkipGroupOnError: "2", envOnBadRecord: "ignore",
-				envMaxInFlight: "0", envMaxAttempts: "x", envReadConcurrency: "65", envHandoffBytes: "-1",
-				envChunkSize: "8 MB", envDeadlineMargin: "-3s", envS3PathStyle: "on", envFailOnError: "yes please",
-				envFailureQueueURL: "failures",
+				settings.OutputQueueURL.Env: "", settings.Format.Env: "xml", settings.IgnoreDeletions.Env: "maybe", settings.MaxFileAge.Env: "7 days",
+				settings.PartitionColumns.Env: "yes", settings.FileMetadata.Env: "nope", settings.SkipGroupOnError.Env: "2", settings.OnBadRecord.Env: "ignore",
+				settings.MaxInFlight.Env: "0", settings.MaxAttempts.Env: "x", settings.ReadConcurrency.Env: "65", settings.HandoffBytes.Env: "-1",
+				settings.ChunkSize.Env: "8 MB", settings.DeadlineMargin.Env: "-3s", settings.S3PathStyle.Env: "on", settings.FailOnError.Env: "yes please",
+				settings.FailureQueueURL.Env: "failures",
 			},
 			wantErr: []string{
-				envOutputQueueURL, envFormat, lambdaenv.IgnoreDeletions, lambdaenv.MaxFileAge, envPartitionColumns, envFileMetadata,
-				envSkipGroupOnError, envOnBadRecord, envMaxInFlight, envMaxAttempts, envReadConcurrency, envHandoffBytes,
-				envChunkSize, envDeadlineMargin, envS3PathStyle, envFailOnError, envFailureQueueURL,
+				settings.OutputQueueURL.Env, settings.Format.Env, settings.IgnoreDeletions.Env, settings.MaxFileAge.Env, settings.PartitionColumns.Env, settings.FileMetadata.Env,
+				settings.SkipGroupOnError.Env, settings.OnBadRecord.Env, settings.MaxInFlight.Env, settings.MaxAttempts.Env, settings.ReadConcurrency.Env, settings.HandoffBytes.Env,
+				settings.ChunkSize.Env, settings.DeadlineMargin.Env, settings.S3PathStyle.Env, settings.FailOnError.Env, settings.FailureQueueURL.Env,
 			},
 		},
-		{name: "handoff without queue", env: map[string]string{envHandoffBytes: "1GiB"}, wantErr: []string{envHandoffBytes + ": needs " + envFanoutWorkQueueURL}},
-		{name: "zero handoff", env: map[string]string{envHandoffBytes: "0", envFanoutWorkQueueURL: "http://q/1/work"}, wantErr: []string{envHandoffBytes}},
-		{name: "two failure outputs", env: map[string]string{envFailureQueueURL: "http://q/failures", envFailureS3URI: "s3://b/failed/"}, wantErr: []string{
-			envFailureS3URI + ": set only one of " + envFailureQueueURL + " and " + envFailureS3URI}},
-		{name: "failure S3 URI without scheme", env: map[string]string{envFailureS3URI: "b/failed"}, wantErr: []string{envFailureS3URI + `: "b/failed" is not an s3://bucket/prefix URI`}},
-		{name: "days not whole", env: map[string]string{lambdaenv.MaxFileAge: "1.5d"}, wantErr: []string{lambdaenv.MaxFileAge}},
-		{name: "event type typo", env: map[string]string{lambdaenv.EventTypes: "ObjectCreate:*"}, wantErr: []string{
-			lambdaenv.EventTypes + `: "ObjectCreate:*" is not an S3 event type; want a type such as ObjectCreated:Put, or one of ObjectCreated:*, ObjectRemoved:*`}},
-		{name: "event type unknown", env: map[string]string{lambdaenv.EventTypes: "s3:ObjectCreated:Put, PutObject"}, wantErr: []string{lambdaenv.EventTypes + `: "PutObject" is not an S3 event type`}},
-		{name: "output queue name", env: map[string]string{envOutputQueueURL: "records"}, wantErr: []string{envOutputQueueURL + `: "records" is not a queue URL`}},
-		{name: "chunk size too small", env: map[string]string{envChunkSize: "512"}, wantErr: []string{envChunkSize + ": 512 bytes is not a chunk size from 1KiB to 1GiB"}},
+		{name: "handoff without queue", env: map[string]string{settings.HandoffBytes.Env: "1GiB"}, wantErr: []string{settings.HandoffBytes.Env + ": needs " + settings.FanoutWorkQueueURL.Env}},
+		{name: "zero handoff", env: map[string]string{settings.HandoffBytes.Env: "0", settings.FanoutWorkQueueURL.Env: "http://q/1/work"}, wantErr: []string{settings.HandoffBytes.Env}},
+		{name: "two failure outputs", env: map[string]string{settings.FailureQueueURL.Env: "http://q/failures", settings.FailureS3URI.Env: "s3://b/failed/"}, wantErr: []string{
+			settings.FailureS3URI.Env + ": set only one of " + settings.FailureQueueURL.Env + " and " + settings.FailureS3URI.Env}},
+		{name: "failure S3 URI without scheme", env: map[string]string{settings.FailureS3URI.Env: "b/failed"}, wantErr: []string{settings.FailureS3URI.Env + `: "b/failed" is not an s3://bucket/prefix URI`}},
+		{name: "days not whole", env: map[string]string{settings.MaxFileAge.Env: "1.5d"}, wantErr: []string{settings.MaxFileAge.Env}},
+		{name: "event type typo", env: map[string]string{settings.EventTypes.Env: "ObjectCreate:*"}, wantErr: []string{
+			settings.EventTypes.Env + `: "ObjectCreate:*" is not an S3 event type; want a type such as ObjectCreated:Put, or one of ObjectCreated:*, ObjectRemoved:*`}},
+		{name: "event type unknown", env: map[string]string{settings.EventTypes.Env: "s3:ObjectCreated:Put, PutObject"}, wantErr: []string{settings.EventTypes.Env + `: "PutObject" is not an S3 event type`}},
+		{name: "output queue name", env: map[string]string{settings.OutputQueueURL.Env: "records"}, wantErr: []string{settings.OutputQueueURL.Env + `: "records" is not a queue URL`}},
+		{name: "chunk size too small", env: map[string]string{settings.ChunkSize.Env: "512"}, wantErr: []string{settings.ChunkSize.Env + ": 512 bytes is not a chunk size from 1KiB to 1GiB"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := map[string]string{envOutputQueueURL: testQueue}
+			env := map[string]string{settings.OutputQueueURL.Env: testQueue}
 			for k, v := range tt.env {
 				env[k] = v
 			}
@@ -157,9 +157,9 @@ func TestLoadConfig(t *testing.T) {
 
 func TestQueueVariable(t *testing.T) {
 	for role, want := range map[string]string{
-		fanout.RoleTarget:  envOutputQueueURL,
-		fanout.RoleWork:    envFanoutWorkQueueURL,
-		fanout.RoleFailure: envFailureQueueURL,
+		fanout.RoleTarget:  settings.OutputQueueURL.Env,
+		fanout.RoleWork:    settings.FanoutWorkQueueURL.Env,
+		fanout.RoleFailure: settings.FailureQueueURL.Env,
 	} {
 		if got := queueVariable(role); got != want {
 			t.Errorf("queueVariable(%q) = %s; want %s", role, got, want)
@@ -173,7 +173,7 @@ func TestQueueVariable(t *testing.T) {
 // included.
 func TestConfigTable(t *testing.T) {
 	load := func(getenv func(string) string) error { _, err := loadConfig(getenv); return err }
-	base := map[string]string{envOutputQueueURL: testQueue}
+	base := map[string]string{settings.OutputQueueURL.Env: testQueue}
 	for _, err := range doccheck.CheckFunction(doccheck.S3Ingest, load, base, "../../docs/configuration.md") {
 		t.Error(err)
 	}

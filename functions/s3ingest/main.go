@@ -12,17 +12,20 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
+	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
-	"github.com/s3sqs/s3sqs/pkg/ingest"
 )
 
 func main() {
 	cfg, err := loadConfig(os.Getenv)
+	cfg.runner.IngestEncoder = ingesthandler.EncodeRecords
 	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, ClaimsTable: cfg.claimsTable, Name: "s3ingest", Tracing: cfg.tracing, QueueVariable: queueVariable}
-	lambdaenv.Start(fn, err, func(r *fanout.Runner, log *slog.Logger) func(context.Context, json.RawMessage) (any, error) {
+	lambdaenv.Start(fn, err, func(r *fanout.Runner, _ *s3.Client, log *slog.Logger) func(context.Context, json.RawMessage) (any, error) {
 		cfg.ingest.Logger, cfg.ingest.Out = log, os.Stdout
-		h := ingest.New(r, cfg.ingest)
+		h := ingesthandler.New(r, cfg.ingest)
 		return func(ctx context.Context, payload json.RawMessage) (any, error) { return h.Invoke(ctx, payload) }
 	})
 }

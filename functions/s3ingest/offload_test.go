@@ -11,8 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/internal/rie"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/rie"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
 
@@ -36,8 +37,8 @@ func TestOffload(t *testing.T) {
 		t.Fatal(err)
 	}
 	fn := rie.Start(t, rie.Build(t, "./functions/s3ingest"),
-		"AWS_ENDPOINT_URL_S3="+s3URL, envS3PathStyle+"=true", "AWS_LAMBDA_FUNCTION_TIMEOUT=30",
-		envOutputQueueURL+"="+out, "OFFLOAD_S3_URI=s3://lake/offload/")
+		"AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true", "AWS_LAMBDA_FUNCTION_TIMEOUT=30",
+		settings.OutputQueueURL.Env+"="+out, "OFFLOAD_S3_URI=s3://lake/offload/")
 	note, _ := json.Marshal(map[string]any{"Records": []any{map[string]any{
 		"eventVersion": "2.1", "eventSource": "aws:s3", "awsRegion": localaws.Region, "eventName": "ObjectCreated:Put",
 		"eventTime": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),

@@ -9,9 +9,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/internal/rie"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/rie"
 )
 
 // TestRefusals invokes the built function through the Lambda runtime API
@@ -23,8 +23,8 @@ func TestRefusals(t *testing.T) {
 	out := localaws.CreateQueue(t, sqsc, "-out", nil)
 	s3URL := localaws.FakeS3URL(t)
 	bootstrap := rie.Build(t, "./functions/s3ingest")
-	env := []string{"AWS_ENDPOINT_URL_S3=" + s3URL, envS3PathStyle + "=true", "AWS_LAMBDA_FUNCTION_TIMEOUT=30"}
-	fn := rie.Start(t, bootstrap, append(env, envOutputQueueURL+"="+out)...)
+	env := []string{"AWS_ENDPOINT_URL_S3=" + s3URL, settings.S3PathStyle.Env + "=true", "AWS_LAMBDA_FUNCTION_TIMEOUT=30"}
+	fn := rie.Start(t, bootstrap, append(env, settings.OutputQueueURL.Env+"="+out)...)
 
 	s3Event, err := os.ReadFile("../../pkg/partialbatch/testdata/s3-event.json")
 	if err != nil {
@@ -56,14 +56,14 @@ func TestRefusals(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{"event type typo", []string{envOutputQueueURL + "=" + out, lambdaenv.EventTypes + "=ObjectCreate:*"},
+		{"event type typo", []string{settings.OutputQueueURL.Env + "=" + out, settings.EventTypes.Env + "=ObjectCreate:*"},
 			`EVENT_TYPES: \"ObjectCreate:*\" is not an S3 event type; want a type such as ObjectCreated:Put, or one of ObjectCreated:*`},
-		{"output queue name", []string{envOutputQueueURL + "=records"}, `OUTPUT_QUEUE_URL: \"records\" is not a queue URL`},
-		{"missing output queue", []string{envOutputQueueURL + "=" + out + "-gone"},
+		{"output queue name", []string{settings.OutputQueueURL.Env + "=records"}, `OUTPUT_QUEUE_URL: \"records\" is not a queue URL`},
+		{"missing output queue", []string{settings.OutputQueueURL.Env + "=" + out + "-gone"},
 			"OUTPUT_QUEUE_URL: queue " + out + "-gone cannot be used: AWS.SimpleQueueService.NonExistentQueue"},
-		{"missing hand-off queue", []string{envOutputQueueURL + "=" + out, envHandoffBytes + "=1MiB", envFanoutWorkQueueURL + "=" + out + "-work-gone"},
+		{"missing hand-off queue", []string{settings.OutputQueueURL.Env + "=" + out, settings.HandoffBytes.Env + "=1MiB", settings.FanoutWorkQueueURL.Env + "=" + out + "-work-gone"},
 			"FANOUT_WORK_QUEUE_URL: queue " + out + "-work-gone cannot be used"},
-		{"chunk size in KiB", []string{envOutputQueueURL + "=" + out, envChunkSize + "=16"}, "CHUNK_SIZE: 16 bytes is not a chunk size from 1KiB to 1GiB"},
+		{"chunk size in KiB", []string{settings.OutputQueueURL.Env + "=" + out, settings.ChunkSize.Env + "=16"}, "CHUNK_SIZE: 16 bytes is not a chunk size from 1KiB to 1GiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fn := rie.Start(t, bootstrap, append(env, tc.env...)...)

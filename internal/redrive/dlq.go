@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/s3sqs/s3sqs/internal/awserr"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
@@ -259,19 +259,6 @@ func moved(m types.Message, fifo bool) sqsbatch.Entry {
 	return e
 }
 
-// unsupported reports an SQS answer that says the action does not exist
-// there, as stand-ins answer for actions they lack.
-func unsupported(err error) bool {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		switch api.ErrorCode() {
-		case "InvalidAction", "UnsupportedOperation", "UnknownOperationException", "NotImplemented":
-			return true
-		}
-	}
-	return false
-}
-
 // nativePoll is how often NativeMove asks how far the move task is.
 const nativePoll = 2 * time.Second
 
@@ -306,7 +293,7 @@ func (r *Redriver) NativeMove(ctx context.Context, dlqURL, toURL string) (*Summa
 		return t.summary(), nil
 	}
 	if _, err := r.sqs.StartMessageMoveTask(ctx, in); err != nil {
-		if unsupported(err) {
+		if awserr.Unsupported(err) {
 			return t.summary(), fmt.Errorf("redrive: this SQS endpoint has no StartMessageMoveTask (fauxqs has none); run without -native to move the messages in this process: %w", err)
 		}
 		return t.summary(), fmt.Errorf("redrive: StartMessageMoveTask: %w", err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -12,7 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
+
+	"github.com/s3sqs/s3sqs/internal/awserr"
 )
 
 // Marker records what redrives sent from one failure output file or one
@@ -80,7 +80,7 @@ func putMarker(ctx context.Context, c S3API, bucket, key string, m *Marker) erro
 func getJSON(ctx context.Context, c S3API, bucket, key string, v any) (found bool, err error) {
 	b, err := getObject(ctx, c, bucket, key)
 	if err != nil {
-		if notFound(err) {
+		if awserr.Missing(err) == awserr.Key {
 			return false, nil
 		}
 		return false, err
@@ -126,16 +126,4 @@ func listKeys(ctx context.Context, c S3API, bucket, prefix, suffix string) ([]st
 	}
 	slices.Sort(keys)
 	return keys, nil
-}
-
-// notFound reports an S3 answer that says there is no such key.
-func notFound(err error) bool {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		switch api.ErrorCode() {
-		case "NoSuchKey", "NotFound":
-			return true
-		}
-	}
-	return false
 }

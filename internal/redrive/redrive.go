@@ -17,6 +17,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // S3API is the part of the S3 client a Redriver uses. *s3.Client
@@ -71,9 +72,13 @@ type Options struct {
 	// default), or, with Ingest set, as s3ingest sends them; Format
 	// overrides the format taken from the key. Records of a run report
 	// are encoded by their task's own overrides.
-	Mapping fanout.Mapping
-	Ingest  *fanout.IngestEncoding
+	Mapping worktask.Mapping
+	Ingest  *worktask.IngestEncoding
 	Format  dataset.Format
+	// IngestEncoder encodes the records sent as s3ingest sends them (with
+	// Ingest, or a run report's tasks that carry its encoding); see
+	// fanout.Options.IngestEncoder.
+	IngestEncoder fanout.IngestEncoder
 	// Reread reads every failure output record again from its object,
 	// not only those whose body is cut or absent, so that the message
 	// attributes and FIFO group the mapping takes from the record come
@@ -140,6 +145,7 @@ func New(ctx context.Context, s3c S3API, sqsc SQSAPI, opts Options) (*Redriver, 
 			Target:        sqsbatch.Queue{URL: opts.TargetQueueURL},
 			WorkQueueURL:  opts.WorkQueueURL,
 			Mapping:       opts.Mapping,
+			IngestEncoder: opts.IngestEncoder,
 			Send:          opts.Send,
 			FailureWriter: r.failed,
 			Logger:        log,

@@ -2,7 +2,6 @@ package redrive
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -133,24 +132,7 @@ func (r *Redriver) reportTask(ctx context.Context, t *tally, bucket, key, marker
 		}
 		return
 	}
-	// The records to send, by offset; the rest are accounted for now.
-	var picked []int
-	seen := map[int64]bool{}
-	for i := range items {
-		it := &items[i]
-		if ok, why := r.opts.Codes.allows(it.Code); !ok {
-			it.Outcome, it.Reason = Skipped, why
-		} else if m.has(it.ID) {
-			it.Outcome, it.Reason = Skipped, "sent by an earlier redrive (marker s3://"+bucket+"/"+markerKey+")"
-		} else if seen[*it.Offset] {
-			it.Outcome, it.Reason = Skipped, "listed twice in the task's failures; sent once"
-		} else {
-			seen[*it.Offset] = true
-			picked = append(picked, i)
-			continue
-		}
-		t.add(*it)
-	}
+	picked := r.pick(t, items, m, "s3://"+bucket+"/"+markerKey)
 	if len(picked) == 0 {
 		return
 	}
@@ -163,33 +145,8 @@ func (r *Redriver) reportTask(ctx context.Context, t *tally, bucket, key, marker
 	// A chained task (FIFO) re-driven runs its own chunk, not the rest of
 	// its object, which the run sent.
 	task.Chain = nil
-	var sent []string
 	if r.opts.WorkQueueURL != "" {
-		// fanout reads a chunk from ResumeAt: the records before the
-		// first selected one are not sent again; those after it are, with
-		// their record ids, which consumers drop when they have them.
-		task.ResumeAt = max(task.ResumeAt, slices.Min(offsets))
-		how := fmt.Sprintf("in task %s of run %s, which reads the chunk from offset %d", task.ID(), run, task.ResumeAt)
-		outcome, reason := Sent, how
-		switch {
-		case r.opts.DryRun:
-			outcome = WouldSend
-		default:
-			if err := r.runner.Enqueue(ctx, task); err != nil {
-				outcome, reason = Failed, err.Error()
-			} else {
-				t.sum.TasksQueued++
-				m.Queued = append(m.Queued, task.ID())
-			}
-		}
-		for _, p := range picked {
-			it := items[p]
-			it.Outcome, it.To, it.Reason = outcome, r.opts.WorkQueueURL, reason
-			if outcome == Sent {
-				sent = append(sent, it.ID)
-			}
-			t.add(it)
-		}
+		sent := r.requeue(ctx, t, task, run, slices.Min(offsets), items, picked, m)
 		r.mark(ctx, t, bucket, markerKey, m, r.opts.WorkQueueURL, sent)
 		return
 	}
@@ -208,11 +165,67 @@ func (r *Redriver) reportTask(ctx context.Context, t *tally, bucket, key, marker
 		items[p].To = to
 		byOffset[*items[p].Offset] = &items[p]
 	}
-	sent = r.settleRun(byOffset, res, missing, obj)
+	sent := r.settleRun(byOffset, res, missing, obj)
 	for _, p := range picked {
 		t.add(items[p])
 	}
 	r.mark(ctx, t, bucket, markerKey, m, to, sent)
+}
+
+// pick returns the places in items of the records to send, one per
+// offset, and accounts for the rest now: refused by the code filter,
+// recorded as sent in the marker m (at markerURI), or listed twice.
+func (r *Redriver) pick(t *tally, items []Item, m *Marker, markerURI string) []int {
+	var picked []int
+	seen := map[int64]bool{}
+	for i := range items {
+		it := &items[i]
+		if ok, why := r.opts.Codes.allows(it.Code); !ok {
+			it.Outcome, it.Reason = Skipped, why
+		} else if m.has(it.ID) {
+			it.Outcome, it.Reason = Skipped, "sent by an earlier redrive (marker "+markerURI+")"
+		} else if seen[*it.Offset] {
+			it.Outcome, it.Reason = Skipped, "listed twice in the task's failures; sent once"
+		} else {
+			seen[*it.Offset] = true
+			picked = append(picked, i)
+			continue
+		}
+		t.add(*it)
+	}
+	return picked
+}
+
+// requeue queues task on the work queue from the first offset picked,
+// accounts for the picked items, and returns the ids of those sent.
+// fanout reads a chunk from ResumeAt: the records before the first
+// selected one are not sent again; those after it are, with their record
+// ids, which consumers drop when they have them.
+func (r *Redriver) requeue(ctx context.Context, t *tally, task worktask.Task, run string, first int64, items []Item, picked []int, m *Marker) []string {
+	task.ResumeAt = max(task.ResumeAt, first)
+	outcome := Sent
+	reason := fmt.Sprintf("in task %s of run %s, which reads the chunk from offset %d", task.ID(), run, task.ResumeAt)
+	switch {
+	case r.opts.DryRun:
+		outcome = WouldSend
+	default:
+		if err := r.runner.Enqueue(ctx, task); err != nil {
+			outcome, reason = Failed, err.Error()
+		} else {
+			t.sum.TasksQueued++
+			m.Queued = append(m.Queued, task.ID())
+		}
+	}
+	var sent []string
+	for _, p := range picked {
+		it := items[p]
+		it.Outcome, it.To, it.Reason = outcome, r.opts.WorkQueueURL, reason
+		if outcome == Sent {
+			sent = append(sent, it.ID)
+		}
+		t.add(it)
+	}
+	return sent
 }
 
 // mark adds the record ids sent to the marker and writes it. When it
@@ -231,11 +244,8 @@ func (r *Redriver) mark(ctx context.Context, t *tally, bucket, key string, m *Ma
 // taskTarget returns the queue a task's records go to: its request's own
 // target, or def.
 func taskTarget(t worktask.Task, def string) string {
-	var ov struct {
-		TargetQueueURL string `json:"targetQueueUrl"`
-	}
-	if len(t.Overrides) > 0 && json.Unmarshal(t.Overrides, &ov) == nil && ov.TargetQueueURL != "" {
-		return ov.TargetQueueURL
+	if t.Overrides != nil && t.Overrides.TargetQueueURL != "" {
+		return t.Overrides.TargetQueueURL
 	}
 	return def
 }

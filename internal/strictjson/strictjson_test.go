@@ -7,6 +7,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 type mapping struct {
@@ -31,11 +32,11 @@ type request struct {
 	Items   []item            `json:"items,omitempty"`
 	Labels  map[string]string `json:"labels,omitempty"`
 	Plain   string
-	Raw     json.RawMessage `json:"raw,omitempty"`
-	Number  json.Number     `json:"number,omitempty"`
-	Setting fanout.Setting  `json:"setting,omitempty"`
-	Any     any             `json:"any,omitempty"`
-	Skipped string          `json:"-"`
+	Raw     json.RawMessage  `json:"raw,omitempty"`
+	Number  json.Number      `json:"number,omitempty"`
+	Setting worktask.Setting `json:"setting,omitzero"`
+	Any     any              `json:"any,omitempty"`
+	Skipped string           `json:"-"`
 }
 
 func TestDecode(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 )
 

@@ -16,7 +16,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
+
+	"github.com/s3sqs/s3sqs/internal/awserr"
 )
 
 // maxManifestJSON bounds the size of an S3 Inventory manifest.json, which
@@ -72,9 +73,8 @@ func getManifest(ctx context.Context, client ListAPI, obj Object, offset int64) 
 		in.Range = aws.String(fmt.Sprintf("bytes=%d-", offset))
 	}
 	out, err := client.GetObject(ctx, in)
-	var ae smithy.APIError
 	switch {
-	case offset > 0 && errors.As(err, &ae) && ae.ErrorCode() == "InvalidRange":
+	case offset > 0 && awserr.Code(err) == "InvalidRange":
 		return nil, obj.ETag, nil
 	case err != nil:
 		if err = classify(err); errors.Is(err, ErrChanged) {

@@ -9,7 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
+
+	"github.com/s3sqs/s3sqs/internal/awserr"
 )
 
 // Errors that reads of a pinned object wrap, for errors.Is.
@@ -109,17 +110,14 @@ func get(ctx context.Context, client GetAPI, obj Object, start, end int64) (*s3.
 	return out, nil
 }
 
-// classify wraps err with ErrChanged or ErrNotFound when S3's answer means
-// that.
+// classify wraps err with ErrChanged when S3 says the pin failed, or with
+// ErrNotFound when it says the key or version is missing (a missing
+// bucket stays as it is: a setting to fix, not an object gone).
 func classify(err error) error {
-	var api smithy.APIError
-	if !errors.As(err, &api) {
-		return err
-	}
-	switch api.ErrorCode() {
-	case "PreconditionFailed":
+	switch {
+	case awserr.Classify(err) == awserr.Changed:
 		return fmt.Errorf("%w: %w", ErrChanged, err)
-	case "NoSuchKey", "NoSuchVersion", "NotFound":
+	case awserr.Missing(err) == awserr.Key, awserr.Missing(err) == awserr.Version:
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	return err

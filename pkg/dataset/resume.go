@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"sync/atomic"
 	"time"
 
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/smithy-go"
+	"github.com/s3sqs/s3sqs/internal/awserr"
 )
 
 // Defaults of Resume's zero value.
@@ -86,22 +84,26 @@ func (t *retries) again(ctx context.Context, opts Resume, err error) bool {
 	}
 }
 
-// resumable reports whether asking again for the same bytes may succeed.
+// resumable reports whether asking again for the same bytes may succeed:
+// what the SDK retries, and what S3 did not answer (a reset, a short body,
+// a stall) or answered with 408, 429 or 5xx; not a missing or changed
+// object, nor any other answer.
 func resumable(ctx context.Context, err error) bool {
 	var enc *EncodingError
 	if ctx.Err() != nil || errors.Is(err, ErrChanged) || errors.Is(err, ErrNotFound) || errors.As(err, &enc) {
 		return false
 	}
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
-		code := re.HTTPStatusCode()
-		return code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout
+	switch awserr.Classify(err) {
+	case awserr.Retryable:
+		return true
+	case awserr.Unknown:
+		// Unknown with an answer is 408, a 429 or 5xx the SDK does not
+		// retry, or one below 400 (a redirect), which asking again meets
+		// again.
+		status := awserr.StatusCode(err)
+		return status == 0 || status >= 400
 	}
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		return api.ErrorFault() != smithy.FaultClient
-	}
-	return true // the transport's: resets, timeouts, short bodies
+	return false
 }
 
 // stallWatch breaks off a response body that goes StallTimeout without

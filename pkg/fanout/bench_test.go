@@ -13,10 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 func TestMain(m *testing.M) {
@@ -40,7 +41,7 @@ func BenchmarkRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	uploadRecords(b, s3c, "bench", "records.jsonl", n)
-	for _, mode := range []fanout.Mode{fanout.ModeRecord, fanout.ModeChunk} {
+	for _, mode := range []worktask.Mode{worktask.ModeRecord, worktask.ModeChunk} {
 		b.Run(string(mode), func(b *testing.B) {
 			target := localaws.CreateQueue(b, sqsc, "-target", nil)
 			r, err := fanout.New(ctx, s3c, sqsc, fanout.Options{

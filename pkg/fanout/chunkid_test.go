@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/s3sqs/s3sqs/internal/sqsfault"
+	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
+	"github.com/s3sqs/s3sqs/internal/testenv/sqsfault"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/internal/s3fault"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/s3fault"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -49,8 +50,8 @@ func (q *refuseQueue) SendMessageBatch(ctx context.Context, in *sqs.SendMessageB
 // attempt, and a redrive of the chunk (RunRecords), pack the same records
 // again under the same id, and the queue drops them as duplicates.
 func TestChunkIDsCoverTheirRecords(t *testing.T) {
-	st := newStack(t, ".fifo")
-	values, task, size := st.records(t, "cut.jsonl", 300)
+	st := fanoutstack.New(t, ".fifo")
+	values, task, size := st.Records(t, "cut.jsonl", 300)
 	parsed, err := worktask.Parse(task)
 	if err != nil {
 		t.Fatal(err)
@@ -59,24 +60,24 @@ func TestChunkIDsCoverTheirRecords(t *testing.T) {
 	for i, v := range values {
 		lines[i] = fmt.Sprintf(`{"value":%q}`, v)
 	}
-	broken := &s3fault.CutAt{S3API: st.s3, At: int64(size / 2)}
-	st.s3api = broken
+	broken := &s3fault.CutAt{S3API: st.S3, At: int64(size / 2)}
+	st.S3API = broken
 	var work *refuseQueue
-	h, _ := st.handler(t, fanout.Options{Mode: fanout.ModeChunk}, func(api sqsbatch.API) sqsbatch.API {
-		work = &refuseQueue{API: api, url: st.work}
+	h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeChunk}, func(api sqsbatch.API) sqsbatch.API {
+		work = &refuseQueue{API: api, url: st.Work}
 		return work
 	})
 	work.refuse.Store(true)
 	msg := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "t1", Body: task, EventSource: "aws:sqs"}}}
-	if resp := invoke[events.SQSEventResponse](t, h, t.Context(), msg); len(resp.BatchItemFailures) != 1 {
+	if resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), msg); len(resp.BatchItemFailures) != 1 {
 		t.Fatalf("failures %v: a task whose continuation cannot be queued fails", resp.BatchItemFailures)
 	}
 	broken.Heal()
 	work.refuse.Store(false)
-	if resp := invoke[events.SQSEventResponse](t, h, t.Context(), msg); len(resp.BatchItemFailures) != 0 {
+	if resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), msg); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v on the task's second delivery", resp.BatchItemFailures)
 	}
-	msgs := localaws.Drain(t, st.sqs, st.target, 2*time.Second)
+	msgs := localaws.Drain(t, st.SQS, st.Target, 2*time.Second)
 	if len(msgs) != 2 {
 		t.Fatalf("%d messages on the FIFO target, want the short one and the whole chunk", len(msgs))
 	}
@@ -98,17 +99,17 @@ func TestChunkIDsCoverTheirRecords(t *testing.T) {
 
 	// The same records packed again: the same id, which the FIFO queue
 	// takes for a duplicate of the message it has.
-	if resp := invoke[events.SQSEventResponse](t, h, t.Context(), msg); len(resp.BatchItemFailures) != 0 {
+	if resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), msg); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v on the task's third delivery", resp.BatchItemFailures)
 	}
-	r, err := fanout.New(t.Context(), st.s3, st.sqs, fanout.Options{Target: sqsbatch.Queue{URL: st.target}, FailureQueueURL: st.failure, Mode: fanout.ModeChunk})
+	r, err := fanout.New(t.Context(), st.S3, st.SQS, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}, FailureQueueURL: st.Failure, Mode: worktask.ModeChunk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res, _ := r.RunRecords(t.Context(), parsed, []int64{0}); res.Err != nil || res.Messages != 1 || res.RecordsSent != 300 {
 		t.Fatalf("redrive of the chunk: %+v; want its 300 records in one message", res)
 	}
-	if again := localaws.Drain(t, st.sqs, st.target, 2*time.Second); len(again) != 0 {
+	if again := localaws.Drain(t, st.SQS, st.Target, 2*time.Second); len(again) != 0 {
 		t.Errorf("%d messages on the target after the same records were packed again (record id %s): want none, the queue drops them as duplicates of %s",
 			len(again), attr(again[0], fanout.AttrRecordID), wholeID)
 	}
@@ -122,26 +123,26 @@ func attr(m types.Message, name string) string {
 // mode: its failure names the record id its message had, which a redrive
 // sends it under, whether that id is the record's or the message's.
 func TestFailureRecordID(t *testing.T) {
-	for _, mode := range []fanout.Mode{fanout.ModeRecord, fanout.ModeChunk} {
+	for _, mode := range []worktask.Mode{worktask.ModeRecord, worktask.ModeChunk} {
 		t.Run(string(mode), func(t *testing.T) {
-			st := newStack(t, "")
-			st.put(t, "r.txt", "bad\n")
+			st := fanoutstack.New(t, "")
+			st.Put(t, "r.txt", "bad\n")
 			refuse := func(api sqsbatch.API) sqsbatch.API {
 				return &sqsfault.Client{API: api, EntryErr: sqsfault.SenderFault("InvalidParameterValue", func(body string) bool { return body == "bad" })}
 			}
-			h, _ := st.handler(t, fanout.Options{Mode: mode}, refuse)
-			if rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "r.txt"}); rep.RecordsFailed != 1 {
+			h, _ := st.Handler(t, fanout.Options{Mode: mode}, refuse)
+			if rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "r.txt"}); rep.RecordsFailed != 1 {
 				t.Fatalf("report %+v; want the record failed", rep)
 			}
-			head, err := dataset.Head(t.Context(), st.s3, st.bucket, "r.txt", "")
+			head, err := dataset.Head(t.Context(), st.S3, st.Bucket, "r.txt", "")
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := fanout.RecordID(head, 0)
-			if mode == fanout.ModeChunk {
+			if mode == worktask.ModeChunk {
 				want = fanout.ChunkMessageID(head, 0, 0, 1)
 			}
-			msgs := localaws.Drain(t, st.sqs, st.failure, time.Second)
+			msgs := localaws.Drain(t, st.SQS, st.Failure, time.Second)
 			if len(msgs) != 1 {
 				t.Fatalf("%d failures, want 1", len(msgs))
 			}

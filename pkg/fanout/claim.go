@@ -23,22 +23,22 @@ const (
 // delivery of each share one claim.
 func ClaimKey(t worktask.Task) string { return t.RunID + "/" + t.Chunk.ID() }
 
-// claim takes tr's claim, when a claims store is set, and moves tr's
-// start to where an earlier attempt stopped. It fails with claims.ErrDone
-// or claims.ErrHeld when the task must not run.
-func (r *Runner) claim(ctx context.Context, tr *taskRun) error {
+// claim takes the claim of s's task, when a claims store is set, and moves
+// s's start to where an earlier attempt stopped. It fails with
+// claims.ErrDone or claims.ErrHeld when the task must not run.
+func (r *Runner) claim(ctx context.Context, s *taskSpec) error {
 	if r.opts.Claims == nil {
 		return nil
 	}
-	c, err := r.opts.Claims.Acquire(ctx, ClaimKey(tr.task), r.leaseUntil(ctx))
+	c, err := r.opts.Claims.Acquire(ctx, ClaimKey(s.task), r.leaseUntil(ctx))
 	if err != nil {
 		return err
 	}
-	tr.claim = &c
-	if c.ResumeAt > tr.from {
-		r.log.InfoContext(ctx, "task resumes where an earlier attempt stopped", "chunk", tr.task.Chunk.URI(),
-			"task", tr.task.ID(), "resumeAt", c.ResumeAt, "takenOver", c.TakenOver)
-		tr.from = c.ResumeAt
+	s.claim = &c
+	if c.ResumeAt > s.from {
+		r.log.InfoContext(ctx, "task resumes where an earlier attempt stopped", "chunk", s.task.Chunk.URI(),
+			"task", s.task.ID(), "resumeAt", c.ResumeAt, "takenOver", c.TakenOver)
+		s.from = c.ResumeAt
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package fanout_test
 
 import (
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,9 +8,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/s3sqs/s3sqs/internal/esm"
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/internal/s3fault"
+	"github.com/s3sqs/s3sqs/internal/testenv/esm"
+	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/s3fault"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -32,19 +32,6 @@ func hold(t *testing.T, store claims.Store, task string, until time.Time) claims
 	return c
 }
 
-// sent drains the target and returns the records' values, sorted.
-func (st *stack) sent(t *testing.T) []string {
-	t.Helper()
-	got, _ := received(localaws.Drain(t, st.sqs, st.target, 2*time.Second))
-	slices.Sort(got)
-	return got
-}
-
-func claimsStore(t *testing.T) *claims.Table {
-	client, name := localaws.ClaimsTable(t)
-	return claims.NewTable(client, name, claims.TableOptions{})
-}
-
 func taskMessage(id, body string) events.SQSMessage {
 	return events.SQSMessage{MessageId: id, Body: body, EventSource: "aws:sqs"}
 }
@@ -53,18 +40,18 @@ func taskMessage(id, body string) events.SQSMessage {
 // the second copy again and a third: its records are sent once. The copy
 // that met the claim held fails, to come back; every later copy succeeds.
 func TestClaimsRunTaskOnce(t *testing.T) {
-	st := newStack(t, "")
-	want, task, _ := st.records(t, "once.jsonl", 50)
-	h, logs := st.handler(t, fanout.Options{Claims: claimsStore(t)}, nil)
-	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task), taskMessage("t2", task)}})
+	st := fanoutstack.New(t, "")
+	want, task, _ := st.Records(t, "once.jsonl", 50)
+	h, logs := st.Handler(t, fanout.Options{Claims: fanoutstack.ClaimsStore(t)}, nil)
+	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task), taskMessage("t2", task)}})
 	if !cmp.Equal(resp.BatchItemFailures, []events.SQSBatchItemFailure{{ItemIdentifier: "t2"}}) {
 		t.Fatalf("failures %v, want the copy that found the task held", resp.BatchItemFailures)
 	}
-	resp = invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t2", task), taskMessage("t3", task)}})
+	resp = fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t2", task), taskMessage("t3", task)}})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
 	}
-	got := st.sent(t)
+	got := st.Sent(t)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
@@ -78,32 +65,32 @@ func TestClaimsRunTaskOnce(t *testing.T) {
 // invocation died before the message was deleted): it resumes where the
 // first attempt stopped, and the continuation, run after it, does nothing.
 func TestClaimsResume(t *testing.T) {
-	st := newStack(t, "")
-	want, task, _ := st.records(t, "resume.jsonl", 300)
-	broken := &s3fault.CutAt{S3API: st.s3, At: 300 * 17 / 2}
-	st.s3api = broken
-	h, logs := st.handler(t, fanout.Options{Claims: claimsStore(t)}, nil)
-	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
+	st := fanoutstack.New(t, "")
+	want, task, _ := st.Records(t, "resume.jsonl", 300)
+	broken := &s3fault.CutAt{S3API: st.S3, At: 300 * 17 / 2}
+	st.S3API = broken
+	h, logs := st.Handler(t, fanout.Options{Claims: fanoutstack.ClaimsStore(t)}, nil)
+	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
 	}
-	cont := localaws.Drain(t, st.sqs, st.work, time.Second)
+	cont := localaws.Drain(t, st.SQS, st.Work, time.Second)
 	if len(cont) != 1 {
 		t.Fatalf("%d continuations, want 1", len(cont))
 	}
 	broken.Heal()
-	resp = invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
+	resp = fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
 	}
 	if !strings.Contains(logs.String(), "task resumes where an earlier attempt stopped") {
 		t.Error("the second delivery did not resume from the claim")
 	}
-	resp = invoke[events.SQSEventResponse](t, h, t.Context(), esm.Event(cont, workARN))
+	resp = fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), esm.Event(cont, fanoutstack.WorkARN))
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("continuation failed: %v", resp.BatchItemFailures)
 	}
-	got := st.sent(t)
+	got := st.Sent(t)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records over three deliveries (-want +got):\n%s", diff)
 	}
@@ -112,16 +99,16 @@ func TestClaimsResume(t *testing.T) {
 // TestClaimsTakeOver leaves a claim held by an invocation that died (its
 // lease over): the next delivery takes the task over and runs it.
 func TestClaimsTakeOver(t *testing.T) {
-	st := newStack(t, "")
-	want, task, _ := st.records(t, "dead.jsonl", 20)
-	store := claimsStore(t)
+	st := fanoutstack.New(t, "")
+	want, task, _ := st.Records(t, "dead.jsonl", 20)
+	store := fanoutstack.ClaimsStore(t)
 	hold(t, store, task, time.Now().Add(-time.Second))
-	h, logs := st.handler(t, fanout.Options{Claims: store}, nil)
-	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
+	h, logs := st.Handler(t, fanout.Options{Claims: store}, nil)
+	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
 	}
-	got := st.sent(t)
+	got := st.Sent(t)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
@@ -134,12 +121,12 @@ func TestClaimsTakeOver(t *testing.T) {
 // fails (the holder may still fail), sends nothing, and, once the holder
 // has finished, succeeds without sending.
 func TestClaimsHeld(t *testing.T) {
-	st := newStack(t, "")
-	_, task, _ := st.records(t, "held.jsonl", 20)
-	store := claimsStore(t)
+	st := fanoutstack.New(t, "")
+	_, task, _ := st.Records(t, "held.jsonl", 20)
+	store := fanoutstack.ClaimsStore(t)
 	holder := hold(t, store, task, time.Now().Add(time.Minute))
-	h, logs := st.handler(t, fanout.Options{Claims: store}, nil)
-	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
+	h, logs := st.Handler(t, fanout.Options{Claims: store}, nil)
+	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
 	if !cmp.Equal(resp.BatchItemFailures, []events.SQSBatchItemFailure{{ItemIdentifier: "t1"}}) {
 		t.Errorf("failures %v, want the held task's message", resp.BatchItemFailures)
 	}
@@ -149,11 +136,11 @@ func TestClaimsHeld(t *testing.T) {
 	if err := store.Done(t.Context(), holder); err != nil {
 		t.Fatal(err)
 	}
-	resp = invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
+	resp = fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Errorf("failures %v after the holder finished", resp.BatchItemFailures)
 	}
-	if msgs := localaws.Drain(t, st.sqs, st.target, 2*time.Second); len(msgs) != 0 {
+	if msgs := localaws.Drain(t, st.SQS, st.Target, 2*time.Second); len(msgs) != 0 {
 		t.Errorf("%d records sent; the holder sends them", len(msgs))
 	}
 }

@@ -11,7 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
@@ -22,9 +23,9 @@ import (
 // offset and a message naming its line and the quote; every other row is
 // sent, keyed by clean column names; nothing is left for a continuation.
 func TestCSVStrayQuote(t *testing.T) {
-	st := newStack(t, "")
+	st := fanoutstack.New(t, "")
 	body := "\ufeffid,name\r\n1,ann\r\n2,\"bo\r\n3,cy\r\n4,d\"x\r\n5,eve\r\n"
-	st.put(t, "stray.csv", body)
+	st.Put(t, "stray.csv", body)
 	want := []string{`{"id":"1","name":"ann"}`, `{"id":"3","name":"cy"}`, `{"id":"5","name":"eve"}`}
 	wantBad := map[int64]string{
 		int64(strings.Index(body, "2,")): `(line 3): CSV extraneous or missing " in quoted-field`,
@@ -32,12 +33,12 @@ func TestCSVStrayQuote(t *testing.T) {
 	}
 	check := func(t *testing.T, runID string) {
 		t.Helper()
-		bodies, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+		bodies, _ := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
 		if diff := cmp.Diff(want, bodies); diff != "" {
 			t.Errorf("target (-want +got):\n%s", diff)
 		}
 		got := map[int64]fanout.Failure{}
-		for _, m := range localaws.Drain(t, st.sqs, st.failure, time.Second) {
+		for _, m := range localaws.Drain(t, st.SQS, st.Failure, time.Second) {
 			var f fanout.Failure
 			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &f); err != nil {
 				t.Fatal(err)
@@ -53,23 +54,23 @@ func TestCSVStrayQuote(t *testing.T) {
 				t.Errorf("failure at offset %d: %+v, want UnreadableRecord saying %q", off, f, msg)
 			}
 		}
-		if msgs := localaws.Drain(t, st.sqs, st.work, time.Second); len(msgs) != 0 {
+		if msgs := localaws.Drain(t, st.SQS, st.Work, time.Second); len(msgs) != 0 {
 			t.Errorf("work queue holds %d messages, want no continuation", len(msgs))
 		}
 	}
 
 	t.Run("request", func(t *testing.T) {
-		h, _ := st.handler(t, fanout.Options{}, nil)
-		rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "stray.csv", "runId": "req"})
+		h, _ := st.Handler(t, fanout.Options{}, nil)
+		rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "stray.csv", "runId": "req"})
 		if rep.Queued || rep.RecordsSent != 3 || rep.RecordsFailed != 2 {
 			t.Errorf("report %+v: want 3 sent and 2 failed, inline", rep)
 		}
 		check(t, "req")
 	})
 	t.Run("task", func(t *testing.T) {
-		h, _ := st.handler(t, fanout.Options{}, nil)
+		h, _ := st.Handler(t, fanout.Options{}, nil)
 		task := fmt.Sprintf(`{"runId":"task","chunk":{"bucket":"lake","key":"stray.csv","size":%d,"index":0,"count":1,"start":0,"end":%d,"format":"csv","csv":{"header":["id","name"],"skipFirstLine":true}}}`, len(body), len(body))
-		resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "t1", Body: task, EventSource: "aws:sqs"}}})
+		resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "t1", Body: task, EventSource: "aws:sqs"}}})
 		if len(resp.BatchItemFailures) != 0 {
 			t.Errorf("failures %v: the task reads to the end", resp.BatchItemFailures)
 		}

@@ -15,53 +15,29 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // Message attributes fanout sets on every message.
 const (
 	// AttrRecordID is the deterministic id of the record (record mode,
 	// RecordID) or of exactly the records the message carries (chunk
-	// mode, ChunkMessageID).
+	// mode, chunkMessageID).
 	AttrRecordID = "s3sqs-record-id"
 	// AttrSource is the s3://bucket/key of the record's object.
 	AttrSource = "s3sqs-source"
 	// AttrVersion is the object's version id, or its ETag.
 	AttrVersion = "s3sqs-version"
-	// AttrFirst and AttrLast are the offsets of the first and last records
+	// attrFirst and attrLast are the offsets of the first and last records
 	// of a chunk-mode message.
-	AttrFirst = "s3sqs-first"
-	AttrLast  = "s3sqs-last"
+	attrFirst = "s3sqs-first"
+	attrLast  = "s3sqs-last"
 	// AttrCount is the number of records of a chunk-mode message.
 	AttrCount = "s3sqs-count"
 )
 
-// Mode says how records become messages.
-type Mode string
-
-// Modes.
-const (
-	// ModeRecord sends one record per message.
-	ModeRecord Mode = "record"
-	// ModeChunk sends many records per message, newline-delimited.
-	ModeChunk Mode = "chunk"
-)
-
-// Mapping names the record fields that become parts of a message. Empty
-// fields mean the defaults of the Spark SQS sink.
-type Mapping struct {
-	// BodyField is the field sent as the body; "" means "value". Without
-	// it a record is its own body.
-	BodyField string `json:"bodyField,omitempty"`
-	// AttributesField is an object of strings sent as message attributes;
-	// "" means "msg_attributes".
-	AttributesField string `json:"attributesField,omitempty"`
-	// GroupIDField is the FIFO message group; "" means "group_id".
-	GroupIDField string `json:"groupIdField,omitempty"`
-	// DedupIDField, when set, is the FIFO deduplication id.
-	DedupIDField string `json:"dedupIdField,omitempty"`
-}
-
-func (m Mapping) withDefaults() Mapping {
+// withDefaults returns m with the defaults of its empty fields.
+func withDefaults(m worktask.Mapping) worktask.Mapping {
 	if m.BodyField == "" {
 		m.BodyField = "value"
 	}
@@ -86,52 +62,52 @@ func (m Mapping) withDefaults() Mapping {
 // record ids the same way, so a record has one id whichever function sent
 // it.
 func RecordID(obj dataset.Object, offset int64) string {
-	return NewRecordIDs(obj).ID(offset)
+	return newRecordIDs(obj).ID(offset)
 }
 
-// ChunkMessageID returns the deterministic id of a chunk-mode message of
+// chunkMessageID returns the deterministic id of a chunk-mode message of
 // obj that carries count records, from offset first to offset last: the
 // id covers exactly those records, so that a message packed again with
 // the same records keeps its id and one with other records (cut short, or
 // longer) is a new message, which a FIFO queue does not take for a
 // duplicate. It is never the RecordID of a record.
-func ChunkMessageID(obj dataset.Object, first, last int64, count int) string {
-	return NewRecordIDs(obj).chunk(first, last, count)
+func chunkMessageID(obj dataset.Object, first, last int64, count int) string {
+	return newRecordIDs(obj).chunk(first, last, count)
 }
 
-// RecordIDs makes the record ids of one object, as RecordID does, without
+// recordIDs makes the record ids of one object, as RecordID does, without
 // formatting the object's identity again for each record. It is not safe
 // for concurrent use.
-type RecordIDs struct {
+type recordIDs struct {
 	buf    []byte
 	prefix int
 }
 
-// NewRecordIDs returns the record id maker of obj.
-func NewRecordIDs(obj dataset.Object) *RecordIDs {
+// newRecordIDs returns the record id maker of obj.
+func newRecordIDs(obj dataset.Object) *recordIDs {
 	version := cmp.Or(obj.ETag, obj.VersionID)
 	b := make([]byte, 0, len(obj.Bucket)+len(obj.Key)+len(version)+48)
 	b = append(append(append(append(append(b, obj.Bucket...), 0), obj.Key...), 0), version...)
 	b = append(b, 0)
-	return &RecordIDs{buf: b, prefix: len(b)}
+	return &recordIDs{buf: b, prefix: len(b)}
 }
 
 // ID returns the id of the record at offset.
-func (r *RecordIDs) ID(offset int64) string {
+func (r *recordIDs) ID(offset int64) string {
 	r.buf = strconv.AppendInt(r.buf[:r.prefix], offset, 10)
 	return r.sum()
 }
 
-// chunk returns the id of a chunk-mode message (see ChunkMessageID). The
+// chunk returns the id of a chunk-mode message (see chunkMessageID). The
 // NUL bytes between its numbers keep it apart from every record's id.
-func (r *RecordIDs) chunk(first, last int64, count int) string {
+func (r *recordIDs) chunk(first, last int64, count int) string {
 	b := strconv.AppendInt(r.buf[:r.prefix], first, 10)
 	b = strconv.AppendInt(append(b, 0), last, 10)
 	r.buf = strconv.AppendInt(append(b, 0), int64(count), 10)
 	return r.sum()
 }
 
-func (r *RecordIDs) sum() string {
+func (r *recordIDs) sum() string {
 	sum := sha256.Sum256(r.buf)
 	return hex.EncodeToString(sum[:16])
 }
@@ -168,16 +144,16 @@ func GroupID(obj dataset.Object) string {
 // JSON Lines line is JSON and writes CSV and Parquet rows as JSON objects.
 // It is used by one goroutine at a time.
 type recordMapper struct {
-	m      Mapping // with defaults
-	ids    *RecordIDs
+	m      worktask.Mapping // with defaults
+	ids    *recordIDs
 	isJSON bool
 	// The attributes every record of the object carries, built once.
 	source, version types.MessageAttributeValue
 	hasVersion      bool
 }
 
-func newRecordMapper(m Mapping, obj dataset.Object, isJSON bool) *recordMapper {
-	rm := &recordMapper{m: m.withDefaults(), ids: NewRecordIDs(obj), isJSON: isJSON, source: stringAttr(obj.URI())}
+func newRecordMapper(m worktask.Mapping, obj dataset.Object, isJSON bool) *recordMapper {
+	rm := &recordMapper{m: withDefaults(m), ids: newRecordIDs(obj), isJSON: isJSON, source: stringAttr(obj.URI())}
 	if v := obj.Pin(); v != "" {
 		rm.version, rm.hasVersion = stringAttr(v), true
 	}
@@ -288,7 +264,7 @@ type chunkPacker struct {
 	n     int
 }
 
-// overhead is a generous bound on the attributes of a chunk-mode message.
+// chunkOverhead is a generous bound on the attributes of a chunk-mode message.
 const chunkOverhead = 512
 
 // fits reports whether rec fits in the message beside what is gathered;
@@ -314,14 +290,14 @@ func (p *chunkPacker) add(rec records.Record) {
 // flush returns the gathered records as one entry, with the records it
 // holds, and starts anew.
 func (p *chunkPacker) flush() (sqsbatch.Entry, span) {
-	id := ChunkMessageID(p.obj, p.first, p.last, p.n)
+	id := chunkMessageID(p.obj, p.first, p.last, p.n)
 	e := sqsbatch.Entry{
 		Body: p.body.String(),
 		Attributes: map[string]types.MessageAttributeValue{
 			AttrRecordID: stringAttr(id),
 			AttrSource:   stringAttr(p.obj.URI()),
-			AttrFirst:    numberAttr(p.first),
-			AttrLast:     numberAttr(p.last),
+			attrFirst:    numberAttr(p.first),
+			attrLast:     numberAttr(p.last),
 			AttrCount:    numberAttr(int64(p.n)),
 		},
 		DeduplicationID: id,
@@ -336,20 +312,44 @@ func (p *chunkPacker) flush() (sqsbatch.Entry, span) {
 	return e, held
 }
 
-// ParseSize reads a size as configuration writes it: "8388608", "8MiB",
-// "512KiB" or "1GiB".
-func ParseSize(s string) (int64, error) {
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}} {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
-			if err != nil || v > (1<<62)/u.mult {
-				return 0, fmt.Errorf("bad size %q", s)
-			}
-			return v * u.mult, nil
+// mappedEntries returns the record-mode encoder of a chunk's records: the
+// mapping's body, attributes, group and deduplication id; on a FIFO queue a
+// record without a group goes in its object's (see GroupID).
+func mappedEntries(mapping worktask.Mapping, c dataset.Chunk, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
+	rm := newRecordMapper(mapping, c.Object, c.Format != dataset.FormatText)
+	group := GroupID(c.Object)
+	return func(rec records.Record) (sqsbatch.Entry, error) {
+		e, err := rm.entry(rec)
+		if err != nil {
+			return e, err
 		}
+		switch {
+		case !fifo:
+			e.GroupID, e.DeduplicationID = "", ""
+		case e.GroupID == "":
+			e.GroupID = group
+		}
+		return e, nil
 	}
-	return strconv.ParseInt(s, 10, 64)
+}
+
+// encodedEntries returns the encoder of an object's records whose bodies
+// enc makes (see Options.IngestEncoder): each entry's only attribute is
+// its record id, and on a FIFO queue its group is the object's and its
+// deduplication id the record id.
+func encodedEntries(enc RecordEncoder, obj dataset.Object, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
+	ids := newRecordIDs(obj)
+	group := GroupID(obj)
+	return func(rec records.Record) (sqsbatch.Entry, error) {
+		body, err := enc(rec)
+		if err != nil {
+			return sqsbatch.Entry{}, err
+		}
+		id := ids.ID(rec.Offset)
+		e := sqsbatch.Entry{Body: body, Attributes: map[string]types.MessageAttributeValue{AttrRecordID: stringAttr(id)}}
+		if fifo {
+			e.GroupID, e.DeduplicationID = group, id
+		}
+		return e, nil
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,7 +24,7 @@ import (
 
 func TestRecordEntry(t *testing.T) {
 	obj := dataset.Object{Bucket: "b", Key: "k.jsonl", ETag: "e"}
-	m := Mapping{DedupIDField: "id"}
+	m := worktask.Mapping{DedupIDField: "id"}
 	tests := []struct {
 		name, rec, body, group, dedup string
 		attrs                         map[string]string
@@ -51,7 +50,7 @@ func TestRecordEntry(t *testing.T) {
 		{name: "bad dedup", rec: `{"id":true}`, isJSON: true, wantErr: `field "id" is neither a string nor a number`},
 	}
 	// One field may be the group and the deduplication id at once.
-	both := Mapping{GroupIDField: "k", DedupIDField: "k"}
+	both := worktask.Mapping{GroupIDField: "k", DedupIDField: "k"}
 	if e, err := newRecordMapper(both, obj, true).entry(records.Record{Value: []byte(`{"k":"abc"}`)}); err != nil || e.GroupID != "abc" || e.DeduplicationID != "abc" {
 		t.Errorf("a field that is group and dedup id gives group %q, dedup %q (%v); want abc twice", e.GroupID, e.DeduplicationID, err)
 	}
@@ -112,9 +111,9 @@ func TestChunkPacker(t *testing.T) {
 	ids := map[string]bool{}
 	for _, e := range out {
 		attr := func(name string) string { return aws.ToString(e.Attributes[name].StringValue) }
-		id := ChunkMessageID(obj, atoi(t, attr(AttrFirst)), atoi(t, attr(AttrLast)), int(atoi(t, attr(AttrCount))))
+		id := chunkMessageID(obj, atoi(t, attr(attrFirst)), atoi(t, attr(attrLast)), int(atoi(t, attr(AttrCount))))
 		if attr(AttrRecordID) != id || e.DeduplicationID != id || ids[id] {
-			t.Errorf("message from %s: record id %s, dedup id %s; want %s, its records' own", attr(AttrFirst), attr(AttrRecordID), e.DeduplicationID, id)
+			t.Errorf("message from %s: record id %s, dedup id %s; want %s, its records' own", attr(attrFirst), attr(AttrRecordID), e.DeduplicationID, id)
 		}
 		ids[id] = true
 		if e.Size() > 2048 {
@@ -137,7 +136,7 @@ func atoi(t *testing.T, s string) int64 {
 }
 
 func TestIngestEntry(t *testing.T) {
-	ov := Overrides{TargetQueueURL: "q", Ingest: &IngestEncoding{
+	ov := worktask.Overrides{TargetQueueURL: "q", Ingest: &worktask.IngestEncoding{
 		Partitions: recordjson.PartitionsTyped, FileMetadata: true, EventTime: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC),
 	}}
 	raw, err := json.Marshal(ov)
@@ -148,35 +147,47 @@ func TestIngestEntry(t *testing.T) {
 	if string(raw) != want {
 		t.Errorf("overrides %s; want %s", raw, want)
 	}
-	var back Overrides
+	var back worktask.Overrides
 	if err := json.Unmarshal(raw, &back); err != nil || *back.Ingest != *ov.Ingest {
 		t.Errorf("overrides round trip: %+v, %v", back.Ingest, err)
 	}
-	if raw, _ := json.Marshal(Overrides{TargetQueueURL: "q"}); string(raw) != `{"targetQueueUrl":"q"}` {
+	if raw, _ := json.Marshal(worktask.Overrides{TargetQueueURL: "q"}); string(raw) != `{"targetQueueUrl":"q"}` {
 		t.Errorf("overrides without ingest %s", raw)
 	}
 
-	r := &Runner{log: slog.New(slog.DiscardHandler)}
-	c := dataset.Chunk{Object: dataset.Object{Bucket: "b", Key: "d=1/k.jsonl", ETag: "e", VersionID: "v"}, Format: dataset.FormatJSONL}
+}
+
+// TestEncodedEntries checks what the engine adds to the bodies of a
+// caller's RecordEncoder: the record id as the only attribute, and on a
+// FIFO queue the object's group with the record id as deduplication id;
+// the encoder's error is the record's.
+func TestEncodedEntries(t *testing.T) {
+	obj := dataset.Object{Bucket: "b", Key: "d=1/k.jsonl", ETag: "e", VersionID: "v"}
+	bad := errors.New("not this one")
+	enc := func(rec records.Record) (string, error) {
+		if rec.Offset == 20 {
+			return "", bad
+		}
+		return "body-" + string(rec.Value), nil
+	}
 	for _, fifo := range []bool{false, true} {
-		encode := ingestEntries(r.ingestEncoder(t.Context(), c, *back.Ingest), c.Object, fifo)
-		e, err := encode(records.Record{Offset: 10, Line: 2, Value: []byte(`{"value":"x","group_id":"g"}`)})
+		encode := encodedEntries(enc, obj, fifo)
+		e, err := encode(records.Record{Offset: 10, Line: 2, Value: []byte(`x`)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := RecordID(c.Object, 10)
-		body := `{"value":"x","group_id":"g","d":1,"_file":{"bucket":"b","key":"d=1/k.jsonl","versionId":"v","eTag":"e","eventTime":"2024-01-02T03:04:05Z","offset":10,"line":2}}`
-		if e.Body != body || len(e.Attributes) != 1 || aws.ToString(e.Attributes[AttrRecordID].StringValue) != id {
+		id := RecordID(obj, 10)
+		if e.Body != "body-x" || len(e.Attributes) != 1 || aws.ToString(e.Attributes[AttrRecordID].StringValue) != id {
 			t.Errorf("entry %+v", e)
 		}
 		wantGroup, wantDedup := "", ""
 		if fifo {
-			wantGroup, wantDedup = GroupID(c.Object), id
+			wantGroup, wantDedup = GroupID(obj), id
 		}
 		if e.GroupID != wantGroup || e.DeduplicationID != wantDedup {
 			t.Errorf("fifo %v: group %q, dedup %q", fifo, e.GroupID, e.DeduplicationID)
 		}
-		if _, err := encode(records.Record{Offset: 20, Value: []byte(`{"a":`)}); !errors.Is(err, recordjson.ErrNotJSON) {
+		if _, err := encode(records.Record{Offset: 20, Value: []byte(`{"a":`)}); !errors.Is(err, bad) {
 			t.Errorf("entry of a bad record: %v", err)
 		}
 	}
@@ -209,22 +220,9 @@ func TestMappedEntriesGroup(t *testing.T) {
 		{true, `{"value":"v","group_id":"g"}`, "g", RecordID(c.Object, 0)},
 		{true, `{"value":"v"}`, GroupID(c.Object), RecordID(c.Object, 0)},
 	} {
-		e, err := mappedEntries(Mapping{}.withDefaults(), c, tc.fifo)(records.Record{Value: []byte(tc.rec)})
+		e, err := mappedEntries(withDefaults(worktask.Mapping{}), c, tc.fifo)(records.Record{Value: []byte(tc.rec)})
 		if err != nil || e.GroupID != tc.group || e.DeduplicationID != tc.dedup {
 			t.Errorf("fifo %v, %s: group %q dedup %q (%v); want %q %q", tc.fifo, tc.rec, e.GroupID, e.DeduplicationID, err, tc.group, tc.dedup)
-		}
-	}
-}
-
-func TestEntryRef(t *testing.T) {
-	for _, ref := range []entryRef{{0, 0, 1}, {3, 123456789012, 40}, {9, -1, 1}} {
-		if got, ok := parseRef(ref.id()); !ok || got != ref {
-			t.Errorf("parseRef(%q) = %+v, %v; want %+v", ref.id(), got, ok, ref)
-		}
-	}
-	for _, id := range []string{"", "1", "1:2", "a:1:1", "1:2:3:4"} {
-		if _, ok := parseRef(id); ok {
-			t.Errorf("parseRef(%q) accepted", id)
 		}
 	}
 }
@@ -246,10 +244,10 @@ func TestRecordID(t *testing.T) {
 	if got, want := RecordID(dataset.Object{Bucket: "b", Key: "k", VersionID: "v"}, -1), hex.EncodeToString(sum[:16]); got != want {
 		t.Errorf("RecordID without ETag = %s; want %s", got, want)
 	}
-	ids := NewRecordIDs(dataset.Object{Bucket: "b", Key: "k", VersionID: "v"})
+	ids := newRecordIDs(dataset.Object{Bucket: "b", Key: "k", VersionID: "v"})
 	for _, off := range []int64{0, 123, 7, 123} {
 		if got, want := ids.ID(off), RecordID(dataset.Object{Bucket: "b", Key: "k", VersionID: "v"}, off); got != want {
-			t.Errorf("RecordIDs.ID(%d) = %s; want %s", off, got, want)
+			t.Errorf("recordIDs.ID(%d) = %s; want %s", off, got, want)
 		}
 	}
 }
@@ -260,12 +258,12 @@ func TestRecordID(t *testing.T) {
 func TestChunkMessageID(t *testing.T) {
 	obj := dataset.Object{Bucket: "b", Key: "k", ETag: "e", VersionID: "v"}
 	sum := sha256.Sum256([]byte("b\x00k\x00e\x000\x0040\x005"))
-	if got, want := ChunkMessageID(obj, 0, 40, 5), hex.EncodeToString(sum[:16]); got != want {
-		t.Errorf("ChunkMessageID = %s; want %s", got, want)
+	if got, want := chunkMessageID(obj, 0, 40, 5), hex.EncodeToString(sum[:16]); got != want {
+		t.Errorf("chunkMessageID = %s; want %s", got, want)
 	}
 	seen := map[string]string{RecordID(obj, 0): "record 0"}
 	for _, c := range []struct{ first, last, count int64 }{{0, 40, 5}, {0, 30, 4}, {0, 0, 1}, {10, 40, 4}} {
-		id := ChunkMessageID(obj, c.first, c.last, int(c.count))
+		id := chunkMessageID(obj, c.first, c.last, int(c.count))
 		if other, dup := seen[id]; dup {
 			t.Errorf("message of %+v has the id of %s", c, other)
 		}
@@ -273,32 +271,19 @@ func TestChunkMessageID(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"1": 1, "10B": 10, "4KiB": 4096, "8MiB": 8 << 20, "2GiB": 2 << 30} {
-		if got, err := ParseSize(in); err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "x", "1.5MiB", "99999999999GiB"} {
-		if got, err := ParseSize(in); err == nil {
-			t.Errorf("ParseSize(%q) = %d; want an error", in, got)
-		}
-	}
-}
-
 func TestLanes(t *testing.T) {
 	a := dataset.Object{Bucket: "b", Key: "a", ETag: "1"}
 	b := dataset.Object{Bucket: "b", Key: "b", ETag: "1"}
-	run := func(obj dataset.Object, index int) *taskRun {
-		return &taskRun{task: worktask.Task{Chunk: dataset.Chunk{Object: obj, Index: index}}}
+	run := func(obj dataset.Object, index int) *taskSpec {
+		return &taskSpec{task: worktask.Task{Chunk: dataset.Chunk{Object: obj, Index: index}}}
 	}
-	runs := []*taskRun{run(a, 0), run(b, 0), run(a, 1), run(a, 2), run(b, 1)}
-	names := func(ls [][]*taskRun) []string {
+	runs := []*taskSpec{run(a, 0), run(b, 0), run(a, 1), run(a, 2), run(b, 1)}
+	names := func(ls [][]int) []string {
 		var out []string
 		for _, l := range ls {
 			var s []string
-			for _, tr := range l {
-				s = append(s, fmt.Sprintf("%s%d", tr.task.Chunk.Key, tr.task.Chunk.Index))
+			for _, g := range l {
+				s = append(s, fmt.Sprintf("%s%d", runs[g].task.Chunk.Key, runs[g].task.Chunk.Index))
 			}
 			out = append(out, strings.Join(s, ","))
 		}
@@ -323,7 +308,7 @@ func FuzzRecordMapper(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	obj := dataset.Object{Bucket: "b", Key: "k", ETag: "e"}
-	m := Mapping{DedupIDField: "id"}.withDefaults()
+	m := withDefaults(worktask.Mapping{DedupIDField: "id"})
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		var fields map[string]json.RawMessage
 		if !json.Valid(rec) || hasRepeatedKey(rec) {

@@ -15,7 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -24,7 +26,7 @@ import (
 // with Content-Encoding gzip under a key that says nothing of it, and
 // returns their values, the object's bytes and where each record starts in
 // the decompressed stream.
-func (st *stack) putContentEncoded(t *testing.T, key string, n int) (want []string, body []byte, offsets []int64) {
+func putContentEncoded(t *testing.T, st *fanoutstack.Stack, key string, n int) (want []string, body []byte, offsets []int64) {
 	t.Helper()
 	r := rand.New(rand.NewChaCha8([32]byte{5}))
 	var plain strings.Builder
@@ -39,7 +41,7 @@ func (st *stack) putContentEncoded(t *testing.T, key string, n int) (want []stri
 	zw := gzip.NewWriter(&b)
 	zw.Write([]byte(plain.String()))
 	zw.Close()
-	_, err := st.s3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(st.bucket), Key: aws.String(key),
+	_, err := st.S3.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(key),
 		Body: bytes.NewReader(b.Bytes()), ContentEncoding: aws.String("gzip")})
 	if err != nil {
 		t.Fatal(err)
@@ -55,27 +57,27 @@ func (st *stack) putContentEncoded(t *testing.T, key string, n int) (want []stri
 // Content-Encoding; a task planned as byte ranges of the compressed bytes
 // fails instead of putting garbage on the failure output.
 func TestContentEncodedObject(t *testing.T) {
-	st := newStack(t, "")
-	want, body, offsets := st.putContentEncoded(t, "ce/events.jsonl", 300)
+	st := fanoutstack.New(t, "")
+	want, body, offsets := putContentEncoded(t, st, "ce/events.jsonl", 300)
 	const chunk = 1024
 	if len(body) <= 2*chunk {
 		t.Fatalf("the object is %d bytes, want several chunks of %d", len(body), chunk)
 	}
-	h, _ := st.handler(t, fanout.Options{Plan: fanoutPlan(chunk)}, nil)
-	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "ce/events.jsonl"})
+	h, _ := st.Handler(t, fanout.Options{Plan: dataset.PlanOptions{ChunkSize: chunk}}, nil)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "ce/events.jsonl"})
 	if rep.Chunks != 1 || rep.RecordsRead != 300 || rep.RecordsSent != 300 || rep.RecordsFailed != 0 {
 		t.Errorf("report %+v: want one chunk and 300 records sent", rep)
 	}
-	bodies, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	bodies, _ := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
 	if diff := cmp.Diff(want, bodies); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
-	if n := len(localaws.Drain(t, st.sqs, st.failure, time.Second)); n != 0 {
+	if n := len(localaws.Drain(t, st.SQS, st.Failure, time.Second)); n != 0 {
 		t.Errorf("%d failures, want none", n)
 	}
 
 	chunkJSON := func(fields string) string {
-		return fmt.Sprintf(`{"bucket":%q,"key":"ce/events.jsonl","size":%d,"format":"jsonl",%s}`, st.bucket, len(body), fields)
+		return fmt.Sprintf(`{"bucket":%q,"key":"ce/events.jsonl","size":%d,"format":"jsonl",%s}`, st.Bucket, len(body), fields)
 	}
 	run := func(name, task string) events.SQSEventResponse {
 		t.Helper()
@@ -83,7 +85,7 @@ func TestContentEncodedObject(t *testing.T) {
 		if err := json.Unmarshal([]byte(task), &tk); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		return invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: name, Body: task, EventSource: "aws:sqs"}}})
+		return fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: name, Body: task, EventSource: "aws:sqs"}}})
 	}
 	for _, tt := range []struct {
 		name, chunk string
@@ -97,7 +99,7 @@ func TestContentEncodedObject(t *testing.T) {
 		if resp := run(tt.name, task); len(resp.BatchItemFailures) != 0 {
 			t.Errorf("%s: failures %v", tt.name, resp.BatchItemFailures)
 		}
-		bodies, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+		bodies, _ := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
 		if diff := cmp.Diff(tt.want, bodies); diff != "" {
 			t.Errorf("%s: records (-want +got):\n%s", tt.name, diff)
 		}
@@ -110,10 +112,10 @@ func TestContentEncodedObject(t *testing.T) {
 	if resp := run("split", task); len(resp.BatchItemFailures) != 0 {
 		t.Errorf("a byte range of the compressed bytes: failures %v, want none: no retry can read it", resp.BatchItemFailures)
 	}
-	if n := len(localaws.Drain(t, st.sqs, st.target, time.Second)); n != 0 {
+	if n := len(localaws.Drain(t, st.SQS, st.Target, time.Second)); n != 0 {
 		t.Errorf("%d records sent from a byte range of compressed bytes, want none", n)
 	}
-	fails := localaws.Drain(t, st.sqs, st.failure, time.Second)
+	fails := localaws.Drain(t, st.SQS, st.Failure, time.Second)
 	if len(fails) != 1 || !strings.Contains(aws.ToString(fails[0].Body), `"code":"ObjectEncoded"`) || !strings.Contains(aws.ToString(fails[0].Body), `"offset":1024`) {
 		t.Errorf("failures %v from a byte range of compressed bytes, want one ObjectEncoded at 1024", fails)
 	}

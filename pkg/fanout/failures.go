@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3sqs/s3sqs/internal/textcut"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
@@ -52,24 +53,6 @@ type failureSink struct {
 	log    *slog.Logger
 }
 
-// failureBatch gathers the failures of one task.
-type failureBatch struct {
-	mu   sync.Mutex
-	list []Failure
-}
-
-func (b *failureBatch) add(f Failure) {
-	b.mu.Lock()
-	b.list = append(b.list, f)
-	b.mu.Unlock()
-}
-
-func (b *failureBatch) len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.list)
-}
-
 // write puts the failures of a task on the output. name identifies the
 // attempt at the task (see attemptName), for the S3 object's key and the
 // FIFO deduplication id.
@@ -94,7 +77,7 @@ func (s *failureSink) write(ctx context.Context, runID, name string, fs []Failur
 		for i, f := range fs {
 			b := marshalForSQS(f)
 			if len(b) > limit {
-				f.Body, f.Truncated = truncate(f.Body, len(f.Body)-(len(b)-limit)-16), true
+				f.Body, f.Truncated = textcut.Prefix(f.Body, len(f.Body)-(len(b)-limit)-16), true
 				b = marshalForSQS(f)
 			}
 			entries[i] = sqsbatch.Entry{ID: fmt.Sprint(i), Body: string(b), GroupID: runID, DeduplicationID: fmt.Sprintf("%s-%s-%d", name, f.Code, f.Offset)}
@@ -131,7 +114,7 @@ func (s *failureSink) write(ctx context.Context, runID, name string, fs []Failur
 	default:
 		for _, f := range fs {
 			s.log.ErrorContext(ctx, "record failed", "run", f.RunID, "source", f.Source, "offset", f.Offset,
-				"code", f.Code, "message", f.Message, "attempts", f.Attempts, "body", truncate(f.Body, 1024))
+				"code", f.Code, "message", f.Message, "attempts", f.Attempts, "body", textcut.Prefix(f.Body, 1024))
 		}
 		return nil
 	}
@@ -149,19 +132,6 @@ func marshalForSQS(f Failure) []byte {
 	}
 	b = bytes.ReplaceAll(b, []byte("\ufffe"), []byte(`\ufffe`))
 	return bytes.ReplaceAll(b, []byte("\uffff"), []byte(`\uffff`))
-}
-
-func truncate(s string, n int) string {
-	if n < 0 {
-		n = 0
-	}
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n-- // keep UTF-8 whole
-	}
-	return s[:n]
 }
 
 func failureFrom(runID string, obj dataset.Object, e *sqsbatch.EntryError, offset int64) Failure {

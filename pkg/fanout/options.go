@@ -17,15 +17,18 @@ import (
 
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // Defaults used when the matching Options field is zero.
+// DefaultChunkConcurrency is exported for the configurations that show it.
 const (
-	DefaultInlineMaxBytes   = 64 << 20
+	defaultInlineMaxBytes   = 64 << 20
 	DefaultChunkConcurrency = 4
-	DefaultPlanConcurrency  = 16
+	defaultPlanConcurrency  = 16
 )
 
 // S3API is the part of the S3 client fanout uses. *s3.Client satisfies it.
@@ -55,21 +58,21 @@ type Options struct {
 	// Plan configures chunking and formats.
 	Plan dataset.PlanOptions
 	// Mode is how records become messages; "" means ModeRecord.
-	Mode Mode
+	Mode worktask.Mode
 	// Mapping names the record fields that become message parts.
-	Mapping Mapping
+	Mapping worktask.Mapping
 	// Send configures the senders (MaxInFlight, MaxAttempts, ...).
 	Send sqsbatch.Options
 	// InlineMaxBytes is the largest dataset sent in the invocation that
 	// planned it; larger ones go to the work queue. Zero means
-	// DefaultInlineMaxBytes.
+	// 64 MiB.
 	InlineMaxBytes int64
 	// ChunkConcurrency is how many chunks are read at once in one
 	// invocation; zero means DefaultChunkConcurrency.
 	ChunkConcurrency int
 	// PlanConcurrency is how many objects are planned at once: their
 	// HeadObject when the listing gives no size, a CSV object's header, a
-	// Parquet object's footer. Zero means DefaultPlanConcurrency.
+	// Parquet object's footer. Zero means 16.
 	PlanConcurrency int
 	// FailureWriter, when set, receives the failures as JSON Lines instead
 	// of the failure queue or S3 (the CLI's local file).
@@ -92,12 +95,30 @@ type Options struct {
 	// it stopped (see pkg/claims). Without it a task delivered twice runs
 	// twice (at least once).
 	Claims claims.Store
+	// IngestEncoder, when set, makes the message bodies of the tasks whose
+	// overrides carry Ingest: s3ingest's records, which it hands to
+	// fanout's workers as tasks (see worktask.IngestEncoding). A Runner that may
+	// run such tasks, those of both functions, the CLI's and a redrive's,
+	// needs one; without it they fail.
+	IngestEncoder IngestEncoder
 	// Progress, when set, is updated as records are read and sent, for a
 	// progress display.
 	Progress *Progress
 	// Logger receives the runner's logs; nil discards them.
 	Logger *slog.Logger
 }
+
+// IngestEncoder returns the RecordEncoder of chunk c's records, encoded as
+// ie says, for a task whose overrides carry Ingest. log is the runner's
+// logger, for what the encoder notices in the records. The engine adds
+// each record's id and, on a FIFO queue, its group and deduplication id.
+type IngestEncoder func(ctx context.Context, c dataset.Chunk, ie worktask.IngestEncoding, log *slog.Logger) RecordEncoder
+
+// RecordEncoder returns the message body of a record of one chunk, or why
+// the record cannot be sent (it then goes to the failure output as
+// UnmappableRecord with the error as its message).
+// It is called by one goroutine at a time, in the order of the records.
+type RecordEncoder func(rec records.Record) (string, error)
 
 // Progress counts a run's work as it happens. Its fields may be read at
 // any time from another goroutine.
@@ -195,18 +216,18 @@ type Runner struct {
 // New resolves the queues (once) and returns a Runner.
 func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runner, error) {
 	if opts.InlineMaxBytes <= 0 {
-		opts.InlineMaxBytes = DefaultInlineMaxBytes
+		opts.InlineMaxBytes = defaultInlineMaxBytes
 	}
 	if opts.ChunkConcurrency <= 0 {
 		opts.ChunkConcurrency = DefaultChunkConcurrency
 	}
 	if opts.PlanConcurrency <= 0 {
-		opts.PlanConcurrency = DefaultPlanConcurrency
+		opts.PlanConcurrency = defaultPlanConcurrency
 	}
 	if opts.Mode == "" {
-		opts.Mode = ModeRecord
+		opts.Mode = worktask.ModeRecord
 	}
-	if opts.Mode != ModeRecord && opts.Mode != ModeChunk {
+	if opts.Mode != worktask.ModeRecord && opts.Mode != worktask.ModeChunk {
 		return nil, fmt.Errorf("fanout: unknown mode %q (want record or chunk)", opts.Mode)
 	}
 	log := opts.Logger
@@ -250,7 +271,7 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 		}
 	}
 	if opts.Target.URL != "" || opts.Target.Name != "" {
-		if _, err := r.target(ctx, &Overrides{}, opts.Mode); err != nil {
+		if _, err := r.target(ctx, &worktask.Overrides{}, opts.Mode); err != nil {
 			return nil, err
 		}
 	}
@@ -276,6 +297,7 @@ type QueueError struct {
 	Err   error
 }
 
+// Error names the queue, its role and the reason.
 func (e *QueueError) Error() string {
 	return fmt.Sprintf("%s queue %s: %v", e.Role, e.Queue, e.Err)
 }
@@ -291,11 +313,11 @@ const chunkModeInFlight = 4
 // target returns the sender for a run's target queue in mode: the
 // overrides' queue, or the configured target, sending with the overrides'
 // settings.
-func (r *Runner) target(ctx context.Context, ov *Overrides, mode Mode) (*sqsbatch.Sender, error) {
+func (r *Runner) target(ctx context.Context, ov *worktask.Overrides, mode worktask.Mode) (*sqsbatch.Sender, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	url := ov.TargetQueueURL
-	_, inFlight, attempts := ov.settings()
+	inFlight, attempts := int(ov.MaxInFlight.Value()), int(ov.MaxAttempts.Value())
 	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d", url, mode, inFlight, attempts)
 	if s, ok := r.targets[key]; ok {
 		return s, nil
@@ -303,7 +325,7 @@ func (r *Runner) target(ctx context.Context, ov *Overrides, mode Mode) (*sqsbatc
 	send := r.opts.Send
 	send.MaxInFlight = cmp.Or(inFlight, send.MaxInFlight)
 	send.MaxAttempts = cmp.Or(attempts, send.MaxAttempts)
-	if mode == ModeChunk {
+	if mode == worktask.ModeChunk {
 		send.MaxInFlight = min(cmp.Or(send.MaxInFlight, sqsbatch.DefaultMaxInFlight), chunkModeInFlight)
 	}
 	q := r.opts.Target

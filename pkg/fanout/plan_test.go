@@ -25,7 +25,7 @@ func TestNextSteps(t *testing.T) {
 		keys = append(keys, fmt.Sprintf("exports/date=2024-01-01/région=ü/part-%06d.jsonl", i))
 	}
 	list := worktask.Plan{RunID: "r", Source: dataset.Source{Bucket: "b", Keys: keys}, Step: 1}
-	got = nextSteps(list, dataset.Cursor{Index: 10_000}, json.RawMessage(`{"mode":"chunk"}`))
+	got = nextSteps(list, dataset.Cursor{Index: 10_000}, &worktask.Overrides{Mode: worktask.ModeChunk})
 	if len(got) < 2 {
 		t.Fatalf("%d steps for 20,000 keys, want them cut to fit a message", len(got))
 	}
@@ -35,7 +35,7 @@ func TestNextSteps(t *testing.T) {
 		if err != nil || len(e.Body) > 256<<10 {
 			t.Errorf("step of %d keys: %d bytes (%v), want under 256 KiB", len(s.Source.Keys), len(e.Body), err)
 		}
-		if s.Cursor != (dataset.Cursor{}) || s.Step != 2 || string(s.Overrides) != `{"mode":"chunk"}` {
+		if ov, _ := json.Marshal(s.Overrides); s.Cursor != (dataset.Cursor{}) || s.Step != 2 || string(ov) != `{"mode":"chunk"}` {
 			t.Errorf("step %+v: want the keys left from their start, step 2, the overrides", s.Cursor)
 		}
 		rest = append(rest, s.Source.Keys...)

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -78,6 +80,18 @@ func (rp *reporter) manifest(ctx context.Context, rep Report, at time.Time) erro
 		return nil
 	}
 	return rp.put(ctx, rep.RunID+"/manifest.json", Manifest{Report: rep, PlannedAt: at})
+}
+
+// WriteInvocationReport writes what one invocation of a driver did, rep,
+// to <prefix>/<runId>/invocations/<id>.json of the run report, as a
+// Manifest planned at at. A driver's run spans many invocations (a Batch
+// Operations job's, a Map run's batches), each running some of its
+// objects: a run's manifest.json, which each would overwrite, is not
+// written. It is written in the time partialbatch.SendContext(ctx) leaves,
+// since it comes after the invocation's work. Without a run report
+// configured it writes nothing and returns nil.
+func (r *Runner) WriteInvocationReport(ctx context.Context, id string, rep Report, at time.Time) error {
+	return r.report.put(partialbatch.SendContext(ctx), rep.RunID+"/invocations/"+url.PathEscape(id)+".json", Manifest{Report: rep, PlannedAt: at})
 }
 
 func (rp *reporter) failed(ctx context.Context, t worktask.Task, name string, fs []Failure) error {

@@ -64,10 +64,10 @@ func TestDecodeRequestNormalises(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.Mode != ModeChunk || req.Format != dataset.FormatJSONL {
+	if req.Mode != worktask.ModeChunk || req.Format != dataset.FormatJSONL {
 		t.Errorf("mode %q, format %q; want chunk and jsonl", req.Mode, req.Format)
 	}
-	if cs, inFlight, attempts := req.Overrides.settings(); cs != 2<<20 || inFlight != 8 || attempts != 0 {
+	if cs, inFlight, attempts := req.ChunkSize.Value(), req.MaxInFlight.Value(), req.MaxAttempts.Value(); cs != 2<<20 || inFlight != 8 || attempts != 0 {
 		t.Errorf("settings %d, %d, %d; want 2MiB, 8 and unset", cs, inFlight, attempts)
 	}
 	// Overrides travel with tasks as JSON, and must read back the same.
@@ -103,12 +103,13 @@ func FuzzDecodeRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("marshal overrides of %q: %v", in, err)
 		}
-		if _, err := overridesOf(taskWith(raw).Overrides); err != nil {
+		if _, err := worktask.Parse(taskWith(raw)); err != nil {
 			t.Fatalf("overrides of %q do not read back from a task (%s): %v", in, raw, err)
 		}
 	})
 }
 
-func taskWith(overrides []byte) worktask.Task {
-	return worktask.Task{RunID: "r", Chunk: dataset.Chunk{Object: dataset.Object{Bucket: "b", Key: "k"}, Count: 1, Format: dataset.FormatJSONL}, Overrides: overrides}
+// taskWith returns the body of a task that carries overrides, as JSON.
+func taskWith(overrides []byte) string {
+	return `{"runId":"r","chunk":{"bucket":"b","key":"k","start":0,"end":0,"index":0,"count":1,"format":"jsonl"},"overrides":` + string(overrides) + `}`
 }

@@ -8,7 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -19,13 +20,13 @@ import (
 // they arrive, with the record ids a whole run gives them, and an offset
 // inside a record is reported missing.
 func TestRunRecords(t *testing.T) {
-	st := newStack(t, "")
-	_, body, _ := st.records(t, "some.jsonl", 50)
+	st := fanoutstack.New(t, "")
+	_, body, _ := st.Records(t, "some.jsonl", 50)
 	task, err := worktask.Parse(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := fanout.New(t.Context(), st.s3, st.sqs, fanout.Options{Target: sqsbatch.Queue{URL: st.target}, FailureQueueURL: st.failure})
+	r, err := fanout.New(t.Context(), st.S3, st.SQS, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}, FailureQueueURL: st.Failure})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestRunRecords(t *testing.T) {
 	if !cmp.Equal(missing, []int64{17*line + 5}) {
 		t.Errorf("missing %v, want the offset inside record 17", missing)
 	}
-	msgs := localaws.Drain(t, st.sqs, st.target, 2*time.Second)
+	msgs := localaws.Drain(t, st.SQS, st.Target, 2*time.Second)
 	got := map[string]string{}
 	for _, m := range msgs {
 		got[aws.ToString(m.Body)] = aws.ToString(m.MessageAttributes[fanout.AttrRecordID].StringValue)

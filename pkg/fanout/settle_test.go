@@ -19,11 +19,13 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/internal/s3fault"
-	"github.com/s3sqs/s3sqs/internal/sqsfault"
+	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/s3fault"
+	"github.com/s3sqs/s3sqs/internal/testenv/sqsfault"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // TestSendStopSettlesEachTask runs two tasks in one send that stops (SQS
@@ -32,13 +34,13 @@ import (
 // its first record not accepted. Delivered again, the first is skipped and
 // the second sends only what the stopped send did not.
 func TestSendStopSettlesEachTask(t *testing.T) {
-	st := newStack(t, "")
-	wantA, taskA, _ := st.records(t, "a.jsonl", 5)
-	wantB, taskB, _ := st.records(t, "b.jsonl", 100)
-	store := claimsStore(t)
+	st := fanoutstack.New(t, "")
+	wantA, taskA, _ := st.Records(t, "a.jsonl", 5)
+	wantB, taskB, _ := st.Records(t, "b.jsonl", 100)
+	store := fanoutstack.ClaimsStore(t)
 	var broken atomic.Bool
 	broken.Store(true)
-	h, _ := st.handler(t, fanout.Options{Claims: store, ChunkConcurrency: 1, Send: sqsbatch.Options{MaxInFlight: 1}, FailureS3URI: "s3://lake/failed/"}, func(api sqsbatch.API) sqsbatch.API {
+	h, _ := st.Handler(t, fanout.Options{Claims: store, ChunkConcurrency: 1, Send: sqsbatch.Options{MaxInFlight: 1}, FailureS3URI: "s3://lake/failed/"}, func(api sqsbatch.API) sqsbatch.API {
 		return &sqsfault.Client{API: api, RequestErr: func(n int) error {
 			if broken.Load() && n >= 3 {
 				return &smithy.GenericAPIError{Code: "AccessDenied", Message: "injected by the test"}
@@ -46,14 +48,14 @@ func TestSendStopSettlesEachTask(t *testing.T) {
 			return nil
 		}, EntryErr: sqsfault.SenderFault("InvalidParameterValue", func(body string) bool { return body == "r012" })}
 	})
-	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("a", taskA), taskMessage("b", taskB)}})
+	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("a", taskA), taskMessage("b", taskB)}})
 	if !cmp.Equal(resp.BatchItemFailures, []events.SQSBatchItemFailure{{ItemIdentifier: "b"}}) {
 		t.Fatalf("failures %v, want only b's: every record of a was accepted", resp.BatchItemFailures)
 	}
 	// The first two requests carried a's 5 records and b's first 15, of
 	// which SQS refused r012 for good: it is on the failure output now,
 	// since b's next attempt starts after it.
-	first := st.sent(t)
+	first := st.Sent(t)
 	accepted := slices.DeleteFunc(append(slices.Clone(wantA), wantB[:15]...), func(v string) bool { return v == "r012" })
 	if want := slices.Sorted(slices.Values(accepted)); !cmp.Equal(first, want) {
 		t.Fatalf("the stopped send delivered %v, want %v", first, want)
@@ -62,11 +64,11 @@ func TestSendStopSettlesEachTask(t *testing.T) {
 		t.Fatalf("failure output holds offsets %v, want r012's, 204", got)
 	}
 	broken.Store(false)
-	resp = invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("a", taskA), taskMessage("b", taskB)}})
+	resp = fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("a", taskA), taskMessage("b", taskB)}})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v on the second delivery", resp.BatchItemFailures)
 	}
-	if diff := cmp.Diff(wantB[15:], st.sent(t)); diff != "" {
+	if diff := cmp.Diff(wantB[15:], st.Sent(t)); diff != "" {
 		t.Errorf("second delivery (-want +got): only b's records not accepted before:\n%s", diff)
 	}
 }
@@ -77,19 +79,19 @@ func TestSendStopSettlesEachTask(t *testing.T) {
 // file of its own, so that the failure output and the run report keep both
 // attempts' failures.
 func TestFailuresOfEveryAttempt(t *testing.T) {
-	st := newStack(t, "")
-	_, task, size := st.records(t, "two.jsonl", 300)
-	broken := &s3fault.CutAt{S3API: st.s3, At: int64(size / 2)}
-	st.s3api = broken
+	st := fanoutstack.New(t, "")
+	_, task, size := st.Records(t, "two.jsonl", 300)
+	broken := &s3fault.CutAt{S3API: st.S3, At: int64(size / 2)}
+	st.S3API = broken
 	bad := func(body string) bool { return body == "r010" || body == "r290" }
-	h, _ := st.handler(t, fanout.Options{Claims: claimsStore(t), FailureS3URI: "s3://lake/failed/", ReportS3URI: "s3://lake/reports/"}, func(api sqsbatch.API) sqsbatch.API {
+	h, _ := st.Handler(t, fanout.Options{Claims: fanoutstack.ClaimsStore(t), FailureS3URI: "s3://lake/failed/", ReportS3URI: "s3://lake/reports/"}, func(api sqsbatch.API) sqsbatch.API {
 		return &sqsfault.Client{API: api, EntryErr: sqsfault.SenderFault("InvalidParameterValue", bad)}
 	})
-	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
+	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
 	}
-	cont := localaws.Drain(t, st.sqs, st.work, time.Second)
+	cont := localaws.Drain(t, st.SQS, st.Work, time.Second)
 	if len(cont) != 1 {
 		t.Fatalf("%d continuations, want 1", len(cont))
 	}
@@ -98,7 +100,7 @@ func TestFailuresOfEveryAttempt(t *testing.T) {
 	// continuation finds the task done.
 	broken.Heal()
 	for _, m := range []events.SQSMessage{taskMessage("t1", task), taskMessage("c1", aws.ToString(cont[0].Body))} {
-		resp = invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{m}})
+		resp = fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{m}})
 		if len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("%s failed: %v", m.MessageId, resp.BatchItemFailures)
 		}
@@ -124,9 +126,9 @@ func TestFailuresOfEveryAttempt(t *testing.T) {
 
 // failedOffsets reads every object under prefix with the given suffix and
 // returns the offsets offsets finds in them, sorted.
-func failedOffsets(t *testing.T, st *stack, prefix, suffix string, offsets func([]byte) []int64) []int64 {
+func failedOffsets(t *testing.T, st *fanoutstack.Stack, prefix, suffix string, offsets func([]byte) []int64) []int64 {
 	t.Helper()
-	list, err := st.s3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(st.bucket), Prefix: aws.String(prefix)})
+	list, err := st.S3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(st.Bucket), Prefix: aws.String(prefix)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +137,7 @@ func failedOffsets(t *testing.T, st *stack, prefix, suffix string, offsets func(
 		if !strings.HasSuffix(aws.ToString(o.Key), suffix) {
 			continue
 		}
-		out, err := st.s3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(st.bucket), Key: o.Key})
+		out, err := st.S3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(st.Bucket), Key: o.Key})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +172,7 @@ func failureLines(t *testing.T) func([]byte) []int64 {
 // rest of the object is one failure with its code and first offset not
 // read, nothing is continued, and the answer counts the object as failed.
 func TestCorruptObject(t *testing.T) {
-	st := newStack(t, "")
+	st := fanoutstack.New(t, "")
 	var plain bytes.Buffer
 	var want []string
 	for i := range 2000 {
@@ -181,29 +183,29 @@ func TestCorruptObject(t *testing.T) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write(plain.Bytes())
 	zw.Close()
-	st.put(t, "cut.jsonl.gz", string(gz.Bytes()[:gz.Len()*3/4]))
+	st.Put(t, "cut.jsonl.gz", string(gz.Bytes()[:gz.Len()*3/4]))
 
-	h, logs := st.handler(t, fanout.Options{FailureS3URI: "s3://lake/failed/"}, nil)
-	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "cut.jsonl.gz", "runId": "cut"})
+	h, logs := st.Handler(t, fanout.Options{FailureS3URI: "s3://lake/failed/"}, nil)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "cut.jsonl.gz", "runId": "cut"})
 	if rep.ObjectsFailed != 1 || rep.RecordsFailed != 1 || rep.Queued || rep.PlanContinued {
 		t.Errorf("report %+v: want one object failed, one failure, nothing queued", rep)
 	}
-	got, _ := received(localaws.Drain(t, st.sqs, st.target, 3*time.Second))
+	got, _ := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
 	if len(got) == 0 || len(got) >= len(want) || !cmp.Equal(got, want[:len(got)]) {
 		t.Fatalf("sent %d records, want the first ones before the cut", len(got))
 	}
-	if cont := localaws.Drain(t, st.sqs, st.work, time.Second); len(cont) != 0 {
+	if cont := localaws.Drain(t, st.SQS, st.Work, time.Second); len(cont) != 0 {
 		t.Errorf("%d continuations queued for an object no retry can read", len(cont))
 	}
 	// The failure starts where the task would have resumed: after the
 	// last record sent, at or before the first not sent.
 	last := int64(strings.Index(plain.String(), `{"value":"`+want[len(got)-1]+`"`))
 	next := int64(strings.Index(plain.String(), `{"value":"`+want[len(got)]+`"`))
-	list, err := st.s3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(st.bucket), Prefix: aws.String("failed/cut/")})
+	list, err := st.S3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(st.Bucket), Prefix: aws.String("failed/cut/")})
 	if err != nil || len(list.Contents) != 1 {
 		t.Fatalf("failure objects %v, %v; want one", list, err)
 	}
-	out, err := st.s3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(st.bucket), Key: list.Contents[0].Key})
+	out, err := st.S3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(st.Bucket), Key: list.Contents[0].Key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,15 +226,15 @@ func TestCorruptObject(t *testing.T) {
 // does not decode beside a good object: the run goes on, the good object's
 // records are sent, and the bad one is on the failure output.
 func TestCorruptParquet(t *testing.T) {
-	st := newStack(t, "")
-	want, _, _ := st.records(t, "mixed/good.jsonl", 20)
-	st.put(t, "mixed/bad.parquet", strings.Repeat("not parquet ", 100)+"PAR1")
-	h, _ := st.handler(t, fanout.Options{FailureS3URI: "s3://lake/failed/"}, nil)
-	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "prefix": "mixed/", "runId": "pq"})
+	st := fanoutstack.New(t, "")
+	want, _, _ := st.Records(t, "mixed/good.jsonl", 20)
+	st.Put(t, "mixed/bad.parquet", strings.Repeat("not parquet ", 100)+"PAR1")
+	h, _ := st.Handler(t, fanout.Options{FailureS3URI: "s3://lake/failed/"}, nil)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "mixed/", "runId": "pq"})
 	if rep.ObjectsFailed != 1 || rep.RecordsSent != 20 || rep.Objects != 2 {
 		t.Errorf("report %+v: want 2 objects, 20 records sent, 1 object failed", rep)
 	}
-	if diff := cmp.Diff(want, st.sent(t)); diff != "" {
+	if diff := cmp.Diff(want, st.Sent(t)); diff != "" {
 		t.Errorf("records (-want +got):\n%s", diff)
 	}
 	var codes []string
@@ -253,7 +255,7 @@ func TestCorruptParquet(t *testing.T) {
 // where one holds a character SQS rejects: that record alone is on the
 // failure output, and the others of its message are sent.
 func TestChunkModeInvalidCharacters(t *testing.T) {
-	st := newStack(t, "")
+	st := fanoutstack.New(t, "")
 	var b strings.Builder
 	var want []string
 	for i := range 30 {
@@ -265,14 +267,14 @@ func TestChunkModeInvalidCharacters(t *testing.T) {
 		}
 		b.WriteString(line + "\n")
 	}
-	st.put(t, "chars.txt", b.String())
-	h, _ := st.handler(t, fanout.Options{Mode: fanout.ModeChunk, FailureS3URI: "s3://lake/failed/"}, nil)
-	rep := invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.bucket, "key": "chars.txt", "runId": "chars"})
+	st.Put(t, "chars.txt", b.String())
+	h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeChunk, FailureS3URI: "s3://lake/failed/"}, nil)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "chars.txt", "runId": "chars"})
 	if rep.RecordsFailed != 1 || rep.RecordsSent != 29 {
 		t.Errorf("report %+v: want 29 records sent, 1 failed", rep)
 	}
 	var got []string
-	for _, m := range localaws.Drain(t, st.sqs, st.target, 2*time.Second) {
+	for _, m := range localaws.Drain(t, st.SQS, st.Target, 2*time.Second) {
 		got = append(got, strings.Split(aws.ToString(m.Body), "\n")...)
 	}
 	slices.Sort(got)
@@ -303,26 +305,26 @@ func (r *refusePut) PutObject(ctx context.Context, in *s3.PutObjectInput, opts .
 // delivery again puts that record on the failure output and sends only
 // the records from there on, not those before it.
 func TestFailureOutputRefused(t *testing.T) {
-	st := newStack(t, "")
-	want, task, _ := st.records(t, "put.jsonl", 40)
-	s3api := &refusePut{S3API: st.s3}
+	st := fanoutstack.New(t, "")
+	want, task, _ := st.Records(t, "put.jsonl", 40)
+	s3api := &refusePut{S3API: st.S3}
 	s3api.refusing.Store(true)
-	st.s3api = s3api
+	st.S3API = s3api
 	bad := func(body string) bool { return body == "r030" }
-	h, _ := st.handler(t, fanout.Options{Claims: claimsStore(t), FailureS3URI: "s3://lake/failed/"}, func(api sqsbatch.API) sqsbatch.API {
+	h, _ := st.Handler(t, fanout.Options{Claims: fanoutstack.ClaimsStore(t), FailureS3URI: "s3://lake/failed/"}, func(api sqsbatch.API) sqsbatch.API {
 		return &sqsfault.Client{API: api, EntryErr: sqsfault.SenderFault("InvalidParameterValue", bad)}
 	})
-	resp := invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
+	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
 	if len(resp.BatchItemFailures) != 1 {
 		t.Fatalf("failures %v, want the task's: its failures were not written", resp.BatchItemFailures)
 	}
-	first := st.sent(t)
+	first := st.Sent(t)
 	s3api.refusing.Store(false)
-	resp = invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
+	resp = fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{taskMessage("t1", task)}})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v on the second delivery", resp.BatchItemFailures)
 	}
-	again := st.sent(t)
+	again := st.Sent(t)
 	if diff := cmp.Diff(slices.DeleteFunc(slices.Clone(want), bad), first); diff != "" {
 		t.Errorf("first delivery (-want +got):\n%s", diff)
 	}

@@ -1,9 +1,10 @@
 // Package recordjson turns the records of an S3 object into the JSON
 // message bodies s3ingest sends: each record a JSON object, with the Hive
 // partition values of the object's key and a "_file" object naming its
-// origin added. fanout's engine encodes with it the records of every
-// object s3ingest reads, inline or handed off, so that a record arrives the
-// same whichever invocation read it.
+// origin added. s3ingest's handler gives fanout's engine an encoder built
+// on it (fanout.Options.IngestEncoder), which every runner of s3ingest's
+// objects takes, inline or handed off, so that a record arrives the same
+// whichever invocation read it.
 package recordjson
 
 import (

@@ -79,40 +79,49 @@ type csvLine struct {
 	tooLong bool
 }
 
+// csvLines hands out the lines of a whole stream: those to frame again
+// first, then the stream's next ones.
+type csvLines struct {
+	s *splitter
+	// pending are the lines to frame again before reading on.
+	pending []csvLine
+	no      int64
+}
+
+// next returns the next line; with keep, one that outlives the next read.
+func (ls *csvLines) next(keep bool) (csvLine, bool) {
+	if len(ls.pending) > 0 {
+		l := ls.pending[0]
+		ls.pending = ls.pending[1:]
+		return l, true
+	}
+	s := ls.s
+	off := s.pos
+	text, tooLong, err := s.readLine(false)
+	if err != nil && (!errors.Is(err, io.EOF) || len(text) == 0 && !tooLong) {
+		s.setErr(err)
+		return csvLine{}, false
+	}
+	ls.no++
+	text = bytes.TrimSuffix(text, []byte{'\r'})
+	if off == 0 {
+		text = bytes.TrimPrefix(text, utf8BOM)
+	}
+	if keep {
+		text = bytes.Clone(text)
+	}
+	return csvLine{off: off, no: ls.no, text: text, tooLong: tooLong}, true
+}
+
 // whole reads a whole stream, in which a record runs over several lines
 // while a quoted field is open. A record that fails is its first line
 // alone: the lines after it are framed again, from the next line.
 func (r *csvReader) whole(s *splitter, yield func(Record, error) bool) {
-	// held keeps the lines after the first of the record being read, and
-	// pending the lines to frame again before reading on.
-	var held, pending []csvLine
-	var no int64
-	// next returns the next line; with keep, one that outlives the next
-	// read.
-	next := func(keep bool) (csvLine, bool) {
-		if len(pending) > 0 {
-			l := pending[0]
-			pending = pending[1:]
-			return l, true
-		}
-		off := s.pos
-		text, tooLong, err := s.readLine(false)
-		if err != nil && (!errors.Is(err, io.EOF) || len(text) == 0 && !tooLong) {
-			s.setErr(err)
-			return csvLine{}, false
-		}
-		no++
-		text = bytes.TrimSuffix(text, []byte{'\r'})
-		if off == 0 {
-			text = bytes.TrimPrefix(text, utf8BOM)
-		}
-		if keep {
-			text = bytes.Clone(text)
-		}
-		return csvLine{off: off, no: no, text: text, tooLong: tooLong}, true
-	}
+	// held keeps the lines after the first of the record being read.
+	var held []csvLine
+	lines := &csvLines{s: s}
 	for {
-		first, ok := next(false)
+		first, ok := lines.next(false)
 		if !ok {
 			if s.err != nil {
 				yield(Record{}, s.err)
@@ -136,7 +145,7 @@ func (r *csvReader) whole(s *splitter, yield func(Record, error) bool) {
 		}
 		size := len(first.text)
 		for err == nil && r.p.open {
-			l, ok := next(true)
+			l, ok := lines.next(true)
 			if !ok {
 				if s.err != nil {
 					yield(Record{}, s.err)
@@ -160,7 +169,7 @@ func (r *csvReader) whole(s *splitter, yield func(Record, error) bool) {
 		if err != nil {
 			// The lines after the first are read again as records of
 			// their own.
-			pending = append(held, pending...)
+			lines.pending = append(held, lines.pending...)
 			held = nil
 			if !yield(Record{}, &RecordError{Object: r.obj, Offset: first.off, Line: first.no, Err: err}) {
 				return

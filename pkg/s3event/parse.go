@@ -100,28 +100,7 @@ func (o Options) parse(body []byte, nested bool) (*Notification, error) {
 		return n, nil
 
 	case fields["Type"] != nil && fields["Message"] != nil:
-		var env snsEnvelope
-		if err := json.Unmarshal(trimmed, &env); err != nil {
-			return nil, unrecognized("an SNS envelope whose Type or Message is not a string")
-		}
-		if env.Type != "Notification" {
-			return nil, unrecognized("an SNS message of Type %q", env.Type)
-		}
-		if nested {
-			return nil, unrecognized("an SNS envelope inside an SNS envelope")
-		}
-		msg := []byte(env.Message)
-		if t := bytes.TrimSpace(msg); len(t) > 0 && t[0] != '{' && t[0] != '[' {
-			return nil, unrecognized("an SNS notification whose Message is not JSON: %q", excerpt(msg))
-		}
-		n, err := o.parse(msg, true)
-		if err != nil {
-			return nil, err
-		}
-		if n.Route == RouteEventBridge {
-			n.setRoute(RouteEventBridgeSNS)
-		}
-		return n, nil
+		return o.parseSNS(trimmed, nested, unrecognized)
 
 	case fields["Event"] != nil:
 		var ev string
@@ -143,6 +122,32 @@ func (o Options) parse(body []byte, nested bool) (*Notification, error) {
 		return n, nil
 	}
 	return nil, unrecognized("an object with keys %q", keysOf(fields))
+}
+
+// parseSNS reads an SNS envelope and the notification in its Message.
+func (o Options) parseSNS(trimmed []byte, nested bool, unrecognized func(string, ...any) error) (*Notification, error) {
+	var env snsEnvelope
+	if err := json.Unmarshal(trimmed, &env); err != nil {
+		return nil, unrecognized("an SNS envelope whose Type or Message is not a string")
+	}
+	if env.Type != "Notification" {
+		return nil, unrecognized("an SNS message of Type %q", env.Type)
+	}
+	if nested {
+		return nil, unrecognized("an SNS envelope inside an SNS envelope")
+	}
+	msg := []byte(env.Message)
+	if t := bytes.TrimSpace(msg); len(t) > 0 && t[0] != '{' && t[0] != '[' {
+		return nil, unrecognized("an SNS notification whose Message is not JSON: %q", excerpt(msg))
+	}
+	n, err := o.parse(msg, true)
+	if err != nil {
+		return nil, err
+	}
+	if n.Route == RouteEventBridge {
+		n.setRoute(RouteEventBridgeSNS)
+	}
+	return n, nil
 }
 
 // setRoute sets the route of the notification and of its objects.

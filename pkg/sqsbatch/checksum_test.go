@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/internal/sqsfault"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/sqsfault"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/s3sqs/s3sqs/internal/awserr"
 )
 
 // Rule names a check that an entry failed before it was sent.
@@ -113,10 +115,9 @@ func (e *StopError) Unwrap() error { return e.Err }
 // codeOf returns the AWS error code in err, or a short name for errors
 // without one.
 func codeOf(err error) string {
-	var api interface{ ErrorCode() string }
-	switch {
-	case errors.As(err, &api):
-		return api.ErrorCode()
+	switch code := awserr.Code(err); {
+	case code != "":
+		return code
 	case errors.Is(err, context.Canceled):
 		return "Canceled"
 	case errors.Is(err, context.DeadlineExceeded):

@@ -16,8 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/internal/sqsfault"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/sqsfault"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 

@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go"
 
+	"github.com/s3sqs/s3sqs/internal/awserr"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
@@ -254,8 +254,8 @@ func (o *Offloader) put(ctx context.Context, p Pointer, body string) error {
 		in.ServerSideEncryption = s3types.ServerSideEncryptionAes256
 	}
 	_, err := o.client.PutObject(ctx, in, retryConflicts)
-	if api, ok := errors.AsType[smithy.APIError](err); ok && api.ErrorCode() == "PreconditionFailed" {
-		return nil
+	if awserr.Classify(err) == awserr.Changed {
+		return nil // the precondition IfNoneMatch failed: the payload is there
 	}
 	return err
 }

@@ -28,8 +28,9 @@ type Task struct {
 	// before its deadline.
 	ResumeAt int64 `json:"resumeAt,omitempty"`
 	// Overrides holds per-run settings of the request that planned the
-	// task, so that every worker sends the run the same way.
-	Overrides json.RawMessage `json:"overrides,omitempty"`
+	// task, so that every worker sends the run the same way; nil means
+	// none.
+	Overrides *Overrides `json:"overrides,omitempty"`
 	// Chain, when set, makes the object's chunks run one after another:
 	// the run of this task is followed by its object's next chunk (see
 	// Next), queued or run only once this one is sent. It is how records
@@ -109,14 +110,15 @@ type MalformedError struct {
 	Err error
 }
 
+// Error says why the task is malformed.
 func (e *MalformedError) Error() string { return "worktask: malformed chunk task: " + e.Err.Error() }
 
 // Unwrap returns the reason.
 func (e *MalformedError) Unwrap() error { return e.Err }
 
 // Parse reads a task from an SQS message body, strictly. A body without a
-// "chunk" field is ErrNotTask; a task that cannot run is a *MalformedError.
-// The overrides are left to the consumer, which knows their fields.
+// "chunk" field is ErrNotTask; a task that cannot run, overrides a request
+// could not have given included, is a *MalformedError.
 func Parse(body string) (Task, error) {
 	var probe map[string]json.RawMessage
 	if json.Unmarshal([]byte(body), &probe) != nil || probe["chunk"] == nil {
@@ -159,7 +161,7 @@ func (t Task) Validate() error {
 	default:
 		return fmt.Errorf("chunk.compression %q is not gzip or zstd", c.Compression)
 	}
-	return nil
+	return validateOverrides(t.Overrides)
 }
 
 // Plan is a planning step of a run: the rest of a dataset's listing, from
@@ -175,7 +177,7 @@ type Plan struct {
 	// Cursor is where the listing resumes.
 	Cursor dataset.Cursor `json:"cursor"`
 	// Overrides are the run's, as on its tasks.
-	Overrides json.RawMessage `json:"overrides,omitempty"`
+	Overrides *Overrides `json:"overrides,omitempty"`
 	// Step numbers the run's planning steps; the request's is 1.
 	Step int `json:"step"`
 }
@@ -224,5 +226,20 @@ func ParsePlan(body string) (Plan, error) {
 	if p.RunID == "" || p.Step < 1 {
 		return Plan{}, &MalformedError{Err: fmt.Errorf("a planning step needs its runId and a step >= 1")}
 	}
+	if err := validateOverrides(p.Overrides); err != nil {
+		return Plan{}, &MalformedError{Err: err}
+	}
 	return p, nil
+}
+
+// validateOverrides checks the overrides of a task or planning step, if
+// any: one whose overrides a request could not have given is malformed.
+func validateOverrides(ov *Overrides) error {
+	if ov == nil {
+		return nil
+	}
+	if err := ov.Validate(); err != nil {
+		return fmt.Errorf("overrides: %w", err)
+	}
+	return nil
 }

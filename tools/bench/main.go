@@ -33,12 +33,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
-	"github.com/s3sqs/s3sqs/pkg/ingest"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 const bucket = "bench"
@@ -120,8 +121,8 @@ func run(ctx context.Context, n, inFlight int, only, profile string, out io.Writ
 	paths := []bench{
 		{"sqsbatch alone", sendRun(sqsc, target, send, &bodies, n)},
 		{"sqsbatch + attributes", sendRun(sqsc, target, send, &attributed, n)},
-		{"fanout record", fanoutRun(s3c, sqsc, target, send, fanout.ModeRecord, n)},
-		{"fanout chunk", fanoutRun(s3c, sqsc, target, send, fanout.ModeChunk, n)},
+		{"fanout record", fanoutRun(s3c, sqsc, target, send, worktask.ModeRecord, n)},
+		{"fanout chunk", fanoutRun(s3c, sqsc, target, send, worktask.ModeChunk, n)},
 		{"s3ingest", ingestRun(s3c, sqsc, target, send, n)},
 	}
 
@@ -220,7 +221,7 @@ func sendRun(sqsc *sqs.Client, target string, send sqsbatch.Options, entries *[]
 	}
 }
 
-func fanoutRun(s3c *s3.Client, sqsc *sqs.Client, target string, send sqsbatch.Options, mode fanout.Mode, n int) func(context.Context, string, int) (int64, error) {
+func fanoutRun(s3c *s3.Client, sqsc *sqs.Client, target string, send sqsbatch.Options, mode worktask.Mode, n int) func(context.Context, string, int) (int64, error) {
 	return func(ctx context.Context, key string, _ int) (int64, error) {
 		r, err := fanout.New(ctx, s3c, sqsc, fanout.Options{Target: sqsbatch.Queue{URL: target}, Mode: mode, InlineMaxBytes: 1 << 40, Send: send})
 		if err != nil {
@@ -236,7 +237,7 @@ func fanoutRun(s3c *s3.Client, sqsc *sqs.Client, target string, send sqsbatch.Op
 
 func ingestRun(s3c *s3.Client, sqsc *sqs.Client, target string, send sqsbatch.Options, n int) func(context.Context, string, int) (int64, error) {
 	return func(ctx context.Context, key string, _ int) (int64, error) {
-		r, err := fanout.New(ctx, s3c, sqsc, fanout.Options{Target: sqsbatch.Queue{URL: target}, Send: send})
+		r, err := fanout.New(ctx, s3c, sqsc, fanout.Options{Target: sqsbatch.Queue{URL: target}, Send: send, IngestEncoder: ingesthandler.EncodeRecords})
 		if err != nil {
 			return 0, err
 		}
@@ -244,8 +245,8 @@ func ingestRun(s3c *s3.Client, sqsc *sqs.Client, target string, send sqsbatch.Op
 		if err != nil {
 			return 0, err
 		}
-		h := ingest.New(r, ingest.Options{Partitions: recordjson.PartitionsString, FileMetadata: true})
-		body := string(ingest.CreatedNotification(obj, time.Now()))
+		h := ingesthandler.New(r, ingesthandler.Options{Partitions: recordjson.PartitionsString, FileMetadata: true})
+		body := string(ingesthandler.CreatedNotification(obj, time.Now()))
 		ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", EventSource: "aws:sqs", Body: body}}}
 		resp, sum, err := h.HandleSummary(ctx, ev)
 		if err == nil && (len(resp.BatchItemFailures) > 0 || sum.RecordsSent != int64(n)) {

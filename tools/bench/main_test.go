@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 )
 
 func TestMain(m *testing.M) {

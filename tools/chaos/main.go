@@ -11,7 +11,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/s3sqs/s3sqs/internal/chaos"
+	"github.com/s3sqs/s3sqs/internal/testenv/chaos"
 )
 
 func main() {

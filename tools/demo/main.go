@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/s3sqs/s3sqs/internal/demo"
+	"github.com/s3sqs/s3sqs/internal/testenv/demo"
 )
 
 func main() {

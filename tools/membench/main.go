@@ -1,5 +1,5 @@
 // Command membench measures the peak memory of the fanout function: it
-// builds the bootstrap as Lambda runs it (internal/rie), starts it under
+// builds the bootstrap as Lambda runs it (internal/testenv/rie), starts it under
 // aws-lambda-rie for each case, sends it a request for one large JSON Lines
 // object (1 GiB of 1 KiB records by default) and prints, per case, the
 // records sent, the seconds and records/s of the invocation, the peak RSS
@@ -30,8 +30,8 @@ import (
 	"os/signal"
 	"strings"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 )
 
 // defaultCases are the cases measured without -cases: both modes at the
@@ -73,7 +73,7 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	}
 	o := options{record: *record, repeat: *repeat}
 	var err error
-	if o.size, err = fanout.ParseSize(*size); err != nil || o.size <= 0 {
+	if o.size, err = settings.ParseSize(*size); err != nil || o.size <= 0 {
 		return options{}, fmt.Errorf("-size: %q is not a positive size", *size)
 	}
 	if o.record < 64 || int64(o.record) > o.size {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // The measurement itself needs the stand-ins and minutes (make membench);
@@ -20,9 +20,9 @@ func TestParseCase(t *testing.T) {
 		env  []string
 		err  string
 	}{
-		{in: "record", want: benchCase{mode: fanout.ModeRecord, mem: 128}},
+		{in: "record", want: benchCase{mode: worktask.ModeRecord, mem: 128}},
 		{in: "chunk/cc=8/inflight=2/queue=256KiB/mem=1024/gomemlimit=off",
-			want: benchCase{mode: fanout.ModeChunk, cc: 8, inflight: 2, queue: 256 << 10, mem: 1024, gomemlimit: "off"},
+			want: benchCase{mode: worktask.ModeChunk, cc: 8, inflight: 2, queue: 256 << 10, mem: 1024, gomemlimit: "off"},
 			env:  []string{"MODE=chunk", "CHUNK_CONCURRENCY=8", "MAX_IN_FLIGHT=2", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=1024", "GOMEMLIMIT=off"}},
 		{in: "batch", err: `mode "batch" is not record or chunk`},
 		{in: "chunk/cc", err: `"cc" is not key=value`},

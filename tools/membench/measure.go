@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/internal/rie"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/rie"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 

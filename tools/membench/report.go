@@ -12,12 +12,13 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // benchCase is one function configuration to measure.
 type benchCase struct {
-	mode       fanout.Mode
+	mode       worktask.Mode
 	cc         int    // CHUNK_CONCURRENCY; 0: unset
 	inflight   int    // MAX_IN_FLIGHT; 0: unset
 	queue      int    // the target's MaximumMessageSize; 0: the default, 1 MiB
@@ -28,8 +29,8 @@ type benchCase struct {
 // parseCase reads mode[/key=value...].
 func parseCase(s string) (benchCase, error) {
 	parts := strings.Split(s, "/")
-	c := benchCase{mode: fanout.Mode(parts[0]), mem: 128}
-	if c.mode != fanout.ModeRecord && c.mode != fanout.ModeChunk {
+	c := benchCase{mode: worktask.Mode(parts[0]), mem: 128}
+	if c.mode != worktask.ModeRecord && c.mode != worktask.ModeChunk {
 		return c, fmt.Errorf("case %q: mode %q is not record or chunk", s, parts[0])
 	}
 	for _, p := range parts[1:] {
@@ -47,7 +48,7 @@ func parseCase(s string) (benchCase, error) {
 			c.mem, err = positive(v)
 		case "queue":
 			var n int64
-			if n, err = fanout.ParseSize(v); err == nil && (n < 1024 || n > 1<<20) {
+			if n, err = settings.ParseSize(v); err == nil && (n < 1024 || n > 1<<20) {
 				err = errors.New("not between 1KiB and 1MiB")
 			}
 			c.queue = int(n)

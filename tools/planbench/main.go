@@ -44,10 +44,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/s3sqs/s3sqs/internal/esm"
-	"github.com/s3sqs/s3sqs/internal/lambdaenv"
-	"github.com/s3sqs/s3sqs/internal/localaws"
-	"github.com/s3sqs/s3sqs/internal/rie"
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/internal/testenv/esm"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/rie"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -169,7 +170,7 @@ type bench struct {
 type invocation struct {
 	kind    string
 	wall    time.Duration
-	summary fanout.Invocation
+	summary fanouthandler.Invocation
 }
 
 // row is one line of the table.
@@ -203,7 +204,7 @@ func (b *bench) run(ctx context.Context) (row, error) {
 
 	sums := &summaries{}
 	fn, err := rie.Run(b.rieBin, b.bootstrap, []string{
-		"AWS_ENDPOINT_URL_S3=" + b.s3URL, lambdaenv.S3PathStyle + "=true",
+		"AWS_ENDPOINT_URL_S3=" + b.s3URL, settings.S3PathStyle.Env + "=true",
 		"AWS_ENDPOINT_URL_SQS=" + b.sqsProxy,
 		"TARGET_QUEUE_URL=" + target, "WORK_QUEUE_URL=" + work,
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=" + strconv.Itoa(int(b.timeout/time.Second)),
@@ -384,7 +385,7 @@ func drain(ctx context.Context, c *sqs.Client, url string, t *tally, steps chan<
 type summaries struct {
 	mu      sync.Mutex
 	partial []byte
-	lines   []fanout.Invocation
+	lines   []fanouthandler.Invocation
 	reports []string
 }
 
@@ -400,7 +401,7 @@ func (s *summaries) Write(p []byte) (int, error) {
 		line := s.partial[:i]
 		if bytes.Contains(line, []byte(`"fanout invocation"`)) {
 			var l struct {
-				Summary fanout.Invocation `json:"summary"`
+				Summary fanouthandler.Invocation `json:"summary"`
 			}
 			if json.Unmarshal(line, &l) == nil {
 				s.lines = append(s.lines, l.Summary)
@@ -416,7 +417,7 @@ func (s *summaries) Write(p []byte) (int, error) {
 
 // wait returns the n-th summary line, waiting for it at most timeout: the
 // output comes through a pipe, and may arrive after the answer.
-func (s *summaries) wait(n int, timeout time.Duration) (fanout.Invocation, bool) {
+func (s *summaries) wait(n int, timeout time.Duration) (fanouthandler.Invocation, bool) {
 	for deadline := time.Now().Add(timeout); ; time.Sleep(10 * time.Millisecond) {
 		s.mu.Lock()
 		if len(s.lines) >= n {
@@ -426,7 +427,7 @@ func (s *summaries) wait(n int, timeout time.Duration) (fanout.Invocation, bool)
 		}
 		s.mu.Unlock()
 		if time.Now().After(deadline) {
-			return fanout.Invocation{}, false
+			return fanouthandler.Invocation{}, false
 		}
 	}
 }

@@ -22,7 +22,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/s3sqs/s3sqs/internal/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 )
 
 // inFlight are the numbers of requests in flight measured.

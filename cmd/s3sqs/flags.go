@@ -1,0 +1,100 @@
+package main
+
+import (
+	"flag"
+	"io"
+
+	"github.com/s3sqs/s3sqs/internal/settings"
+)
+
+// cmdFlags is a command's flag set, whose flags of settings are named,
+// described and checked by their rows of internal/settings: a value goes
+// through the check its setting's variable and request field go through.
+type cmdFlags struct {
+	*flag.FlagSet
+	// checks run after Parse, in the order the flags were defined.
+	checks []func() check
+}
+
+// newCmdFlags returns the flags of a command, as newFlags does.
+func newCmdFlags(name, usage string, stderr io.Writer) *cmdFlags {
+	return &cmdFlags{FlagSet: newFlags(name, usage, stderr)}
+}
+
+// usageOf returns usage, or the row's line when usage is "".
+func usageOf(row settings.Row, usage string) string {
+	if usage != "" {
+		return usage
+	}
+	return row.Doc
+}
+
+// onCheck adds a check of flag, run after Parse.
+func (f *cmdFlags) onCheck(flag string, fn func() error) {
+	f.checks = append(f.checks, func() check { return check{"-" + flag, fn()} })
+}
+
+// text defines the flag of a text setting, checked when given.
+func (f *cmdFlags) text(row settings.Text, p *string, usage string) {
+	f.StringVar(p, row.Flag, "", usageOf(row.Row, usage))
+	f.onCheck(row.Flag, func() error {
+		if *p == "" {
+			return nil
+		}
+		_, err := row.Parse(*p)
+		return err
+	})
+}
+
+// size defines the flag of a size, written as text (def by default) and
+// parsed into p; "" leaves p zero.
+func (f *cmdFlags) size(row settings.Size, p *int64, def, usage string) *string {
+	text := f.String(row.Flag, def, usageOf(row.Row, usage))
+	f.onCheck(row.Flag, func() (err error) {
+		if *text == "" {
+			return nil
+		}
+		*p, err = row.Parse(*text)
+		return err
+	})
+	return text
+}
+
+// count defines the flag of a whole number, checked against its range.
+func (f *cmdFlags) count(row settings.Count, p *int, def int, usage string) {
+	f.IntVar(p, row.Flag, def, usageOf(row.Row, usage))
+	f.onCheck(row.Flag, func() error { return row.Check(int64(*p)) })
+}
+
+// choice defines the flag of a choice, written as a word (def by default)
+// and parsed into the value it means, which set stores.
+func (f *cmdFlags) choice(row settings.Choice, def, usage string, set func(string)) {
+	word := f.String(row.Flag, def, usageOf(row.Row, usage))
+	f.onCheck(row.Flag, func() error {
+		v, err := row.Parse(*word)
+		set(v)
+		return err
+	})
+}
+
+// boolean defines the flag of a boolean setting.
+func (f *cmdFlags) boolean(row settings.Bool, p *bool, def bool, usage string) {
+	f.BoolVar(p, row.Flag, def, usageOf(row.Row, usage))
+}
+
+// firstBad runs the checks and returns the first that failed, as
+// "flag: reason".
+func (f *cmdFlags) firstBad() (string, bool) {
+	var checks []check
+	for _, c := range f.checks {
+		checks = append(checks, c())
+	}
+	return firstBad(checks)
+}
+
+// given returns the names of the flags set on the command line.
+func (f *cmdFlags) given() map[string]bool {
+	set := map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	return set
+}

@@ -1,0 +1,107 @@
+// Package awssetup is the AWS side of start-up that the two Lambda
+// functions (through internal/runtime/lambdaenv) and the CLI share: the S3
+// and SQS clients built from the SDK's standard configuration, the S3 event
+// types a notification filter takes, and the words for a queue that cannot
+// be used. It is not the Lambda runtime, so that the CLI links none of it.
+package awssetup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
+
+	"github.com/s3sqs/s3sqs/internal/awserr"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
+)
+
+// Clients returns S3 and SQS clients from the SDK's standard configuration
+// (credentials, region, AWS_ENDPOINT_URL_...); s3PathStyle turns on
+// path-style S3 requests, which stand-ins such as moto need.
+func Clients(ctx context.Context, s3PathStyle bool) (*s3.Client, *sqs.Client, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("AWS config: %w", err)
+	}
+	s3c, sqsc := FromConfig(cfg, s3PathStyle)
+	return s3c, sqsc, nil
+}
+
+// FromConfig returns the S3 and SQS clients of cfg, as Clients does.
+func FromConfig(cfg aws.Config, s3PathStyle bool) (*s3.Client, *sqs.Client) {
+	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.UsePathStyle = s3PathStyle
+		// Ranged GETs come back without a whole-object checksum, and
+		// objects uploaded without one are normal: the SDK would log
+		// that on every read.
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	return s3c, sqs.NewFromConfig(cfg)
+}
+
+// ParseEventTypes reads a comma-separated list of S3 event types, as
+// EVENT_TYPES and the CLI's -event-types write it, and returns the names
+// s3event.CheckEventType accepts and an error for each other one.
+func ParseEventTypes(list string) ([]string, []error) {
+	var (
+		types []string
+		errs  []error
+	)
+	for t := range strings.SplitSeq(list, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		if err := s3event.CheckEventType(t); err != nil {
+			errs = append(errs, errors.New(strings.TrimPrefix(err.Error(), "s3event: ")))
+			continue
+		}
+		types = append(types, t)
+	}
+	return types, errs
+}
+
+// QueueError says, in words a user acts on, why the queue a variable names
+// cannot be used at a function's init: the variable, the queue, and AWS's
+// error code and message, with a hint for the common codes.
+func QueueError(variable, queue string, err error) error {
+	return queueError(variable, queue, err, "the function's role", "")
+}
+
+// FlagQueueError is QueueError for a command: flag names the queue, the
+// caller's credentials need the permissions, and skip, when not empty, is
+// the flag that spares the GetQueueAttributes call a denial may be about.
+func FlagQueueError(flag, queue string, err error, skip string) error {
+	return queueError(flag, queue, err, "the credentials in use", skip)
+}
+
+// queueError is QueueError with who needs the permissions and the setting
+// that skips GetQueueAttributes, if any.
+func queueError(setting, queue string, err error, who, skip string) error {
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		// No answer from SQS: the endpoint, network or credentials.
+		var op *smithy.OperationError
+		if errors.As(err, &op) {
+			err = op.Err
+		}
+		return fmt.Errorf("%s: queue %s cannot be reached: %w", setting, queue, err)
+	}
+	hint := ""
+	switch code := awserr.Code(err); {
+	case awserr.Missing(err) == awserr.Queue:
+		hint = " (no such queue in this account and region; check the URL or name)"
+	case code == "AccessDenied", code == "AccessDeniedException", code == "KMS.AccessDeniedException":
+		hint = " (" + who + " needs sqs:GetQueueAttributes and sqs:SendMessage on it, and kms:GenerateDataKey for a KMS-encrypted queue"
+		if skip != "" {
+			hint += "; " + skip + " spares GetQueueAttributes"
+		}
+		hint += ")"
+	}
+	return fmt.Errorf("%s: queue %s cannot be used: %s: %s%s", setting, queue, api.ErrorCode(), api.ErrorMessage(), hint)
+}

@@ -1,0 +1,67 @@
+package fanouthandler
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
+)
+
+func TestKindOf(t *testing.T) {
+	for _, tc := range []struct {
+		payload string
+		want    string
+	}{
+		{`{"invocationSchemaVersion":"1.0","tasks":[]}`, "batch-operations"},
+		{`{"invocationSchemaVersion":"9.9"}`, "batch-operations"},
+		{`{"Items":[{"Key":"a"}],"BatchInput":{"bucket":"b"}}`, "distributed-map"},
+		{`{"Items": []}`, "distributed-map"},
+		{`{"Items":"not an array","bucket":"b"}`, "request"},
+		{`{"Records":[{"eventSource":"aws:sqs"}]}`, "sqs"},
+		{`{"Records":[{"eventSource":"aws:s3"}]}`, "notification"},
+		{`{"bucket":"b","prefix":"p/"}`, "request"},
+		{`[1]`, "request"},
+	} {
+		if got := kindOf([]byte(tc.payload)); got != tc.want {
+			t.Errorf("kindOf(%s) = %q, want %q", tc.payload, got, tc.want)
+		}
+	}
+}
+
+func TestBatchRunID(t *testing.T) {
+	if got := batchRunID("f3cc4f60-61f6-4a2b-8a21-d07600c373ce"); got != "s3batch-f3cc4f60-61f6-4a2b-8a21-d07600c373ce" {
+		t.Errorf("run id %q: want s3batch- and the job id", got)
+	}
+	for _, id := range []string{"", "job with spaces", string(make([]byte, 100))} {
+		got := batchRunID(id)
+		if fanout.CheckRunID(got) != nil || got != batchRunID(id) {
+			t.Errorf("batchRunID(%q) = %q: want a valid id, the same every time", id, got)
+		}
+	}
+	if batchRunID("a b") == batchRunID("a c") {
+		t.Error("two job ids share a run id")
+	}
+}
+
+// TestNotifiedRunID checks the run ids of notified objects: one for
+// sequencers CompareSequencers calls equal, valid run ids whatever the
+// sequencer, and none when nothing tells the event from another.
+func TestNotifiedRunID(t *testing.T) {
+	obj := s3event.Object{Bucket: "lake", Key: "in/a.jsonl", ETag: "0123456789abcdef0123456789abcdef"}
+	with := func(seq string) s3event.Object { o := obj; o.Sequencer = seq; return o }
+	a, _ := notifiedRunID(with("617f08299329d189"))
+	b, _ := notifiedRunID(with("617F08299329D18900"))
+	if a != b {
+		t.Errorf("equal sequencers give %s and %s", a, b)
+	}
+	for _, seq := range []string{"", "0", "617f08299329d189", "../not a sequencer", strings.Repeat("F", 200)} {
+		id, ok := notifiedRunID(with(seq))
+		if err := fanout.CheckRunID(id); !ok || err != nil {
+			t.Errorf("sequencer %q: run id %q, %v (%v)", seq, id, ok, err)
+		}
+	}
+	if id, ok := notifiedRunID(s3event.Object{Bucket: "lake", Key: "in/a.jsonl"}); ok {
+		t.Errorf("no version, ETag or sequencer: run id %q", id)
+	}
+}

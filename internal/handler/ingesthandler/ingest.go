@@ -1,0 +1,229 @@
+// Package ingest is the logic of the s3ingest Lambda function and of
+// `s3sqs ingest`: it takes S3 event notifications from SQS messages
+// (S3→SNS→SQS wrapped or raw, S3→SQS, EventBridge→SQS), reads exactly the
+// notified version of each new object, and sends its records, with the
+// Hive partition values of the key and a _file object, to the output
+// queue. It answers with a partial batch response, so that only the
+// messages that failed come back.
+//
+// It stands on fanout's engine: an object is planned into chunk tasks and
+// run by a fanout.Runner whose target is the output queue, with the
+// records encoded as worktask.IngestEncoding says; large objects go to
+// fanout's work queue as tasks instead. Record ids, FIFO groups, the
+// failure output and the deadline are the runner's, the same as fanout's.
+package ingesthandler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/partialbatch"
+	"github.com/s3sqs/s3sqs/pkg/recordjson"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
+)
+
+// DefaultReadConcurrency is how many objects one invocation reads at once
+// from a standard queue's batch when Options.ReadConcurrency is zero.
+const DefaultReadConcurrency = 4
+
+// Options configures a Handler. The zero value adds no partition fields
+// and no _file; the function's configuration sets both by default.
+type Options struct {
+	// Filter selects the objects of a batch (event types, deletions,
+	// prefix, suffix, age, duplicates).
+	Filter s3event.Filter
+	// Partitions says whether and how the key's partition values are
+	// added to each record.
+	Partitions recordjson.PartitionMode
+	// FileMetadata adds the _file object to each record.
+	FileMetadata bool
+	// FailBadRecords reports the message of an object with a record that
+	// cannot be read, so that the object comes back whole (ON_BAD_RECORD
+	// =fail). By default such records go to the failure output and the
+	// message succeeds.
+	FailBadRecords bool
+	// FailOnError fails an invocation in which any record failed, as
+	// fanout's FAIL_ON_ERROR does; the records are on the failure output.
+	FailOnError bool
+	// SkipGroupOnError, on a FIFO source queue, fails only the later
+	// messages of a failed message's group instead of the rest of the
+	// batch.
+	SkipGroupOnError bool
+	// ReadConcurrency is how many objects of a standard queue's batch are
+	// read at once; zero means DefaultReadConcurrency. A FIFO batch is
+	// read one message at a time, in order.
+	ReadConcurrency int
+	// HandoffBytes, when above zero, sends objects larger than it to the
+	// runner's work queue as chunk tasks, for fanout's workers, instead of
+	// reading them here.
+	HandoffBytes int64
+	// DeadlineMargin is how long before the invocation's deadline work
+	// stops; zero means partialbatch.AutoMargin.
+	DeadlineMargin time.Duration
+	// Out receives each invocation's summary line and EMF metrics; nil
+	// discards them.
+	Out io.Writer
+	// Logger receives warnings and errors; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// CreatedNotification returns the S3 event notification S3 sends when obj
+// is created at t, as an SQS message body names it: for replaying an
+// object through a Handler (the CLI, the benchmark).
+func CreatedNotification(obj dataset.Object, t time.Time) []byte {
+	type object struct {
+		Key       string `json:"key"`
+		Size      int64  `json:"size"`
+		ETag      string `json:"eTag,omitempty"`
+		VersionID string `json:"versionId,omitempty"`
+	}
+	rec := map[string]any{
+		"eventVersion": "2.1", "eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
+		"eventTime": t.UTC().Format("2006-01-02T15:04:05.000Z"),
+		"s3": map[string]any{
+			"bucket": map[string]string{"name": obj.Bucket},
+			// Keys in notifications are form-URL-encoded.
+			"object": object{Key: strings.ReplaceAll(url.QueryEscape(obj.Key), "%2F", "/"), Size: obj.Size, ETag: obj.ETag, VersionID: obj.VersionID},
+		},
+	}
+	b, _ := json.Marshal(map[string]any{"Records": []any{rec}})
+	return b
+}
+
+// Handler answers SQS events of S3 notifications. It is safe for
+// concurrent use: each call has its own state.
+type Handler struct {
+	runner *fanout.Runner
+	opts   Options
+	proc   *partialbatch.Processor
+	log    *slog.Logger
+}
+
+// New returns a Handler that reads and sends with runner, whose target is
+// the output queue (and whose work queue, with HandoffBytes, is fanout's).
+func New(runner *fanout.Runner, opts Options) *Handler {
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ReadConcurrency <= 0 {
+		opts.ReadConcurrency = DefaultReadConcurrency
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	opts.Filter.Now = opts.Now
+	proc := partialbatch.New(partialbatch.Options{SkipGroupOnError: opts.SkipGroupOnError, DeadlineMargin: opts.DeadlineMargin, Now: opts.Now})
+	return &Handler{runner: runner, opts: opts, proc: proc, log: log}
+}
+
+// Invoke is the Lambda entry point: it reads the payload as an SQS event
+// and processes it with Handle. Any other payload (null, {}, an S3 or SNS
+// event sent to the function directly) is an error that says what it is,
+// so that a miswired trigger does not look healthy.
+func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (events.SQSEventResponse, error) {
+	ev, err := partialbatch.Decode(payload)
+	if err != nil {
+		h.log.ErrorContext(ctx, "s3ingest was not invoked with an SQS event", "err", err)
+		return events.SQSEventResponse{}, fmt.Errorf("s3ingest: %w", err)
+	}
+	return h.Handle(ctx, ev)
+}
+
+// Handle processes one batch. Every message that is not fully processed
+// (a parse failure, an object not delivered, the deadline, a FIFO message
+// after a failure) is reported in batchItemFailures, so that only it comes
+// back; test events, filtered-out objects and records on the failure
+// output succeed.
+//
+// Handle returns an error only when it cannot answer message by message: a
+// message to report has no message id, or FailOnError is set and a record
+// failed. Lambda then fails the whole batch.
+func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	resp, _, err := h.HandleSummary(ctx, ev)
+	return resp, err
+}
+
+// HandleSummary is Handle that also returns the invocation's summary, as
+// its log line writes it, for callers such as the CLI that act on it.
+func (h *Handler) HandleSummary(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, Summary, error) {
+	inv := &invocation{h: h, start: h.opts.Now(), failedBy: map[string]int{}, skipped: map[string]int{}}
+	resp, res, err := h.proc.Process(ctx, ev, inv.messages)
+	inv.result = res
+	for _, f := range res.Failures {
+		why := string(f.Reason)
+		if f.Reason == partialbatch.ReasonHandler {
+			var mf *messageError
+			if errors.As(f.Err, &mf) {
+				why = mf.why
+			}
+		}
+		inv.failedBy[why]++
+		if why != failParse {
+			h.log.WarnContext(ctx, "message reported as failed", "messageId", f.MessageID, "reason", why, "err", f.Err)
+		}
+	}
+	if err == nil && h.opts.FailOnError && inv.stats.RecordsFailed > 0 {
+		err = fmt.Errorf("s3ingest: %d records failed (FAIL_ON_ERROR is set; they are on the failure output)", inv.stats.RecordsFailed)
+	}
+	if err != nil {
+		h.log.ErrorContext(ctx, "s3ingest cannot answer message by message; the whole batch fails", "err", err)
+	}
+	sum := h.report(ctx, inv, err)
+	if err != nil {
+		return events.SQSEventResponse{}, sum, err
+	}
+	return resp, sum, nil
+}
+
+// Why a message failed, for the log and the summary, besides
+// partialbatch's reasons.
+const (
+	failParse  = "parse"
+	failObject = "object"
+)
+
+// messageError is why a message failed.
+type messageError struct {
+	why string
+	err error
+}
+
+// Error returns the reason.
+func (e *messageError) Error() string { return e.err.Error() }
+
+// Unwrap returns the reason.
+func (e *messageError) Unwrap() error { return e.err }
+
+// invocation is the state of one Handle call.
+type invocation struct {
+	h     *Handler
+	start time.Time
+
+	mu         sync.Mutex
+	result     partialbatch.Result
+	objects    []*objectRun
+	testEvents int
+	failedBy   map[string]int
+	skipped    map[string]int
+	tasks      int
+	stats      fanout.Stats
+	badRecords int64
+}

@@ -1,0 +1,143 @@
+// Package lambdaenv is what the two Lambda functions share at init: it
+// reads their configuration from the environment (each variable through
+// its row of internal/settings, the check a request field or CLI flag of
+// the same setting uses, every problem gathered and named by its
+// variable), builds the AWS clients and the engine, and starts the
+// runtime.
+package lambdaenv
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/s3sqs/s3sqs/internal/awssetup"
+	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/sqsextended"
+)
+
+// Reader reads variables with getenv and gathers the problems it finds.
+// It is used by one goroutine.
+type Reader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+// New returns a Reader that reads with getenv (os.Getenv in Lambda, a map
+// in tests).
+func New(getenv func(string) string) *Reader { return &Reader{getenv: getenv} }
+
+// Err returns every problem found so far, joined, or nil.
+func (r *Reader) Err() error { return errors.Join(r.errs...) }
+
+// Bad records a problem with the variable name.
+func (r *Reader) Bad(name, format string, args ...any) {
+	r.errs = append(r.errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+}
+
+// String returns the variable with surrounding spaces removed.
+func (r *Reader) String(name string) string { return strings.TrimSpace(r.getenv(name)) }
+
+// Raw returns the variable as written, for values such as key prefixes
+// that may begin or end with spaces.
+func (r *Reader) Raw(name string) string { return r.getenv(name) }
+
+// Get reads the variable of s with s's parser when it is set, and records
+// the parser's error under the variable's name; unset, or refused, means
+// the zero T.
+func Get[T any](r *Reader, s settings.Setting[T]) T {
+	var zero T
+	name := s.Spec().Env
+	v := r.String(name)
+	if v == "" {
+		return zero
+	}
+	out, err := s.Parse(v)
+	if err != nil {
+		r.Bad(name, "%v", err)
+		return zero
+	}
+	return out
+}
+
+// Bool reads the variable of b; unset means def.
+func (r *Reader) Bool(b settings.Bool, def bool) bool {
+	if r.String(b.Env) == "" {
+		return def
+	}
+	v, err := b.Parse(r.String(b.Env))
+	if err != nil {
+		r.Bad(b.Env, "%v", err)
+		return def
+	}
+	return v
+}
+
+// Int reads the variable of a count; unset means zero.
+func (r *Reader) Int(c settings.Count) int { return int(Get(r, c)) }
+
+// OneOf records a problem when more than one of the variables of rows is
+// set.
+func (r *Reader) OneOf(rows ...settings.Row) {
+	var set, names []string
+	for _, row := range rows {
+		names = append(names, row.Env)
+		if r.String(row.Env) != "" {
+			set = append(set, row.Env)
+		}
+	}
+	if len(set) > 1 {
+		r.Bad(set[len(set)-1], "set only one of %s", strings.Join(names, " and "))
+	}
+}
+
+// Filter reads the S3 notification filter: which event types, keys and
+// ages a function takes, and how it reads keys. IGNORE_DELETIONS is read
+// when deletions is true; a function that cannot use deletions passes
+// false and never keeps them.
+func (r *Reader) Filter(deletions bool) s3event.Filter {
+	var f s3event.Filter
+	var errs []error
+	f.EventTypes, errs = awssetup.ParseEventTypes(r.String(settings.EventTypes.Env))
+	for _, err := range errs {
+		r.Bad(settings.EventTypes.Env, "%v", err)
+	}
+	if deletions {
+		f.KeepDeletions = !r.Bool(settings.IgnoreDeletions, true)
+	}
+	// Prefix and suffix are taken as written: a key may begin or end with
+	// spaces.
+	f.Prefix = r.Raw(settings.KeyPrefix.Env)
+	f.Suffix = r.Raw(settings.KeySuffix.Env)
+	f.MaxFileAge = Get(r, settings.MaxFileAge)
+	f.FileNameOnly = r.Bool(settings.DedupByFileName, false)
+	f.SortByTime = r.Bool(settings.SortByTime, false)
+	f.Options.EventBridgeKeysRaw = r.Bool(settings.EventBridgeKeysRaw, false)
+	return f
+}
+
+// Offload reads the offload variables into o.
+func (r *Reader) Offload(o *fanout.Options) {
+	o.OffloadS3URI = Get(r, settings.OffloadS3URI)
+	if o.OffloadS3URI != "" {
+		if _, prefix, err := dataset.ParseS3URI(o.OffloadS3URI); err == nil {
+			if err := sqsextended.CheckPrefix(prefix); err != nil {
+				r.Bad(settings.OffloadS3URI.Env, "%v", err)
+			}
+		}
+	}
+	o.OffloadMode = sqsextended.Mode(Get(r, settings.Offload))
+	o.OffloadKMSKeyID = Get(r, settings.OffloadKMSKeyID)
+	for _, name := range []string{settings.Offload.Env, settings.OffloadKMSKeyID.Env} {
+		if r.String(name) != "" && o.OffloadS3URI == "" {
+			r.Bad(name, "needs %s, the bucket and prefix the records go to", settings.OffloadS3URI.Env)
+		}
+	}
+}
+
+// Tracing reads TRACING.
+func (r *Reader) Tracing() tracing.Mode { return tracing.Mode(Get(r, settings.Tracing)) }

@@ -1,0 +1,122 @@
+package lambdaenv
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/s3sqs/s3sqs/internal/awssetup"
+	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/pkg/claims"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+)
+
+// claimsStore returns the claims store in table, after one read that
+// shows the table is there and readable, so that a wrong name or a missing
+// permission fails at init.
+func claimsStore(ctx context.Context, cfg aws.Config, table string) (*claims.Table, error) {
+	client := dynamodb.NewFromConfig(cfg)
+	_, err := client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(table),
+		Key:       map[string]ddbtypes.AttributeValue{claims.KeyAttribute: &ddbtypes.AttributeValueMemberS{Value: "s3sqs-init-check"}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot read DynamoDB table %s: %w", settings.ClaimsTable.Env, table, err)
+	}
+	return claims.NewTable(client, table, claims.TableOptions{}), nil
+}
+
+// Function is what a function's start-up needs from its configuration.
+type Function struct {
+	// Name is the function's kind, fanout or s3ingest, for its spans.
+	Name string
+	// Tracing says where spans go (TRACING).
+	Tracing tracing.Mode
+	// Runner configures the engine; its Logger is set here.
+	Runner fanout.Options
+	// S3PathStyle turns on path-style S3 requests.
+	S3PathStyle bool
+	// ClaimsTable, when set, is the claims store's DynamoDB table.
+	ClaimsTable string
+	// QueueVariable names the variable of the runner's queue of a role
+	// (fanout.RoleTarget, RoleWork, RoleFailure), for init errors.
+	QueueVariable func(role string) string
+}
+
+// Start is a function's whole init: it logs with the Lambda logger, builds
+// the AWS clients and the runner (resolving its queues once, so that a
+// wrong URL or a missing permission fails here, named by its variable),
+// and hands the runner, the S3 client and the logger to handler, whose
+// result goes to lambda.Start. A configuration error (cfgErr, or one found
+// here) is logged and ends the process before the runtime starts. Start
+// does not return.
+func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, s3c *s3.Client, log *slog.Logger) func(context.Context, json.RawMessage) (any, error)) {
+	log := lambdacontext.NewLogger()
+	slog.SetDefault(log)
+	fail := func(err error) {
+		log.Error("bad config", "err", err)
+		os.Exit(1)
+	}
+	if cfgErr != nil {
+		fail(cfgErr)
+	}
+	if limit, ok := MemoryLimit(os.Getenv); ok {
+		debug.SetMemoryLimit(limit)
+		log.Debug("Go soft memory limit set from the function's memory", "limitMiB", limit>>20)
+	}
+	ctx := context.Background()
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		fail(fmt.Errorf("AWS config: %w", err))
+	}
+	tr, err := tracing.Setup(ctx, fn.Tracing, fn.Name, os.Stdout)
+	if err != nil {
+		fail(fmt.Errorf("%s: %w", settings.Tracing.Env, err))
+	}
+	tr.AWS(&cfg)
+	s3c, sqsc := awssetup.FromConfig(cfg, fn.S3PathStyle)
+	runner, err := newRunner(ctx, cfg, s3c, sqsc, fn, log)
+	if err != nil {
+		fail(err)
+	}
+	lambda.Start(tr.Handler(fn.Name, handler(runner, s3c, log)))
+}
+
+// newRunner builds the claims store when fn has a table, and the runner,
+// whose queues it resolves.
+func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Client, fn Function, log *slog.Logger) (*fanout.Runner, error) {
+	if fn.ClaimsTable == "" {
+		log.Info("no " + settings.ClaimsTable.Env + ": tasks and notifications run at least once, and one delivered twice sends its records twice")
+	} else {
+		store, err := claimsStore(ctx, cfg, fn.ClaimsTable)
+		if err != nil {
+			return nil, err
+		}
+		fn.Runner.Claims = store
+		log.Info("each task and notified object version runs once", "claimsTable", fn.ClaimsTable)
+	}
+	fn.Runner.Logger = log
+	runner, err := fanout.New(ctx, s3c, sqsc, fn.Runner)
+	if err != nil {
+		var qe *fanout.QueueError
+		if errors.As(err, &qe) && fn.QueueVariable != nil {
+			err = awssetup.QueueError(fn.QueueVariable(qe.Role), qe.Queue, qe.Err)
+		}
+		return nil, err
+	}
+	return runner, nil
+}

@@ -1,0 +1,69 @@
+package doccheck_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/internal/testenv/doccheck"
+)
+
+// TestSettingsTable holds docs/configuration.md and docs/cli.md to the
+// settings table: every variable of a row is in the configuration table,
+// for the same function, every variable there has a row, and every flag
+// of a row is on the CLI's page.
+func TestSettingsTable(t *testing.T) {
+	root := repoRoot(t)
+	table, err := doccheck.ConfigTable(filepath.Join(root, "docs", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range doccheck.CheckRows(settings.Rows(), table) {
+		t.Error(err)
+	}
+	for _, err := range doccheck.CheckFlags(settings.Rows(), filepath.Join(root, "docs", "cli.md")) {
+		t.Error(err)
+	}
+}
+
+func TestCheckRows(t *testing.T) {
+	rows := []settings.Row{
+		{Env: "A", Function: settings.Both},
+		{Env: "B", Function: settings.Fanout},
+		{Env: "C", Function: settings.S3Ingest},
+		{Flag: "cli-only"},
+	}
+	table := map[string]string{"A": "both", "B": "s3ingest", "D": "fanout"}
+	var got []string
+	for _, err := range doccheck.CheckRows(rows, table) {
+		got = append(got, err.Error())
+	}
+	want := []string{
+		"the configuration table lists D, which has no row in the settings table",
+		"the settings table gives B to fanout, the configuration table to s3ingest",
+		"the settings table has C, which has no row in the configuration table",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("CheckRows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if errs := doccheck.CheckRows(rows[:1], map[string]string{"A": "both"}); errs != nil {
+		t.Errorf("CheckRows of agreeing tables: %v", errs)
+	}
+}
+
+func TestCheckFlags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cli.md")
+	if err := os.WriteFile(path, []byte("Flags: `-chunk-size`, and -mode without backticks.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows := []settings.Row{{Flag: "chunk-size"}, {Flag: "mode", Doc: "the mode"}, {Env: "X"}}
+	errs := doccheck.CheckFlags(rows, path)
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "does not name the flag -mode (the mode)") {
+		t.Errorf("CheckFlags: %v; want one error for -mode", errs)
+	}
+	if errs := doccheck.CheckFlags(rows, filepath.Join(t.TempDir(), "none.md")); len(errs) != 1 {
+		t.Errorf("CheckFlags of a missing file: %v; want one error", errs)
+	}
+}

@@ -1,0 +1,140 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/s3sqs/s3sqs/internal/inorder"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
+)
+
+// A run's planning is an iterator of chunk tasks (planRun.tasks) that a
+// sink consumes: inline keeps them while the run is small enough and then
+// runs them here, queued sends them to the work queue. The caller picks
+// the sink; the iterator does not know where its tasks go.
+
+// sink takes the tasks a run's planning yields and sends them, and
+// returns the run's report.
+type sink func(ctx context.Context, pr *planRun, tasks iter.Seq[worktask.Task]) (Report, error)
+
+// planRun is one run's planning: its report, which the planning iterator
+// fills as it plans and the sink completes, and where the listing got to.
+// The iterator and the sink run on one goroutine, one after the other.
+type planRun struct {
+	runID string
+	ov    worktask.Overrides
+	// step, when set, is the planning step whose listing this is, which
+	// can resume: when ctx ends first, the rest of it is queued as the
+	// next planning step (see nextSteps).
+	step *worktask.Plan
+	rep  Report
+	// cursor is where the listing resumes after the tasks yielded.
+	cursor dataset.Cursor
+	// more is set when planning stopped at ctx's end before the listing
+	// ended; err when planning failed.
+	more bool
+	err  error
+}
+
+// newPlanRun starts the planning of run runID (a new id when empty).
+func newPlanRun(runID string, ov worktask.Overrides, step *worktask.Plan) *planRun {
+	if runID == "" {
+		runID = NewRunID()
+	}
+	pr := &planRun{runID: runID, ov: ov, step: step, rep: Report{RunID: runID}}
+	if step != nil {
+		pr.cursor = step.Cursor
+	}
+	return pr
+}
+
+// plan is the one planning loop: it plans objs into chunk tasks as it
+// lists them, PlanConcurrency objects at once, and hands them to to.
+func (r *Runner) plan(ctx context.Context, objs iter.Seq2[dataset.Listed, error], pr *planRun, to sink) (Report, error) {
+	if err := pr.ov.Validate(); err != nil {
+		return pr.rep, fmt.Errorf("fanout: bad request: %w", err)
+	}
+	plan, err := r.planner(ctx, pr.runID, pr.ov, true)
+	if err != nil {
+		return pr.rep, err
+	}
+	// Objects a listing found (a prefix, a manifest, a bucket) may be gone
+	// by the time they are planned, or a manifest may name objects deleted
+	// since it was made: those are skipped and counted. Keys a request
+	// names itself, and notified objects, fail the run when missing.
+	listedOnly := pr.step != nil && pr.step.Source.Key == "" && len(pr.step.Source.Keys) == 0
+	plans := inorder.Map(ctx, objs, r.opts.PlanConcurrency, func(ctx context.Context, l dataset.Listed) (planned, error) {
+		switch {
+		case l.Mark():
+			return planned{next: l.Next, mark: true}, nil
+		case l.Err != nil:
+			return planned{next: l.Next, obj: l.Object, missing: l.Err}, nil
+		}
+		ts, n, err := plan(ctx, l.Object)
+		if listedOnly && errors.Is(err, dataset.ErrNotFound) {
+			return planned{next: l.Next, obj: l.Object, missing: err}, nil
+		}
+		return planned{next: l.Next, size: l.Size, tasks: ts, count: n}, err
+	})
+	return to(ctx, pr, r.tasksOf(ctx, pr, plans))
+}
+
+// planned is a listed object and its chunk tasks.
+type planned struct {
+	next  dataset.Cursor
+	size  int64
+	tasks []worktask.Task
+	count int  // chunks, which a chain plans as one task
+	mark  bool // no object: the listing moved past keys it leaves out
+	// missing is why the listed object obj was not found.
+	obj     dataset.Object
+	missing error
+}
+
+// tasksOf yields the tasks of plans, counting each object in pr's report
+// and moving pr's cursor past it. A listing that can resume stops at ctx's
+// end (pr.more); a planning error stops it (pr.err).
+func (r *Runner) tasksOf(ctx context.Context, pr *planRun, plans iter.Seq2[planned, error]) iter.Seq[worktask.Task] {
+	resumable := pr.step != nil && r.work != nil
+	return func(yield func(worktask.Task) bool) {
+		for p, err := range plans {
+			if resumable && ctx.Err() != nil {
+				pr.more = true
+				return
+			}
+			if err != nil {
+				pr.err = err
+				return
+			}
+			switch {
+			case p.mark:
+			case p.missing != nil:
+				pr.rep.ObjectsMissing++
+				r.log.WarnContext(ctx, "object listed but not found: skipped", "runId", pr.runID, "object", p.obj.String(), "error", p.missing)
+			default:
+				r.countPlanned(pr, p)
+				for _, t := range p.tasks {
+					if !yield(t) {
+						return
+					}
+				}
+			}
+			pr.cursor = p.next
+		}
+	}
+}
+
+// countPlanned counts the object p in pr's report and the progress.
+func (r *Runner) countPlanned(pr *planRun, p planned) {
+	pr.rep.Objects++
+	pr.rep.Chunks += p.count
+	pr.rep.BytesPlanned += p.size
+	if pg := r.opts.Progress; pg != nil {
+		pg.BytesPlanned.Add(p.size)
+		pg.ObjectsPlanned.Add(1)
+		pg.TasksPlanned.Add(int64(len(p.tasks)))
+	}
+}

@@ -1,0 +1,216 @@
+package fanout
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/partialbatch"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+)
+
+// pending is an entry on its way to the sender, with the task of its group
+// that read it and the records it carries.
+type pending struct {
+	entry  sqsbatch.Entry
+	ref    entryRef
+	weight int64 // of the pipe's bytes it holds
+}
+
+// entryRef leads an entry back to its task and records: the task's place
+// in its group, and the offset of the first record the entry carries and
+// their number. The send keeps one per entry, in the order it took them,
+// so that a failure's Seq finds its entry's; it is kept small, since a
+// send may take millions.
+type entryRef struct {
+	offset int64
+	task   int32
+	count  int32
+}
+
+// refOf is the entryRef of an entry of the group's task-th task that
+// carries the records held.
+func refOf(task int, held span) entryRef {
+	return entryRef{offset: held.offset, task: int32(task), count: int32(held.count)}
+}
+
+// span is the records an entry carries: from offset, count of them.
+type span struct {
+	offset int64
+	count  int
+}
+
+// errSendStopped ends the reads when the send they feed has stopped.
+var errSendStopped = errors.New("the send stopped")
+
+// runGroup reads specs (tasks with one sender), up to concurrency at once,
+// streams their entries through one Send, and returns what became of each
+// task, in the order of specs. The readers own their taskRun until they
+// hand it back on done; the send owns what it counts (groupSend); both are
+// joined here once the readers and the send have ended.
+func (r *Runner) runGroup(ctx context.Context, specs []*taskSpec, concurrency int) []*taskRun {
+	readCtx, stopReading := context.WithCancelCause(partialbatch.SendContext(ctx))
+	defer stopReading(nil)
+	sender := specs[0].sender
+	pipe := newEntryPipe()
+	done := make(chan *taskRun, len(specs))
+	go r.readGroup(ctx, readCtx, specs, concurrency, pipe, done)
+	gs := &groupSend{consumed: make([]int, len(specs))}
+	res, err := sender.Send(partialbatch.SendContext(ctx), gs.entries(pipe))
+	stopReading(errSendStopped)
+	// What is left in the pipe was read and never sent. It is noted once
+	// the pipe is closed, when the readers, which note where they were
+	// cut, have all returned and handed back their tasks.
+	var unsent []entryRef
+	for p := range pipe.all() {
+		unsent = append(unsent, p.ref)
+	}
+	runs := make([]*taskRun, len(specs))
+	for tr := range done {
+		runs[tr.group] = tr
+	}
+	for i, s := range specs {
+		if runs[i] == nil {
+			runs[i] = newTaskRun(s, i) // not started: its whole chunk is its continuation
+		}
+		runs[i].consumed = gs.consumed[i]
+	}
+	for _, ref := range unsent {
+		runs[ref.task].notAccepted(ref.offset)
+	}
+	r.charge(runs, gs, res, err)
+	return runs
+}
+
+// readGroup reads the lanes of specs, up to concurrency at once, hands each
+// task's taskRun back on done as its read ends, and then closes done and
+// pipe.
+func (r *Runner) readGroup(work, readCtx context.Context, specs []*taskSpec, concurrency int, pipe *entryPipe, done chan<- *taskRun) {
+	defer pipe.close()
+	defer close(done)
+	var g errgroup.Group
+	g.SetLimit(concurrency)
+	for _, lane := range lanes(specs, specs[0].sender.FIFO()) {
+		if work.Err() != nil || readCtx.Err() != nil {
+			break // not started: their whole chunk is their continuation
+		}
+		g.Go(func() error {
+			r.readLane(work, readCtx, specs, lane, pipe, done)
+			return nil
+		})
+	}
+	g.Wait()
+}
+
+// readLane reads the tasks of one lane (their places in specs) one after
+// another.
+func (r *Runner) readLane(work, readCtx context.Context, specs []*taskSpec, lane []int, pipe *entryPipe, done chan<- *taskRun) {
+	for i, g := range lane {
+		if work.Err() != nil || readCtx.Err() != nil {
+			return
+		}
+		tr := r.read(work, readCtx, specs[g], g, pipe)
+		readErr, resumes := tr.readErr, tr.resumeAt >= 0
+		done <- tr
+		switch {
+		case readErr != nil:
+			// The object's later chunks must not overtake this one's
+			// retry: they fail with it.
+			for _, later := range lane[i+1:] {
+				lt := newTaskRun(specs[later], later)
+				lt.readErr = fmt.Errorf("an earlier chunk of the object failed: %w", readErr)
+				done <- lt
+			}
+			return
+		case resumes:
+			return // the lane's later tasks keep their place after its continuation
+		}
+	}
+}
+
+// lanes are the places in specs of the tasks that are read one after
+// another. On a FIFO queue the tasks of one object share a lane, in order,
+// so that its records keep their order in its group; elsewhere each task
+// is a lane of its own.
+func lanes(specs []*taskSpec, fifo bool) [][]int {
+	var out [][]int
+	byObject := map[dataset.Object]int{}
+	for g, s := range specs {
+		obj := s.task.Chunk.Object
+		if i, ok := byObject[obj]; ok && fifo {
+			out[i] = append(out[i], g)
+			continue
+		}
+		byObject[obj] = len(out)
+		out = append(out, []int{g})
+	}
+	return out
+}
+
+// groupSend is what a group's send counts as it takes entries from the
+// pipe: the entries of each task, and the entry each Seq is.
+type groupSend struct {
+	consumed []int
+	refs     []entryRef
+}
+
+// entries yields the pipe's entries to the send.
+func (gs *groupSend) entries(pipe *entryPipe) iter.Seq[sqsbatch.Entry] {
+	return func(yield func(sqsbatch.Entry) bool) {
+		for p := range pipe.all() {
+			gs.consumed[p.ref.task]++
+			gs.refs = append(gs.refs, p.ref)
+			if !yield(p.entry) {
+				return
+			}
+		}
+	}
+}
+
+// charge adds what the send did to runs: its totals to the first task,
+// what failed to its own, and, when it stopped with err, the failure of
+// each task not settled.
+func (r *Runner) charge(runs []*taskRun, gs *groupSend, res sqsbatch.Result, err error) {
+	runs[0].res.Requests += int64(res.Requests)
+	runs[0].res.Retries += int64(res.Retries)
+	runs[0].res.BytesSent += res.Bytes
+	for _, f := range res.Failures {
+		if f.Seq < 0 || f.Seq >= len(gs.refs) {
+			continue
+		}
+		ref := gs.refs[f.Seq]
+		tr := runs[ref.task]
+		tr.res.RecordsFailed += int64(ref.count)
+		tr.res.Messages--
+		if p := r.opts.Progress; p != nil {
+			p.Messages.Add(-1)
+		}
+		if err != nil && (f.Stopped() || f.Code == sqsbatch.CodeGroupFailed) {
+			// Not the record's fault (its send stopped, or an entry of
+			// its FIFO group failed with it): it is sent again by the
+			// task's next attempt, not put on the failure output.
+			tr.notAccepted(ref.offset)
+			continue
+		}
+		tr.fails = append(tr.fails, failureFrom(tr.task.RunID, tr.task.Chunk.Object, f, ref.offset))
+	}
+	if err == nil {
+		return
+	}
+	// Each task is settled on its own: one whose records were all accepted
+	// is done (or continues, as it would have); the others fail, those not
+	// started too (a continuation would only meet the same stop, and a
+	// failed task comes back until its queue's DLQ takes it), and resume
+	// at their first record not accepted.
+	queue := runs[0].sender.QueueURL()
+	for _, tr := range runs {
+		if !tr.started || tr.unaccepted >= 0 || tr.readErr != nil {
+			tr.readErr = cmp.Or(tr.readErr, fmt.Errorf("send to %s: %w", queue, err))
+		}
+	}
+}

@@ -1,0 +1,215 @@
+package sqsbatch
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// item is an entry on its way: validated, with its request entry built once
+// so that every field survives retries.
+type item struct {
+	seq      int
+	entry    Entry
+	size     int
+	attempts int
+	req      types.SendMessageBatchRequestEntry
+	// code and msg say why the entry's last attempt did not succeed, so
+	// that an entry whose attempts run out fails with its own reason, not
+	// that of another entry of its request.
+	code, msg string
+}
+
+// outcome is what a worker reports for one batch.
+type outcome struct {
+	batch    []*item
+	sent     int
+	bytes    int64
+	requests int
+	retries  int
+	failures []*EntryError
+	stop     *StopError
+}
+
+// run is the state of one Send. Only the goroutine that called Send touches
+// it; workers talk to it through work and done.
+type run struct {
+	*Sender
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	work   chan []*item
+	done   chan *outcome
+
+	res         Result
+	outstanding int
+	// stopErr is why the send stopped early, if it did.
+	stopErr error
+	// inFlight counts, per FIFO message group, the batches in flight that
+	// hold it; failedGroups holds the reason a group failed for good.
+	inFlight     map[string]int
+	failedGroups map[string]string
+}
+
+// pack reads entries, validates them and hands full batches to the workers.
+func (r *run) pack(entries iter.Seq[Entry]) {
+	var (
+		batch []*item
+		bytes int
+		seq   int
+	)
+	maxBytes := r.limits.maxMessageSize
+	for e := range entries {
+		n := seq
+		seq++
+		if r.ctx.Err() != nil {
+			r.stop(context.Cause(r.ctx))
+			r.res.Failures = append(r.res.Failures, failure(&item{seq: n, entry: e}, r.stopErr))
+			break
+		}
+		if r.replace {
+			sanitize(&e)
+		}
+		size := e.Size()
+		if verr := validate(&e, size, r.limits); verr != nil {
+			r.res.Failures = append(r.res.Failures, &EntryError{
+				Entry: e, Seq: n, Code: string(verr.Rule), Message: verr.Detail, SenderFault: true, Err: verr,
+			})
+			if r.failedGroups != nil {
+				r.blockGroup(e.GroupID, n, string(verr.Rule))
+			}
+			continue
+		}
+		if r.limits.fifo {
+			if why, ok := r.failedGroups[e.GroupID]; ok {
+				r.failGroup(&item{seq: n, entry: e}, why)
+				continue
+			}
+			// An entry waits while its group is in flight, so that it
+			// cannot overtake an earlier entry being retried.
+			for r.inFlight[e.GroupID] > 0 && r.stopErr == nil {
+				r.wait()
+			}
+			if why, ok := r.failedGroups[e.GroupID]; ok {
+				r.failGroup(&item{seq: n, entry: e}, why)
+				continue
+			}
+		}
+		if len(batch) > 0 && bytes+size > maxBytes {
+			r.dispatch(batch)
+			batch, bytes = nil, 0
+		}
+		it := &item{seq: n, entry: e, size: size, req: requestEntry(&e)}
+		batch = append(batch, it)
+		bytes += size
+		if len(batch) == MaxBatchEntries {
+			r.dispatch(batch)
+			batch, bytes = nil, 0
+		}
+		if r.stopErr != nil {
+			break
+		}
+	}
+	if len(batch) > 0 {
+		r.dispatch(batch)
+	}
+}
+
+// dispatch hands batch to a worker, absorbing finished batches while it
+// waits. If the send has stopped, the batch fails instead.
+func (r *run) dispatch(batch []*item) {
+	if r.ctx.Err() != nil {
+		r.stop(context.Cause(r.ctx))
+	}
+	if r.stopErr != nil {
+		r.failAll(batch, r.stopErr)
+		return
+	}
+	r.track(batch, 1)
+	r.outstanding++
+	for {
+		select {
+		case r.work <- batch:
+			return
+		case o := <-r.done:
+			r.absorb(o)
+		case <-r.ctx.Done():
+			r.stop(context.Cause(r.ctx))
+			r.track(batch, -1)
+			r.outstanding--
+			r.failAll(batch, r.stopErr)
+			return
+		}
+	}
+}
+
+// wait absorbs one finished batch, or notes that the send has stopped.
+func (r *run) wait() {
+	select {
+	case o := <-r.done:
+		r.absorb(o)
+	case <-r.ctx.Done():
+		r.stop(context.Cause(r.ctx))
+	}
+}
+
+// stop records why the send stops early and cancels the requests in flight.
+func (r *run) stop(err error) {
+	if r.stopErr == nil {
+		r.stopErr = err
+		r.cancel(err)
+	}
+}
+
+// blockGroup makes the later entries of a FIFO group fail, because entry
+// seq of the group failed for good with code.
+func (r *run) blockGroup(group string, seq int, code string) {
+	if _, ok := r.failedGroups[group]; !ok {
+		r.failedGroups[group] = fmt.Sprintf("entry #%d of the group failed: %s", seq, code)
+	}
+}
+
+// absorb adds a finished batch to the result.
+func (r *run) absorb(o *outcome) {
+	r.outstanding--
+	r.track(o.batch, -1)
+	r.res.Sent += o.sent
+	r.res.Bytes += o.bytes
+	r.res.Requests += o.requests
+	r.res.Retries += o.retries
+	r.res.Failures = append(r.res.Failures, o.failures...)
+	for _, f := range o.failures {
+		if r.failedGroups != nil {
+			r.blockGroup(f.Entry.GroupID, f.Seq, f.Code)
+		}
+		if f.Stopped() {
+			r.stop(f.Err)
+		}
+	}
+}
+
+// track counts the FIFO groups of batch in or out of flight.
+func (r *run) track(batch []*item, delta int) {
+	if r.inFlight == nil {
+		return
+	}
+	for i, it := range batch {
+		if !slices.ContainsFunc(batch[:i], func(p *item) bool { return p.entry.GroupID == it.entry.GroupID }) {
+			r.inFlight[it.entry.GroupID] += delta
+		}
+	}
+}
+
+func (r *run) failAll(batch []*item, cause error) {
+	for _, it := range batch {
+		r.res.Failures = append(r.res.Failures, failure(it, cause))
+	}
+}
+
+func (r *run) failGroup(it *item, why string) {
+	r.res.Failures = append(r.res.Failures, &EntryError{
+		Entry: it.entry, Seq: it.seq, Code: CodeGroupFailed, Message: why,
+	})
+}
