@@ -1,5 +1,6 @@
-// Package layers holds the test that keeps the module's packages in their
-// rooms: which packages may import which, as docs/packages.md draws them.
+// Package layers holds the tests that keep the module's packages in their
+// rooms (which packages may import which, as docs/packages.md draws them)
+// and the shipped code's functions and files to a size that reads.
 package layers
 
 import (
