@@ -37,7 +37,7 @@ SYNTH_SETS_OUT := .local/cdk.out-sets
 # How a function is built for Lambda: provided.al2023 on arm64.
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: help demo chaos simulate test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction cdk-cli deploy synth vet build bench bench-go planbench membench plot clean
+.PHONY: help demo chaos simulate test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction cdk-cli deploy synth vet build bench bench-latency bench-go planbench membench plot clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -124,6 +124,9 @@ build-FanoutFunction:
 
 bench: ## print the table of CPU per record and records/s of each path (BENCH_ARGS='-records 200000')
 	tools/with-local-aws $(GO) run ./tools/bench $(BENCH_ARGS)
+
+bench-latency: ## print records/s and peak RSS of fanout (record, chunk) and s3ingest at 0, 20 and 50 ms added to every S3 and SQS request, defaults vs a hand-tuned sweep (BENCH_LATENCY_ARGS='-records 500 -sweep ""'); several minutes, not part of make test
+	tools/with-local-aws $(GO) run ./tools/latencybench $(BENCH_LATENCY_ARGS)
 
 planbench: ## plan a listing of 1,000,000 keys (and 100,000 CSV keys) through fanout under aws-lambda-rie in 10 s invocations (PLANBENCH_ARGS='-keys 200000')
 	tools/with-local-aws $(GO) run ./tools/planbench $(PLANBENCH_ARGS)
