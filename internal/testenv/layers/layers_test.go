@@ -4,11 +4,14 @@
 package layers
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -67,33 +70,47 @@ func roomOf(path string) (room, bool) {
 }
 
 // pkg is what go list says of one of the module's packages, without its
-// tests: test files may import the test environment.
+// tests: test files may import the test environment. IgnoredGoFiles are
+// those a build constraint leaves out on this machine, test files among
+// them.
 type pkg struct {
-	ImportPath string
-	Imports    []string
-	Deps       []string
+	ImportPath     string
+	Dir            string
+	GoFiles        []string
+	IgnoredGoFiles []string
+	Imports        []string
+	Deps           []string
 }
 
-// list returns the module's packages.
-func list(t *testing.T) []pkg {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", module+"/...").Output()
+// listed is the module's packages, listed once for all the tests here.
+var listed = sync.OnceValues(func() ([]pkg, error) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Dir,GoFiles,IgnoredGoFiles,Imports,Deps", module+"/...").Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		return nil, fmt.Errorf("go list: %w", err)
 	}
 	var pkgs []pkg
-	dec := json.NewDecoder(strings.NewReader(string(out)))
+	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var p pkg
 		if err := dec.Decode(&p); err == io.EOF {
 			break
 		} else if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		pkgs = append(pkgs, p)
 	}
 	if len(pkgs) < 20 {
-		t.Fatalf("go list found %d packages: is the module's root above this directory?", len(pkgs))
+		return nil, fmt.Errorf("go list found %d packages: is the module's root above this directory?", len(pkgs))
+	}
+	return pkgs, nil
+})
+
+// list returns the module's packages.
+func list(t *testing.T) []pkg {
+	t.Helper()
+	pkgs, err := listed()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return pkgs
 }
