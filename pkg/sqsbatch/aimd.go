@@ -65,9 +65,10 @@ type sample struct {
 // before the first of them arrived, halves the limit once, not once per
 // answer.
 //
-// The baseline is the lowest latency seen. Every baselineWindow answers
-// it may move up to the lowest of those answers, but only if the limit is
-// no higher than when the baseline was set: latency that rose while the
+// The baseline is the lowest latency seen. Every baselineWindow answers,
+// if even the lowest of them was past the tolerance, it moves up to that
+// lowest, but only if the limit is no higher than when the baseline was
+// set (when an answer as fast as the baseline last came): latency that rose while the
 // limit did not is the network's, and the baseline follows it; latency
 // that rose because the limit grew is the controller's own doing, and the
 // baseline holds, so that the limit settles instead of chasing its own
@@ -119,7 +120,7 @@ func (a *aimd) observe(lat float64) {
 	} else {
 		a.short += shortWeight * (lat - a.short)
 	}
-	if a.baseline == 0 || lat < a.baseline {
+	if a.baseline == 0 || lat <= a.baseline {
 		a.baseline, a.baseLimit = lat, a.limit
 	}
 	if a.winCount == 0 || lat < a.winMin {
@@ -129,10 +130,7 @@ func (a *aimd) observe(lat float64) {
 	if a.winCount < baselineWindow {
 		return
 	}
-	if a.winMin <= a.threshold() {
-		// Latency held at this limit: the baseline stands for it too.
-		a.baseLimit = max(a.baseLimit, a.limit)
-	} else if a.limit <= a.baseLimit {
+	if a.winMin > a.threshold() && a.limit <= a.baseLimit {
 		a.baseline, a.baseLimit = a.winMin, a.limit
 	}
 	a.winCount = 0
