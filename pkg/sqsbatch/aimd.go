@@ -16,16 +16,21 @@ const (
 	// tolerance: a slower answer is a hint, not a refusal.
 	latencyFactor = 0.9
 	// latencyTolerance is how much the short-term latency may exceed the
-	// baseline, as a fraction of it, before it counts as risen: 50 %, so
-	// that the jitter of a Region's 10-30 ms does not stop the growth.
-	latencyTolerance = 0.5
+	// baseline, as a fraction of it, before it counts as risen: 100 %,
+	// because the baseline is the fastest answer seen, and the jitter of a
+	// Region's 10-30 ms, or of a busy client's own scheduling, puts the
+	// typical answer well above it without any queueing at the service.
+	latencyTolerance = 1.0
 	// latencyFloor is the least the tolerance allows, whatever the
 	// baseline: on loopback the baseline is a fraction of a millisecond,
-	// and 50 % of it is less than a garbage collection.
-	latencyFloor = 5 * time.Millisecond
+	// and twice that is less than a garbage collection or a scheduling
+	// delay on a busy two-core machine (5-8 ms seen under -race).
+	latencyFloor = 10 * time.Millisecond
 	// shortWeight is the weight of a new sample in the short-term latency,
-	// an exponentially weighted mean of about the last eight answers.
-	shortWeight = 1.0 / 8
+	// an exponentially weighted mean of about the last sixteen answers:
+	// one round trip at the starting limit, so that one slow answer (a
+	// garbage collection, a lost packet) does not move it much.
+	shortWeight = 1.0 / 16
 	// baselineWindow is the number of answers after which the baseline may
 	// move up to the lowest latency seen among them.
 	baselineWindow = 256
@@ -96,8 +101,11 @@ func (a *aimd) current() int { return max(int(a.limit), 1) }
 
 // add takes one finished request into account.
 func (a *aimd) add(s sample) {
-	lat := float64(max(s.latency, 0))
-	a.observe(lat)
+	if !s.throttled {
+		// An error answer comes without the service's work: its
+		// latency says nothing of the service's.
+		a.observe(float64(max(s.latency, 0)))
+	}
 	switch {
 	case s.throttled:
 		a.decrease(s.epoch, throttleFactor)

@@ -33,11 +33,13 @@ type Options struct {
 	// FixedInFlight turns the controller off: the limit is MaxInFlight
 	// requests at once, still bounded by MaxBytesInFlight.
 	FixedInFlight bool
-	// MaxBytesInFlight bounds the bytes of the entries (as SQS counts
-	// them) in requests in flight, plus 64 KiB per request for what a
-	// request costs besides its entries (its goroutine, the SDK's and the
-	// HTTP client's state, the answer: about 45 KiB measured). If zero,
-	// DefaultMaxBytesInFlight (4 MiB) is used. A request larger than the
+	// MaxBytesInFlight bounds the memory of the Sender's requests in
+	// flight: the bytes of their entries (as SQS counts them) plus 96 KiB
+	// per request for what a request costs besides its entries (its
+	// goroutine's stack, the SDK's and the HTTP connection's state, the
+	// answer: about 90 KiB measured). If zero, DefaultMaxBytesInFlight
+	// (4 MiB) is used, which allows about 40 requests of small entries and
+	// 3 of 1 MiB; raise it where memory allows more. A request larger than the
 	// bound still goes, alone, when nothing else of the Sender is in
 	// flight. Entries waiting for their request are not counted: they are
 	// at most ten plus a request's worth per Send.
