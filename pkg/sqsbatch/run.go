@@ -39,12 +39,12 @@ type outcome struct {
 }
 
 // run is the state of one Send. Only the goroutine that called Send touches
-// it; each request runs on a goroutine of its own, which reports through
-// done.
+// it; its workers take requests from work and report through done.
 type run struct {
 	*Sender
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	work   chan job
 	done   chan *outcome
 	wg     sync.WaitGroup
 
@@ -153,16 +153,39 @@ func (r *run) dispatch(batch []*item) {
 	}
 	r.track(batch, 1)
 	r.outstanding++
-	r.wg.Go(func() {
-		o := r.sendBatch(r.ctx, batch)
-		if o.stop != nil {
-			// Cancel before the slot is freed, so that no request of
-			// this Send starts in it meanwhile.
-			r.cancel(o.stop)
-		}
-		r.lim.release(cost)
-		r.done <- o
-	})
+	j := job{batch: batch, cost: cost}
+	select {
+	case r.work <- j:
+	default:
+		// No worker is idle: start one. Workers last until the Send
+		// ends, at most one per slot the Send held at once, so that
+		// their stacks, grown by the SDK's deep middleware, are grown
+		// once rather than once per request.
+		r.wg.Go(func() {
+			r.serve(j)
+			for j := range r.work {
+				r.serve(j)
+			}
+		})
+	}
+}
+
+// job is a request handed to a worker, with the bytes its slot holds.
+type job struct {
+	batch []*item
+	cost  int64
+}
+
+// serve sends one job's batch and reports it.
+func (r *run) serve(j job) {
+	o := r.sendBatch(r.ctx, j.batch)
+	if o.stop != nil {
+		// Cancel before the slot is freed, so that no request of this
+		// Send starts in it meanwhile.
+		r.cancel(o.stop)
+	}
+	r.lim.release(j.cost)
+	r.done <- o
 }
 
 // wait absorbs one finished batch, or notes that the send has stopped.

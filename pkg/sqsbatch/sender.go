@@ -180,6 +180,7 @@ func (s *Sender) Send(ctx context.Context, entries iter.Seq[Entry]) (Result, err
 		Sender: s,
 		ctx:    ctx,
 		cancel: cancel,
+		work:   make(chan job),
 		// Room for every request the run can have in flight, so that a
 		// request's goroutine never waits to report.
 		done: make(chan *outcome, s.maxInFlight),
@@ -190,6 +191,7 @@ func (s *Sender) Send(ctx context.Context, entries iter.Seq[Entry]) (Result, err
 	}
 	s.lim.join(&r.res.PeakInFlight)
 	r.pack(entries)
+	close(r.work)
 	for r.outstanding > 0 {
 		r.absorb(<-r.done)
 	}
