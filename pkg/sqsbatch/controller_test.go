@@ -69,11 +69,11 @@ func TestControllerThrottling(t *testing.T) {
 	if err := p.SetRates(faultproxy.Rates{}); err != nil {
 		t.Fatal(err)
 	}
-	res = sendAll(t, s, entries("clean", 3000))
-	if got := s.InFlightLimit(); got <= low+2 || res.Throttled != 0 {
-		t.Errorf("limit %d after 300 clean requests (throttled %d), want it grown back from %d", got, res.Throttled, low)
+	res = sendAll(t, s, entries("clean", 6000))
+	if got := s.InFlightLimit(); got <= low || res.Throttled != 0 {
+		t.Errorf("limit %d after 600 clean requests (throttled %d), want it grown back from %d", got, res.Throttled, low)
 	}
-	depth(t, c, url, 6000)
+	depth(t, c, url, 9000)
 }
 
 func TestControllerLatency(t *testing.T) {
