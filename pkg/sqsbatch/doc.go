@@ -51,7 +51,7 @@
 //
 // The limit never exceeds [Options.MaxInFlight] (default 256, which
 // carries about 50,000 entries/s at 50 ms), and the requests in flight
-// never hold more than [Options.MaxBytesInFlight] (default 4 MiB) counting
+// never hold more than [Options.MaxBytesInFlight] (default 32 MiB) counting
 // their entries and 96 KiB per request, so that requests of 1 MiB cannot
 // take a small function past its memory; a request larger than that goes
 // alone. [Options.FixedInFlight] turns the controller off.

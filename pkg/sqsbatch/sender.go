@@ -13,7 +13,7 @@ import (
 // Defaults used when the matching [Options] field is zero.
 const (
 	DefaultMaxInFlight      = 256
-	DefaultMaxBytesInFlight = 4 << 20
+	DefaultMaxBytesInFlight = 32 << 20
 	DefaultMaxAttempts      = 5
 	DefaultBaseDelay        = 100 * time.Millisecond
 	DefaultMaxDelay         = 5 * time.Second
@@ -38,8 +38,9 @@ type Options struct {
 	// per request for what a request costs besides its entries (its
 	// goroutine's stack, the SDK's and the HTTP connection's state, the
 	// answer: about 90 KiB measured). If zero, DefaultMaxBytesInFlight
-	// (4 MiB) is used, which allows about 40 requests of small entries and
-	// 3 of 1 MiB; raise it where memory allows more. A request larger than the
+	// (32 MiB) is used, which allows the 256 requests of small entries
+	// that 50 ms needs and about 28 of 1 MiB; lower it where memory is
+	// short (the functions take 1/16 of theirs). A request larger than the
 	// bound still goes, alone, when nothing else of the Sender is in
 	// flight. Entries waiting for their request are not counted: they are
 	// at most ten plus a request's worth per Send.
