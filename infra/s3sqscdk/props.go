@@ -309,7 +309,7 @@ type FanoutProps struct {
 	// values leave them unset (fanout's defaults: by extension, record,
 	// 8MiB).
 	Format, Mode, ChunkSize string
-	// MaxInFlight sets MAX_IN_FLIGHT. Default unset (16).
+	// MaxInFlight sets MAX_IN_FLIGHT, the ceiling of the requests in flight. Default unset (256).
 	MaxInFlight int
 	// FailOnError sets FAIL_ON_ERROR=true. Default false.
 	FailOnError bool
