@@ -42,8 +42,8 @@ type env struct {
 	notification string // the SQS event naming every object, for ingest
 	// sweeps are the settings tried beside the defaults, by mode.
 	sweeps map[string][]setting
-	log          io.Writer
-	seq          int
+	log    io.Writer
+	seq    int
 }
 
 // setUp builds the CLI, starts the S3 child and the proxies and uploads
