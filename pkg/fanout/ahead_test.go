@@ -282,7 +282,7 @@ func TestReadAheadFailsAsARead(t *testing.T) {
 				t.Errorf("events %q: %d GETs of b, want 2", events, n)
 			}
 			// A send's totals are charged to its group's first task, a.
-			alone.Requests, alone.BytesSent, alone.Retries = 0, 0, 0
+			alone.Requests, alone.BytesSent, alone.Retries, alone.PeakInFlight, alone.Throttled = 0, 0, 0, 0, 0
 			if diff := cmp.Diff(alone.Stats, ahead.Stats); diff != "" {
 				t.Errorf("b's stats read ahead (-alone +ahead):\n%s", diff)
 			}
