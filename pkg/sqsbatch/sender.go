@@ -40,7 +40,7 @@ type Options struct {
 	// answer: about 90 KiB measured). If zero, DefaultMaxBytesInFlight
 	// (32 MiB) is used, which allows the 256 requests of small entries
 	// that 50 ms needs and about 28 of 1 MiB; lower it where memory is
-	// short (the functions take 1/16 of theirs). A request larger than the
+	// short (the functions take 1/32 of theirs). A request larger than the
 	// bound still goes, alone, when nothing else of the Sender is in
 	// flight. Entries waiting for their request are not counted: they are
 	// at most ten plus a request's worth per Send.

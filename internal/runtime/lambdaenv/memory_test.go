@@ -30,9 +30,9 @@ func TestBytesInFlight(t *testing.T) {
 		env  map[string]string
 		want int64
 	}{
-		{map[string]string{FunctionMemory: "128"}, 8 << 20},
-		{map[string]string{FunctionMemory: "1769"}, 1769 << 20 / 16},
-		{map[string]string{FunctionMemory: "10240", "GOMEMLIMIT": "off"}, 640 << 20},
+		{map[string]string{FunctionMemory: "128"}, 4 << 20},
+		{map[string]string{FunctionMemory: "1769"}, 1769 << 20 / 32},
+		{map[string]string{FunctionMemory: "10240", "GOMEMLIMIT": "off"}, 320 << 20},
 		{map[string]string{}, 0},
 		{map[string]string{FunctionMemory: "lots"}, 0},
 	} {
