@@ -172,14 +172,7 @@ func TestContext(t *testing.T) {
 			catch(t, func() {
 				got, err := configFromContext(newApp(t, tc.ctx).Node())
 				if tc.wantErr != nil {
-					if err == nil {
-						t.Fatalf("no error, want one naming %v", tc.wantErr)
-					}
-					for _, w := range tc.wantErr {
-						if !strings.Contains(err.Error(), w) {
-							t.Errorf("error %q does not name %s", err, w)
-						}
-					}
+					checkNames(t, err, tc.wantErr)
 					return
 				}
 				if err != nil {
@@ -353,14 +346,7 @@ func TestStackPollers(t *testing.T) {
 				}
 				stack, _, err := newStack(app, cfg, &awscdk.Environment{Account: jsii.String("111122223333"), Region: jsii.String("eu-west-1")})
 				if tc.wantErr != nil {
-					if err == nil {
-						t.Fatalf("no error, want one naming %v", tc.wantErr)
-					}
-					for _, w := range tc.wantErr {
-						if !strings.Contains(err.Error(), w) {
-							t.Errorf("error %q does not name %s", err, w)
-						}
-					}
+					checkNames(t, err, tc.wantErr)
 					return
 				}
 				if err != nil {
@@ -393,5 +379,18 @@ func TestStackPollers(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// checkNames fails t unless err is an error that names each of want.
+func checkNames(t *testing.T, err error, want []string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want one naming %v", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not name %s", err, w)
+		}
 	}
 }
