@@ -125,7 +125,7 @@ build-FanoutFunction:
 bench: ## print the table of CPU per record and records/s of each path (BENCH_ARGS='-records 200000')
 	tools/with-local-aws $(GO) run ./tools/bench $(BENCH_ARGS)
 
-bench-latency: ## print records/s and peak RSS of fanout (record, chunk) and s3ingest at 0, 20 and 50 ms added to every S3 and SQS request, defaults vs a hand-tuned sweep (BENCH_LATENCY_ARGS='-records 500 -sweep ""'); several minutes, not part of make test
+bench-latency: ## print records/s and peak RSS of fanout (record, chunk) and s3ingest at 0, 20 and 50 ms added to every S3 and SQS request, defaults vs a hand-tuned sweep (BENCH_LATENCY_ARGS='-shape small', '-records 500 -sweep ""', '-bin OTHER_CLI'); several minutes, not part of make test
 	tools/with-local-aws $(GO) run ./tools/latencybench $(BENCH_LATENCY_ARGS)
 
 planbench: ## plan a listing of 1,000,000 keys (and 100,000 CSV keys) through fanout under aws-lambda-rie in 10 s invocations (PLANBENCH_ARGS='-keys 200000')

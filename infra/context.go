@@ -41,6 +41,8 @@ const (
 	ctxIngestBatchSize      = "ingestBatchSize"
 	ctxIngestBatchingWindow = "ingestBatchingWindow"
 	ctxIngestMaxConcurrency = "ingestMaxConcurrency"
+	ctxIngestMinPollers     = "ingestMinPollers"
+	ctxIngestMaxPollers     = "ingestMaxPollers"
 	ctxIngestFormat         = "ingestFormat"
 	ctxIngestEnv            = "ingestEnv"
 	ctxIngestAgeAlarm       = "ingestAgeAlarm"
@@ -57,6 +59,8 @@ const (
 	ctxFanoutBatchSize      = "fanoutBatchSize"
 	ctxFanoutBatchingWindow = "fanoutBatchingWindow"
 	ctxFanoutMaxConcurrency = "fanoutMaxConcurrency"
+	ctxFanoutMinPollers     = "fanoutMinPollers"
+	ctxFanoutMaxPollers     = "fanoutMaxPollers"
 	ctxTargetQueueARN       = "targetQueueArn"
 	ctxTargetKeyARN         = "targetKeyArn"
 	ctxTargetMaxSize        = "targetMaxMessageSize"
@@ -149,6 +153,8 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	in.BatchSize = r.integer(ctxIngestBatchSize)
 	in.MaxBatchingWindow = r.duration(ctxIngestBatchingWindow)
 	in.MaxConcurrency = r.integer(ctxIngestMaxConcurrency)
+	in.MinPollers = r.integer(ctxIngestMinPollers)
+	in.MaxPollers = r.integer(ctxIngestMaxPollers)
 	in.Format = r.str(ctxIngestFormat, "")
 	in.Environment = r.env(ctxIngestEnv)
 	in.OldestMessageAlarm = r.duration(ctxIngestAgeAlarm)
@@ -164,6 +170,8 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	fo.BatchSize = r.integer(ctxFanoutBatchSize)
 	fo.MaxBatchingWindow = r.duration(ctxFanoutBatchingWindow)
 	fo.MaxConcurrency = r.integer(ctxFanoutMaxConcurrency)
+	fo.MinPollers = r.integer(ctxFanoutMinPollers)
+	fo.MaxPollers = r.integer(ctxFanoutMaxPollers)
 	fo.TargetQueueARN = r.str(ctxTargetQueueARN, "")
 	fo.TargetKeyARN = r.str(ctxTargetKeyARN, "")
 	fo.TargetMaxMessageSize = r.integer(ctxTargetMaxSize)

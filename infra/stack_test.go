@@ -98,7 +98,7 @@ func TestContext(t *testing.T) {
 			ctx: map[string]any{
 				"stackName": "Lake", "encryption": "kms", "maxReceiveCount": "8", "logRetentionDays": "90",
 				"bucketName": "landing", "keyPrefix": "in/", "ingestTimeout": "90", "ingestBatchingWindow": "20s",
-				"ingestBatchSize": "100", "ingestMaxConcurrency": "5", "ingestEnv": "PARTITION_COLUMNS=typed, MAX_IN_FLIGHT=8",
+				"ingestBatchSize": "100", "ingestMaxConcurrency": "5", "fanoutMinPollers": "10", "fanoutMaxPollers": "100", "ingestEnv": "PARTITION_COLUMNS=typed, MAX_IN_FLIGHT=8",
 				"handoffBytes": "64MiB", "fanout": "true", "targetQueueArn": "arn:aws:sqs:eu-west-1:444455556666:orders",
 				"targetMaxMessageSize": "262144", "datasets": "lake/exports/,s3://lake/backfill/,other",
 				"fanoutTimeout": "10m", "failOnError": "true", "nag": "false", "alarmTopicArn": "arn:aws:sns:eu-west-1:111122223333:ops",
@@ -122,6 +122,8 @@ func TestContext(t *testing.T) {
 					},
 					Timeout:           10 * time.Minute,
 					MaxBatchingWindow: 30 * time.Second,
+					MinPollers:        10,
+					MaxPollers:        100,
 					FailOnError:       true,
 					Report:            s3sqscdk.ReportProps{Enabled: true, ExistingBucketName: "runs", Prefix: "fanout/", ExpirationDays: 30},
 					BatchOperations: s3sqscdk.BatchOperationsProps{Enabled: true, ManifestBucketName: "inventory", ManifestPrefix: "jobs/",
@@ -132,18 +134,20 @@ func TestContext(t *testing.T) {
 		{
 			name: "JSON from cdk.json",
 			ctx: map[string]any{
-				"ingest": false, "datasets": "none", "fanoutMemoryMiB": float64(2048), "fanoutEnv": map[string]any{"BODY_FIELD": "payload"}, "targetFifo": true,
+				"ingest": false, "datasets": "none", "fanoutMemoryMiB": float64(2048), "ingestMaxPollers": float64(20), "fanoutEnv": map[string]any{"BODY_FIELD": "payload"}, "targetFifo": true,
 			},
 			want: appConfig{stackName: "S3Sqs", nag: true, props: s3sqscdk.Props{
-				Ingest: s3sqscdk.IngestProps{Disabled: true, CodeDir: "../dist/s3ingest"},
+				Ingest: s3sqscdk.IngestProps{Disabled: true, CodeDir: "../dist/s3ingest", MaxPollers: 20},
 				Fanout: s3sqscdk.FanoutProps{CodeDir: "../dist/fanout", MemoryMiB: 2048, TargetFIFO: true, Environment: map[string]string{"BODY_FIELD": "payload"}},
 			}},
 		},
 		{
 			name: "bad values",
 			ctx: map[string]any{"encryption": "aes", "maxReceiveCount": "many", "logRetentionDays": "42", "ingestTimeout": "soon", "fanout": "maybe", "fanoutEnv": "NOEQUALS",
-				"datasets": "lake", "datasetKeys": "other=arn:aws:kms:eu-west-1:111122223333:key/other", "report": "sometimes", "batchOperations": "yes"},
-			wantErr: []string{"encryption", "maxReceiveCount", "logRetentionDays", "ingestTimeout", "fanout:", "fanoutEnv", "datasetKeys", "report:", "batchOperations:"},
+				"datasets": "lake", "datasetKeys": "other=arn:aws:kms:eu-west-1:111122223333:key/other", "report": "sometimes", "batchOperations": "yes",
+				"fanoutMinPollers": "few", "ingestMaxPollers": float64(2.5)},
+			wantErr: []string{"encryption", "maxReceiveCount", "logRetentionDays", "ingestTimeout", "fanout:", "fanoutEnv", "datasetKeys", "report:", "batchOperations:",
+				"context fanoutMinPollers: few is not a whole number", "context ingestMaxPollers: 2.5 is not a whole number"},
 		},
 		{
 			name:    "fanout without a dataset",
@@ -168,14 +172,7 @@ func TestContext(t *testing.T) {
 			catch(t, func() {
 				got, err := configFromContext(newApp(t, tc.ctx).Node())
 				if tc.wantErr != nil {
-					if err == nil {
-						t.Fatalf("no error, want one naming %v", tc.wantErr)
-					}
-					for _, w := range tc.wantErr {
-						if !strings.Contains(err.Error(), w) {
-							t.Errorf("error %q does not name %s", err, w)
-						}
-					}
+					checkNames(t, err, tc.wantErr)
 					return
 				}
 				if err != nil {
@@ -298,4 +295,102 @@ func TestStackDatasetRead(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStackPollers follows the poller context keys through the construct
+// into the two event source mappings: absent (standard mode), valid
+// (provisioned mode, only the counts given), and refused by the construct
+// with an error naming the setting.
+func TestStackPollers(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		ctx        map[string]any
+		wantIngest any // the ProvisionedPollerConfig; nil: absent
+		wantFanout any
+		wantErr    []string
+	}{
+		{name: "absent", ctx: map[string]any{"fanoutMaxConcurrency": "1000"}},
+		{
+			name:       "both paths, one with both counts",
+			ctx:        map[string]any{"fanoutMinPollers": "100", "fanoutMaxPollers": "200", "ingestMaxPollers": "20"},
+			wantIngest: map[string]any{"MaximumPollers": 20.0},
+			wantFanout: map[string]any{"MinimumPollers": 100.0, "MaximumPollers": 200.0},
+		},
+		{
+			name:    "out of range",
+			ctx:     map[string]any{"fanoutMinPollers": "1", "ingestMaxPollers": "2001"},
+			wantErr: []string{"Fanout.MinPollers: 1 is not from 2 to 200", "Ingest.MaxPollers: 2001 is not from 2 to 2000"},
+		},
+		{
+			name:    "minimum above maximum",
+			ctx:     map[string]any{"fanoutMinPollers": "50", "fanoutMaxPollers": "10"},
+			wantErr: []string{"Fanout.MinPollers: 50 is above MaxPollers 10"},
+		},
+		{
+			name:    "with maximum concurrency",
+			ctx:     map[string]any{"ingestMaxConcurrency": "10", "ingestMinPollers": "2"},
+			wantErr: []string{"Ingest.MaxConcurrency: not with MinPollers or MaxPollers"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := codeDirs(t)
+			ctx["datasets"] = "none"
+			for k, v := range tc.ctx {
+				ctx[k] = v
+			}
+			catch(t, func() {
+				app := newApp(t, ctx)
+				cfg, err := configFromContext(app.Node())
+				if err != nil {
+					t.Fatal(err)
+				}
+				stack, _, err := newStack(app, cfg, &awscdk.Environment{Account: jsii.String("111122223333"), Region: jsii.String("eu-west-1")})
+				if tc.wantErr != nil {
+					checkNames(t, err, tc.wantErr)
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw, _ := json.Marshal(assertions.Template_FromStack(stack, nil).ToJSON())
+				var tmpl struct {
+					Resources map[string]struct {
+						Type       string
+						Properties map[string]any
+					}
+				}
+				if err := json.Unmarshal(raw, &tmpl); err != nil {
+					t.Fatal(err)
+				}
+				got := map[string]any{}
+				for id, r := range tmpl.Resources {
+					if r.Type != "AWS::Lambda::EventSourceMapping" {
+						continue
+					}
+					path := "fanout"
+					if strings.Contains(id, "S3Ingest") {
+						path = "ingest"
+					}
+					got[path] = r.Properties["ProvisionedPollerConfig"]
+				}
+				want := map[string]any{"ingest": tc.wantIngest, "fanout": tc.wantFanout}
+				if d := cmp.Diff(want, got); d != "" {
+					t.Errorf("ProvisionedPollerConfig by path (-want +got):\n%s", d)
+				}
+			})
+		})
+	}
+}
+
+// checkNames fails t unless err is an error that names each of want.
+func checkNames(t *testing.T, err error, want []string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want one naming %v", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not name %s", err, w)
+		}
+	}
 }

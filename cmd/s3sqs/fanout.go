@@ -94,6 +94,7 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	c.chunkSize = fs.size(settings.ChunkSize, &o.Plan.ChunkSize, "8MiB", "")
 	fs.boolean(settings.CSVNoQuotedNewlines, &o.Plan.CSV.NoQuotedNewlines, false, "")
 	fs.count(settings.MaxInFlight, &o.Send.MaxInFlight, sqsbatch.DefaultMaxInFlight, "")
+	fs.boolean(settings.FixedInFlight, &o.Send.FixedInFlight, false, "")
 	fs.count(settings.MaxAttempts, &o.Send.MaxAttempts, sqsbatch.DefaultMaxAttempts, "")
 	fs.count(settings.ChunkConcurrency, &o.ChunkConcurrency, fanout.DefaultChunkConcurrency, "")
 	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
@@ -151,6 +152,11 @@ func (c *fanoutCmd) parse(args []string, bad func(string, ...any) int) (int, boo
 	}
 	if msg, ok := fs.firstBad(); ok {
 		return bad("%s", msg), false
+	}
+	if o.Send.FixedInFlight && o.WorkQueueURL != "" {
+		// The function's workers send a queued run, with their own
+		// FIXED_IN_FLIGHT; a request cannot carry it.
+		return bad("-fixed-in-flight applies to sends made here, and with -work-queue-url the deployed function sends (set its FIXED_IN_FLIGHT)"), false
 	}
 	o.Target.MaxMessageSize = int(c.maxMsgSize)
 	if err := req.Source.Validate(); err != nil {

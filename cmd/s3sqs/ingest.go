@@ -19,6 +19,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
 // ingestCmd is the command line of s3sqs ingest.
@@ -65,6 +66,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c.opts.Logger, c.in.Logger = log, log
 	c.opts.IngestEncoder = ingesthandler.EncodeRecords
+	c.opts.ChunkConcurrency = c.in.ReadConcurrency // as s3ingest's config does
 	runner, err := fanout.New(ctx, s3c, sqsc, c.opts)
 	if err != nil {
 		return failed(err)
@@ -104,6 +106,9 @@ func newIngestCmd(stderr io.Writer) *ingestCmd {
 	})
 	fs.text(settings.KeyPrefix, &in.Filter.Prefix, "")
 	fs.text(settings.KeySuffix, &in.Filter.Suffix, "")
+	fs.count(settings.MaxInFlight, &o.Send.MaxInFlight, sqsbatch.DefaultMaxInFlight, "")
+	fs.boolean(settings.FixedInFlight, &o.Send.FixedInFlight, false, "")
+	fs.count(settings.ReadConcurrency, &in.ReadConcurrency, ingesthandler.DefaultReadConcurrency, "")
 	fs.BoolVar(&in.FailBadRecords, "fail-bad-records", false, "report a notification failed when a record cannot be read (ON_BAD_RECORD=fail)")
 	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
 	return c

@@ -32,7 +32,7 @@ func TestLoadConfig(t *testing.T) {
 		c, err := loadConfig(env(
 			settings.TargetQueueName.Env, "orders.fifo", settings.TargetQueueOwner.Env, "111122223333", settings.TargetMaxMessageSize.Env, "256KiB",
 			settings.WorkQueueURL.Env, "http://127.0.0.1:4566/000000000000/work", settings.FailureS3URI.Env, "s3://f/failed/", settings.Format.Env, "csv", settings.Mode.Env, "chunk",
-			settings.ChunkSize.Env, "16MiB", settings.MaxInFlight.Env, "8", settings.MaxAttempts.Env, "7", settings.BodyField.Env, "payload",
+			settings.ChunkSize.Env, "16MiB", settings.MaxInFlight.Env, "8", settings.FixedInFlight.Env, "true", settings.MaxAttempts.Env, "7", settings.BodyField.Env, "payload",
 			settings.AttributesField.Env, "attrs", settings.GroupIDField.Env, "tenant", settings.DedupIDField.Env, "id", settings.FailOnError.Env, "true",
 			settings.InlineMaxBytes.Env, "1GiB", settings.DeadlineMargin.Env, "20s", settings.ChunkConcurrency.Env, "2", settings.CSVNoQuotedNewlines.Env, "true",
 			settings.EventTypes.Env, "ObjectCreated:Put", settings.KeyPrefix.Env, "in/", settings.IgnoreDeletions.Env, "false",
@@ -43,7 +43,7 @@ func TestLoadConfig(t *testing.T) {
 		o := c.runner
 		if o.Target.Name != "orders.fifo" || o.Target.OwnerAccountID != "111122223333" || o.Target.MaxMessageSize != 256<<10 ||
 			o.WorkQueueURL != "http://127.0.0.1:4566/000000000000/work" || o.FailureS3URI != "s3://f/failed/" || o.Plan.Format != dataset.FormatCSV ||
-			o.Mode != worktask.ModeChunk || o.Plan.ChunkSize != 16<<20 || o.Send.MaxInFlight != 8 || o.Send.MaxAttempts != 7 ||
+			o.Mode != worktask.ModeChunk || o.Plan.ChunkSize != 16<<20 || o.Send.MaxInFlight != 8 || !o.Send.FixedInFlight || o.Send.MaxAttempts != 7 ||
 			o.Mapping != (worktask.Mapping{BodyField: "payload", AttributesField: "attrs", GroupIDField: "tenant", DedupIDField: "id"}) ||
 			!c.handler.FailOnError || o.InlineMaxBytes != 1<<30 || c.handler.DeadlineMargin != 20*time.Second || o.ChunkConcurrency != 2 ||
 			!o.Plan.CSV.NoQuotedNewlines || len(c.handler.Filter.EventTypes) != 1 || c.handler.Filter.Prefix != "in/" ||

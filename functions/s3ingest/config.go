@@ -40,6 +40,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	o.Plan.ChunkSize = lambdaenv.Get(env, s.ChunkSize)
 	o.Plan.CSV.NoQuotedNewlines = env.Bool(s.CSVNoQuotedNewlines, false)
 	o.Send.MaxInFlight = env.Int(s.MaxInFlight)
+	o.Send.FixedInFlight = env.Bool(s.FixedInFlight, false)
 	o.Send.MaxAttempts = env.Int(s.MaxAttempts)
 	o.Send.ReplaceInvalidCharacters = env.Bool(s.ReplaceInvalidCharacters, false)
 	in.ReadConcurrency = env.Int(s.ReadConcurrency)

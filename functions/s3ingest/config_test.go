@@ -44,7 +44,7 @@ func TestLoadConfig(t *testing.T) {
 				settings.Format.Env: "ndjson", settings.EventTypes.Env: "ObjectCreated:Put, s3:ObjectCreated:Copy ,", settings.IgnoreDeletions.Env: "false",
 				settings.KeyPrefix.Env: "events/", settings.KeySuffix.Env: ".jsonl", settings.MaxFileAge.Env: "2d", settings.DedupByFileName.Env: "true",
 				settings.SortByTime.Env: "1", settings.EventBridgeKeysRaw.Env: "true", settings.PartitionColumns.Env: "Typed", settings.FileMetadata.Env: "false",
-				settings.SkipGroupOnError.Env: "true", settings.OnBadRecord.Env: "fail", settings.FailOnError.Env: "true", settings.MaxInFlight.Env: "8", settings.MaxAttempts.Env: "3",
+				settings.SkipGroupOnError.Env: "true", settings.OnBadRecord.Env: "fail", settings.FailOnError.Env: "true", settings.MaxInFlight.Env: "8", settings.FixedInFlight.Env: "true", settings.MaxAttempts.Env: "3",
 				settings.ReplaceInvalidCharacters.Env: "true", settings.ReadConcurrency.Env: "2", settings.HandoffBytes.Env: "512MiB",
 				settings.FanoutWorkQueueURL.Env: "http://q/work", settings.ChunkSize.Env: "16MiB", settings.CSVNoQuotedNewlines.Env: "true",
 				settings.DeadlineMargin.Env: "5s", settings.S3PathStyle.Env: "true", settings.FailureQueueURL.Env: "http://q/failures",
@@ -55,7 +55,7 @@ func TestLoadConfig(t *testing.T) {
 					WorkQueueURL:     "http://q/work",
 					FailureQueueURL:  "http://q/failures",
 					Plan:             dataset.PlanOptions{Format: dataset.FormatJSONL, ChunkSize: 16 << 20, CSV: dataset.CSVOptions{NoQuotedNewlines: true}},
-					Send:             sqsbatch.Options{MaxInFlight: 8, MaxAttempts: 3, ReplaceInvalidCharacters: true},
+					Send:             sqsbatch.Options{MaxInFlight: 8, FixedInFlight: true, MaxAttempts: 3, ReplaceInvalidCharacters: true},
 					ChunkConcurrency: 2,
 				}
 				c.ingest = ingesthandler.Options{

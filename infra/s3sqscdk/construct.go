@@ -325,17 +325,50 @@ func (s *S3SQS) useClaims(own map[string]string) func(role awsiam.Role) {
 	}
 }
 
-// eventSource subscribes fn to q with partial batch responses.
-func eventSource(fn awslambda.Function, q awssqs.IQueue, batch int, window time.Duration, concurrency int) {
+// eventSourceOpts are the settings of a function's SQS event source.
+type eventSourceOpts struct {
+	batch                  int
+	window                 time.Duration
+	concurrency            int
+	minPollers, maxPollers int
+}
+
+// provisioned reports whether the event source uses provisioned mode.
+func (es eventSourceOpts) provisioned() bool {
+	return es.minPollers != 0 || es.maxPollers != 0
+}
+
+func (in IngestProps) eventSource() eventSourceOpts {
+	return eventSourceOpts{in.BatchSize, in.MaxBatchingWindow, in.MaxConcurrency, in.MinPollers, in.MaxPollers}
+}
+
+func (fo FanoutProps) eventSource() eventSourceOpts {
+	return eventSourceOpts{fo.BatchSize, fo.MaxBatchingWindow, fo.MaxConcurrency, fo.MinPollers, fo.MaxPollers}
+}
+
+// eventSource subscribes fn to q with partial batch responses. In
+// provisioned mode it writes only the poller counts that are set, so that
+// AWS's defaults (2 and 200) apply to the other, as in template.yaml.
+func eventSource(fn awslambda.Function, q awssqs.IQueue, es eventSourceOpts) {
 	props := &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(batch),
+		BatchSize:               jsii.Number(es.batch),
 		ReportBatchItemFailures: jsii.Bool(true),
 	}
-	if window > 0 {
-		props.MaxBatchingWindow = seconds(window)
+	if es.window > 0 {
+		props.MaxBatchingWindow = seconds(es.window)
 	}
-	if concurrency > 0 {
-		props.MaxConcurrency = jsii.Number(concurrency)
+	if es.concurrency > 0 {
+		props.MaxConcurrency = jsii.Number(es.concurrency)
+	}
+	if es.provisioned() {
+		pc := &awslambda.ProvisionedPollerConfig{}
+		if es.minPollers > 0 {
+			pc.MinimumPollers = jsii.Number(es.minPollers)
+		}
+		if es.maxPollers > 0 {
+			pc.MaximumPollers = jsii.Number(es.maxPollers)
+		}
+		props.ProvisionedPollerConfig = pc
 	}
 	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(q, props))
 	for _, child := range *fn.Node().Children() {

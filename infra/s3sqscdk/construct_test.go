@@ -742,6 +742,17 @@ func TestPropsErrors(t *testing.T) {
 		{"reserved variable", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{Environment: map[string]string{"TARGET_QUEUE_URL": "x"}}}, []string{"Fanout.Environment", "TARGET_QUEUE_URL"}},
 		{"own key for topic and queues", s3sqscdk.Props{Encryption: s3sqscdk.EncryptionKMS, EncryptionKey: ownKey}, []string{"EncryptionKey"}},
 		{"target in another region", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{TargetQueueARN: "arn:aws:sqs:us-east-1:444455556666:q"}}, []string{"us-east-1", "eu-west-1"}},
+		{"pollers out of range", s3sqscdk.Props{
+			Ingest: s3sqscdk.IngestProps{MinPollers: 1, MaxPollers: 2001},
+			Fanout: s3sqscdk.FanoutProps{MinPollers: 201, MaxPollers: -1},
+		}, []string{"Ingest.MinPollers: 1 is not from 2 to 200", "Ingest.MaxPollers: 2001 is not from 2 to 2000",
+			"Fanout.MinPollers: 201 is not from 2 to 200", "Fanout.MaxPollers: -1 is not from 2 to 2000"}},
+		{"more minimum than maximum pollers", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{MinPollers: 50, MaxPollers: 20}},
+			[]string{"Fanout.MinPollers: 50 is above MaxPollers 20"}},
+		{"pollers and maximum concurrency", s3sqscdk.Props{
+			Ingest: s3sqscdk.IngestProps{MaxConcurrency: 10, MaxPollers: 10},
+			Fanout: s3sqscdk.FanoutProps{MaxConcurrency: 10, MinPollers: 2},
+		}, []string{"Ingest.MaxConcurrency: not with MinPollers or MaxPollers", "Fanout.MaxConcurrency: not with MinPollers or MaxPollers"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.props.Ingest.CodeDir == "" {

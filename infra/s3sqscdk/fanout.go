@@ -69,7 +69,7 @@ func (s *S3SQS) buildFanout() {
 	grantClaims(role)
 	grantOffload(role)
 	grantReport(role)
-	eventSource(fn, s.WorkQueue, fo.BatchSize, fo.MaxBatchingWindow, fo.MaxConcurrency)
+	eventSource(fn, s.WorkQueue, fo.eventSource())
 
 	// Continuation and chunk tasks to its own work queue, refused records
 	// to the failure queue: sqsbatch reads each queue's attributes once.

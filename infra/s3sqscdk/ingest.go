@@ -225,7 +225,7 @@ func (s *S3SQS) buildIngest() {
 	grantClaims(role)
 	grantOffload(role)
 	suppress(fn, nagLambdaDLQ, "s3ingest is invoked only by its SQS event source mapping, synchronously; a notification that keeps failing moves to the ingest queue's dead-letter queue (maxReceiveCount "+itoa(s.p.MaxReceiveCount)+"). A function DLQ receives only failed asynchronous invocations, which never happen here.")
-	eventSource(fn, s.IngestQueue, in.BatchSize, in.MaxBatchingWindow, in.MaxConcurrency)
+	eventSource(fn, s.IngestQueue, in.eventSource())
 
 	// Send records (and chunk tasks to fanout): sqsbatch reads the queue's
 	// MaximumMessageSize and FIFO attributes once, then sends batches.

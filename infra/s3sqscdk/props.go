@@ -122,8 +122,11 @@ type IngestProps struct {
 	// for BatchSize above 10. Default none.
 	MaxBatchingWindow time.Duration
 	// MaxConcurrency of the SQS event source, 2 to 1000. Default no limit
-	// beyond the account's.
+	// beyond the account's. Not with MinPollers or MaxPollers.
 	MaxConcurrency int
+	// MinPollers and MaxPollers put the SQS event source in provisioned
+	// mode; see [FanoutProps.MinPollers]. Default zero: standard mode.
+	MinPollers, MaxPollers int
 	// OutputFIFO makes the output queue (and its DLQ) FIFO. Default false.
 	OutputFIFO bool
 	// Format sets s3ingest's FORMAT. Default unset (by extension).
@@ -265,8 +268,17 @@ type FanoutProps struct {
 	// minutes; needed for BatchSize above 10. Default none.
 	MaxBatchingWindow time.Duration
 	// MaxConcurrency of the work queue's event source, 2 to 1000. Default
-	// no limit beyond the account's.
+	// no limit beyond the account's. Not with MinPollers or MaxPollers.
 	MaxConcurrency int
+	// MinPollers and MaxPollers put the work queue's event source in
+	// provisioned mode (ProvisionedPollerConfig): Lambda keeps at least
+	// MinPollers event pollers (2 to 200) ready and scales up to MaxPollers
+	// (2 to 2000), each poller carrying up to 10 concurrent invocations.
+	// Setting one alone leaves the other at AWS's default (2 and 200).
+	// AWS allows either this or MaxConcurrency: in provisioned mode
+	// MaxPollers bounds the concurrency. Pollers are billed (event poller
+	// units, the minimum all the time). Default zero: standard mode.
+	MinPollers, MaxPollers int
 	// OldestTaskAlarm is the age of the oldest chunk task on the work queue
 	// that raises an alarm. Default DefaultOldestTaskAlarm.
 	OldestTaskAlarm time.Duration
@@ -297,7 +309,7 @@ type FanoutProps struct {
 	// values leave them unset (fanout's defaults: by extension, record,
 	// 8MiB).
 	Format, Mode, ChunkSize string
-	// MaxInFlight sets MAX_IN_FLIGHT. Default unset (16).
+	// MaxInFlight sets MAX_IN_FLIGHT, the ceiling of the requests in flight. Default unset (256).
 	MaxInFlight int
 	// FailOnError sets FAIL_ON_ERROR=true. Default false.
 	FailOnError bool
@@ -368,7 +380,7 @@ func resolve(p *Props) (resolved, error) {
 		if in.BatchSize == 0 {
 			in.BatchSize = DefaultIngestBatchSize
 		}
-		checkEventSource("Ingest", in.BatchSize, in.MaxBatchingWindow, in.MaxConcurrency, bad)
+		checkEventSource("Ingest", in.eventSource(), bad)
 		if in.OldestMessageAlarm == 0 {
 			in.OldestMessageAlarm = DefaultOldestMessageAlarm
 		}
@@ -419,7 +431,7 @@ func resolve(p *Props) (resolved, error) {
 		if fo.BatchSize == 0 {
 			fo.BatchSize = DefaultFanoutBatchSize
 		}
-		checkEventSource("Fanout", fo.BatchSize, fo.MaxBatchingWindow, fo.MaxConcurrency, bad)
+		checkEventSource("Fanout", fo.eventSource(), bad)
 		if fo.TargetMaxMessageSize == 0 {
 			fo.TargetMaxMessageSize = DefaultNewTargetMaxMessageSize
 			if fo.TargetQueueARN != "" {
@@ -576,15 +588,36 @@ func checkMemory(field string, mib int, bad func(string, ...any)) {
 	}
 }
 
-func checkEventSource(field string, batch int, window time.Duration, concurrency int, bad func(string, ...any)) {
-	if batch < 1 || batch > 10000 {
-		bad("%s.BatchSize: %d is not from 1 to 10000", field, batch)
+// The ranges of an SQS event source's pollers in provisioned mode. AWS
+// has since accepted a MaximumPollers up to 10000 for SQS, but the pinned
+// aws-cdk-lib (2.276.0) refuses more than 2000 and the pinned cfn-lint's
+// schema allows no more.
+const (
+	minPollersLow, minPollersHigh = 2, 200
+	maxPollersLow, maxPollersHigh = 2, 2000
+)
+
+func checkEventSource(field string, es eventSourceOpts, bad func(string, ...any)) {
+	if es.batch < 1 || es.batch > 10000 {
+		bad("%s.BatchSize: %d is not from 1 to 10000", field, es.batch)
 	}
-	if batch > 10 && window == 0 {
-		bad("%s.BatchSize: %d needs a MaxBatchingWindow (SQS allows more than 10 only with one)", field, batch)
+	if es.batch > 10 && es.window == 0 {
+		bad("%s.BatchSize: %d needs a MaxBatchingWindow (SQS allows more than 10 only with one)", field, es.batch)
 	}
-	if concurrency != 0 && (concurrency < 2 || concurrency > 1000) {
-		bad("%s.MaxConcurrency: %d is not from 2 to 1000", field, concurrency)
+	if es.concurrency != 0 && (es.concurrency < 2 || es.concurrency > 1000) {
+		bad("%s.MaxConcurrency: %d is not from 2 to 1000", field, es.concurrency)
+	}
+	if es.minPollers != 0 && (es.minPollers < minPollersLow || es.minPollers > minPollersHigh) {
+		bad("%s.MinPollers: %d is not from %d to %d (MinimumPollers of an SQS event source)", field, es.minPollers, minPollersLow, minPollersHigh)
+	}
+	if es.maxPollers != 0 && (es.maxPollers < maxPollersLow || es.maxPollers > maxPollersHigh) {
+		bad("%s.MaxPollers: %d is not from %d to %d (MaximumPollers of an SQS event source)", field, es.maxPollers, maxPollersLow, maxPollersHigh)
+	}
+	if es.minPollers > 0 && es.maxPollers > 0 && es.minPollers > es.maxPollers {
+		bad("%s.MinPollers: %d is above MaxPollers %d", field, es.minPollers, es.maxPollers)
+	}
+	if es.concurrency != 0 && es.provisioned() {
+		bad("%s.MaxConcurrency: not with MinPollers or MaxPollers (AWS allows one or the other; in provisioned mode MaxPollers bounds the concurrency, 10 invocations a poller)", field)
 	}
 }
 

@@ -40,10 +40,11 @@ var (
 	ChunkSize = Size{Row{"CHUNK_SIZE", Both, "chunk-size", "chunkSize", "chunk `size`"},
 		1 << 10, 1 << 30, "8MiB", "is not a chunk size from 1KiB to 1GiB"}
 	CSVNoQuotedNewlines      = Bool{Row{"CSV_NO_QUOTED_NEWLINES", Both, "csv-no-quoted-newlines", "", "promise that CSV objects can be split at line boundaries"}}
-	MaxInFlight              = Count{Row{"MAX_IN_FLIGHT", Both, "max-in-flight", "maxInFlight", "SendMessageBatch `requests` in flight per chunk"}, 1, 1000}
+	MaxInFlight              = Count{Row{"MAX_IN_FLIGHT", Both, "max-in-flight", "maxInFlight", "the ceiling of SendMessageBatch `requests` in flight to a queue (they size themselves below it)"}, 1, 1000}
+	FixedInFlight            = Bool{Row{"FIXED_IN_FLIGHT", Both, "fixed-in-flight", "", "always keep the most requests in flight, instead of sizing them to the queue's latency and throttling"}}
 	MaxAttempts              = Count{Row{"MAX_ATTEMPTS", Both, "max-attempts", "maxAttempts", "`attempts` per entry"}, 1, 100}
 	ChunkConcurrency         = Count{Row{"CHUNK_CONCURRENCY", Fanout, "concurrency", "", "`chunks` read at once"}, 1, 64}
-	ReadConcurrency          = Count{Row{"READ_CONCURRENCY", S3Ingest, "", "", "chunk tasks read at once from a standard queue's batch"}, 1, 64}
+	ReadConcurrency          = Count{Row{"READ_CONCURRENCY", S3Ingest, "read-concurrency", "", "`objects` read at once from a standard queue's batch"}, 1, 64}
 	InlineMaxBytes           = Size{Row{"INLINE_MAX_BYTES", Fanout, "", "", "the largest dataset sent in the invocation that planned it"}, 1, 1 << 62, "64MiB", "is not a positive size"}
 	HandoffBytes             = Size{Row{"HANDOFF_BYTES", S3Ingest, "", "", "objects larger than this go to FANOUT_WORK_QUEUE_URL as chunk tasks"}, 1, 1 << 62, "64MiB", "is not a positive size"}
 	BodyField                = Text{Row{"BODY_FIELD", Fanout, "body-field", "bodyField", "record `field` sent as the body (default value)"}, nil}
@@ -87,7 +88,7 @@ func Rows() []Row {
 		TargetQueueURL.Row, TargetQueueName.Row, TargetQueueOwner.Row, TargetMaxMessageSize.Row, WorkQueueURL.Row,
 		OutputQueueURL.Row, FanoutWorkQueueURL.Row, FailureQueueURL.Row, FailureS3URI.Row, ReportS3URI.Row,
 		OffloadS3URI.Row, Offload.Row, OffloadKMSKeyID.Row, ClaimsTable.Row,
-		Format.Row, Mode.Row, ChunkSize.Row, CSVNoQuotedNewlines.Row, MaxInFlight.Row, MaxAttempts.Row,
+		Format.Row, Mode.Row, ChunkSize.Row, CSVNoQuotedNewlines.Row, MaxInFlight.Row, FixedInFlight.Row, MaxAttempts.Row,
 		ChunkConcurrency.Row, ReadConcurrency.Row, InlineMaxBytes.Row, HandoffBytes.Row,
 		BodyField.Row, AttributesField.Row, GroupIDField.Row, DedupIDField.Row,
 		ReplaceInvalidCharacters.Row, PartitionColumns.Row, FileMetadata.Row, OnBadRecord.Row, RunID.Row,

@@ -89,6 +89,21 @@ var _ GetAPI = (*s3.Client)(nil)
 // get asks for bytes [start, end] of the pinned object (end < 0: to the
 // end; start < 0: the whole object without a Range).
 func get(ctx context.Context, client GetAPI, obj Object, start, end int64) (*s3.GetObjectOutput, error) {
+	return send(ctx, client, obj, getInput(obj, start, end), start)
+}
+
+// send makes the GET in, of obj's bytes from start, and classifies its
+// error.
+func send(ctx context.Context, client GetAPI, obj Object, in *s3.GetObjectInput, start int64) (*s3.GetObjectOutput, error) {
+	out, err := client.GetObject(ctx, in)
+	if err != nil {
+		return nil, &ReadError{Object: obj, Offset: max(start, 0), Err: classify(err)}
+	}
+	return out, nil
+}
+
+// getInput is the GET of bytes [start, end] of the pinned object (see get).
+func getInput(obj Object, start, end int64) *s3.GetObjectInput {
 	in := &s3.GetObjectInput{Bucket: aws.String(obj.Bucket), Key: aws.String(obj.Key)}
 	switch {
 	case obj.VersionID != "":
@@ -103,11 +118,23 @@ func get(ctx context.Context, client GetAPI, obj Object, start, end int64) (*s3.
 	default:
 		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", start, end))
 	}
-	out, err := client.GetObject(ctx, in)
-	if err != nil {
-		return nil, &ReadError{Object: obj, Offset: max(start, 0), Err: classify(err)}
+	return in
+}
+
+// FirstInput is the GetObject input of the first GET that the Reader
+// NewReader(ctx, client, obj, start, expect) makes, for a caller that opens
+// that GET ahead, while something else is read, and answers the Reader's
+// first GetObject with it (the Reader cannot tell). Later GETs of the
+// Reader, and its resumes, are its own.
+func FirstInput(obj Object, start, expect int64) *s3.GetObjectInput {
+	if expect <= 0 {
+		return getInput(obj, -1, -1)
 	}
-	return out, nil
+	end := start + max(expect, 64<<10) - 1
+	if obj.Size > 0 && end >= obj.Size-1 {
+		end = -1
+	}
+	return getInput(obj, start, end)
 }
 
 // classify wraps err with ErrChanged when S3 says the pin failed, or with
@@ -214,25 +241,14 @@ func (r *Reader) Read(p []byte) (int, error) {
 }
 
 func (r *Reader) open() error {
-	var (
-		out *s3.GetObjectOutput
-		err error
-	)
 	// The first GET asks for a range of the stored bytes, unless it asks
-	// for the whole object.
+	// for the whole object; later ones for the rest.
 	ranged := !r.opened && r.next > 0
-	switch {
-	case !r.opened && r.next <= 0:
-		out, err = get(r.ctx, r.client, r.obj, -1, -1)
-	case r.next > 0:
-		end := r.pos + max(r.next, 64<<10) - 1
-		if r.obj.Size > 0 && end >= r.obj.Size-1 {
-			end = -1
-		}
-		out, err = get(r.ctx, r.client, r.obj, r.pos, end)
-	default:
-		out, err = get(r.ctx, r.client, r.obj, r.pos, -1)
+	in := FirstInput(r.obj, r.pos, r.next)
+	if r.opened {
+		in = getInput(r.obj, r.pos, -1)
 	}
+	out, err := send(r.ctx, r.client, r.obj, in, r.pos)
 	if err != nil {
 		return err
 	}

@@ -147,6 +147,13 @@ type Stats struct {
 	Requests      int64 `json:"requests"`
 	Retries       int64 `json:"retries"`
 	BytesSent     int64 `json:"bytesSent"`
+	// PeakInFlight is the most requests to the target in flight at once,
+	// as the sender sized them (see sqsbatch.Options.MaxInFlight).
+	PeakInFlight int `json:"peakInFlight,omitempty"`
+	// Throttled counts the requests and entries SQS answered with
+	// throttling or a server error, which the sender retried and slowed
+	// down for.
+	Throttled int64 `json:"throttled,omitempty"`
 	// TasksSkipped counts tasks that, by the claims store, another
 	// delivery had done.
 	TasksSkipped int `json:"tasksSkipped,omitempty"`
@@ -177,6 +184,8 @@ func (s *Stats) Add(o Stats) {
 	s.Requests += o.Requests
 	s.Retries += o.Retries
 	s.BytesSent += o.BytesSent
+	s.PeakInFlight = max(s.PeakInFlight, o.PeakInFlight)
+	s.Throttled += o.Throttled
 	s.TasksSkipped += o.TasksSkipped
 	s.ObjectsMissing += o.ObjectsMissing
 	s.ObjectsFailed += o.ObjectsFailed
@@ -305,11 +314,6 @@ func (e *QueueError) Error() string {
 // Unwrap returns the reason.
 func (e *QueueError) Unwrap() error { return e.Err }
 
-// chunkModeInFlight bounds the requests in flight per chunk in chunk mode,
-// where each request may carry a whole MiB: memory stays bounded with
-// several chunks read at once.
-const chunkModeInFlight = 4
-
 // target returns the sender for a run's target queue in mode: the
 // overrides' queue, or the configured target, sending with the overrides'
 // settings.
@@ -318,6 +322,8 @@ func (r *Runner) target(ctx context.Context, ov *worktask.Overrides, mode workta
 	defer r.mu.Unlock()
 	url := ov.TargetQueueURL
 	inFlight, attempts := int(ov.MaxInFlight.Value()), int(ov.MaxAttempts.Value())
+	// One sender per mode too: its requests in flight size themselves to
+	// its requests, and chunk mode's are a hundred times record mode's.
 	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d", url, mode, inFlight, attempts)
 	if s, ok := r.targets[key]; ok {
 		return s, nil
@@ -325,9 +331,6 @@ func (r *Runner) target(ctx context.Context, ov *worktask.Overrides, mode workta
 	send := r.opts.Send
 	send.MaxInFlight = cmp.Or(inFlight, send.MaxInFlight)
 	send.MaxAttempts = cmp.Or(attempts, send.MaxAttempts)
-	if mode == worktask.ModeChunk {
-		send.MaxInFlight = min(cmp.Or(send.MaxInFlight, sqsbatch.DefaultMaxInFlight), chunkModeInFlight)
-	}
 	q := r.opts.Target
 	if url != "" {
 		q = sqsbatch.Queue{URL: url, MaxMessageSize: r.opts.Target.MaxMessageSize}

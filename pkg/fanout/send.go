@@ -179,6 +179,8 @@ func (r *Runner) charge(runs []*taskRun, gs *groupSend, res sqsbatch.Result, err
 	runs[0].res.Requests += int64(res.Requests)
 	runs[0].res.Retries += int64(res.Retries)
 	runs[0].res.BytesSent += res.Bytes
+	runs[0].res.PeakInFlight = max(runs[0].res.PeakInFlight, res.PeakInFlight)
+	runs[0].res.Throttled += int64(res.Throttled)
 	for _, f := range res.Failures {
 		if f.Seq < 0 || f.Seq >= len(gs.refs) {
 			continue

@@ -80,7 +80,14 @@ func (r *Runner) RunTasks(ctx context.Context, tasks []worktask.Task, concurrenc
 		groups[g] = append(groups[g], s)
 	}
 	for _, specs := range groups {
-		for _, tr := range r.runGroup(ctx, specs, cmp.Or(concurrency, r.opts.ChunkConcurrency)) {
+		conc := cmp.Or(concurrency, r.opts.ChunkConcurrency)
+		ahead := newAheadSet(r.s3, specs, conc)
+		for _, s := range specs {
+			s.ahead = ahead
+		}
+		runs := r.runGroup(ctx, specs, conc)
+		ahead.close() // the readers have returned
+		for _, tr := range runs {
 			results[tr.index] = r.finish(ctx, tr)
 		}
 	}
@@ -135,6 +142,8 @@ type taskSpec struct {
 	// an earlier attempt's claim says it stopped.
 	from  int64
 	claim *claims.Claim
+	// ahead opens the first GETs of the group's tasks ahead of their reads.
+	ahead *aheadSet
 	// only, when set, is the offsets of the only records to send
 	// (RunRecords), and last the highest of them.
 	only map[int64]bool

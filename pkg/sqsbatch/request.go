@@ -64,6 +64,7 @@ func (s *Sender) sendBatch(ctx context.Context, batch []*item) *outcome {
 			reqs[i].Id = aws.String(batchIDs[i])
 		}
 		o.requests++
+		timing := s.lim.begin()
 		out, err := s.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.queueURL), Entries: reqs}, exactBodies)
 
 		var retry []*item
@@ -80,8 +81,16 @@ func (s *Sender) sendBatch(ctx context.Context, batch []*item) *outcome {
 			for _, it := range retry {
 				it.code, it.msg = codeOf(err), err.Error()
 			}
+			if congested(err) {
+				// A network error says nothing about the service's
+				// load: only a throttle or a 5xx goes to the controller.
+				o.throttled++
+				s.lim.end(timing, true)
+			}
 		default:
+			throttled := o.throttled
 			retry = o.settle(pending, out)
+			s.lim.end(timing, o.throttled > throttled)
 			if s.limits.fifo && len(retry) > 0 {
 				s.warnReordered(ctx, pending, retry)
 			}
@@ -145,6 +154,9 @@ func (o *outcome) settle(pending []*item, out *sqs.SendMessageBatchOutput) (retr
 			})
 		case f != nil:
 			it.code, it.msg = aws.ToString(f.Code), aws.ToString(f.Message)
+			if entryCongested[it.code] {
+				o.throttled++
+			}
 			retry = append(retry, it)
 		default:
 			// SQS neither accepted nor rejected it; sending again is

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
@@ -30,18 +31,22 @@ type outcome struct {
 	bytes    int64
 	requests int
 	retries  int
-	failures []*EntryError
-	stop     *StopError
+	// throttled counts the requests and entries answered with a
+	// throttle or a server error.
+	throttled int
+	failures  []*EntryError
+	stop      *StopError
 }
 
 // run is the state of one Send. Only the goroutine that called Send touches
-// it; workers talk to it through work and done.
+// it; its workers take requests from work and report through done.
 type run struct {
 	*Sender
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	work   chan []*item
+	work   chan job
 	done   chan *outcome
+	wg     sync.WaitGroup
 
 	res         Result
 	outstanding int
@@ -117,32 +122,70 @@ func (r *run) pack(entries iter.Seq[Entry]) {
 	}
 }
 
-// dispatch hands batch to a worker, absorbing finished batches while it
-// waits. If the send has stopped, the batch fails instead.
+// dispatch starts a request for batch once the Sender's limiter has a
+// slot for it, absorbing finished batches while it waits. If the send has
+// stopped, the batch fails instead.
 func (r *run) dispatch(batch []*item) {
-	if r.ctx.Err() != nil {
-		r.stop(context.Cause(r.ctx))
+	cost := int64(requestOverhead)
+	for _, it := range batch {
+		cost += int64(it.size)
 	}
-	if r.stopErr != nil {
-		r.failAll(batch, r.stopErr)
-		return
-	}
-	r.track(batch, 1)
-	r.outstanding++
+	var waiting bool
 	for {
-		select {
-		case r.work <- batch:
-			return
-		case o := <-r.done:
-			r.absorb(o)
-		case <-r.ctx.Done():
+		if r.ctx.Err() != nil {
 			r.stop(context.Cause(r.ctx))
-			r.track(batch, -1)
-			r.outstanding--
+		}
+		if r.stopErr != nil {
+			r.lim.abandon(&waiting)
 			r.failAll(batch, r.stopErr)
 			return
 		}
+		wake := r.lim.acquire(cost, &waiting)
+		if wake == nil {
+			break
+		}
+		select {
+		case <-wake:
+		case o := <-r.done:
+			r.absorb(o)
+		case <-r.ctx.Done():
+		}
 	}
+	r.track(batch, 1)
+	r.outstanding++
+	j := job{batch: batch, cost: cost}
+	select {
+	case r.work <- j:
+	default:
+		// No worker is idle: start one. Workers last until the Send
+		// ends, at most one per slot the Send held at once, so that
+		// their stacks, grown by the SDK's deep middleware, are grown
+		// once rather than once per request.
+		r.wg.Go(func() {
+			r.serve(j)
+			for j := range r.work {
+				r.serve(j)
+			}
+		})
+	}
+}
+
+// job is a request handed to a worker, with the bytes its slot holds.
+type job struct {
+	batch []*item
+	cost  int64
+}
+
+// serve sends one job's batch and reports it.
+func (r *run) serve(j job) {
+	o := r.sendBatch(r.ctx, j.batch)
+	if o.stop != nil {
+		// Cancel before the slot is freed, so that no request of this
+		// Send starts in it meanwhile.
+		r.cancel(o.stop)
+	}
+	r.lim.release(j.cost)
+	r.done <- o
 }
 
 // wait absorbs one finished batch, or notes that the send has stopped.
@@ -179,6 +222,7 @@ func (r *run) absorb(o *outcome) {
 	r.res.Bytes += o.bytes
 	r.res.Requests += o.requests
 	r.res.Retries += o.retries
+	r.res.Throttled += o.throttled
 	r.res.Failures = append(r.res.Failures, o.failures...)
 	for _, f := range o.failures {
 		if r.failedGroups != nil {

@@ -7,24 +7,44 @@ import (
 	"iter"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 )
 
 // Defaults used when the matching [Options] field is zero.
 const (
-	DefaultMaxInFlight = 16
-	DefaultMaxAttempts = 5
-	DefaultBaseDelay   = 100 * time.Millisecond
-	DefaultMaxDelay    = 5 * time.Second
+	DefaultMaxInFlight      = 256
+	DefaultMaxBytesInFlight = 32 << 20
+	DefaultMaxAttempts      = 5
+	DefaultBaseDelay        = 100 * time.Millisecond
+	DefaultMaxDelay         = 5 * time.Second
 )
 
 // Options configures a [Sender]. The zero value is ready to use.
 type Options struct {
-	// MaxInFlight is the most SendMessageBatch requests in flight at once.
-	// If zero, DefaultMaxInFlight is used. At most MaxInFlight*10+10
-	// entries are held in memory at any time, whatever the input's size.
+	// MaxInFlight is the ceiling on SendMessageBatch requests in flight at
+	// once for the Sender, shared by all its concurrent Sends. If zero,
+	// DefaultMaxInFlight is used, enough for 10-entry requests to carry
+	// about 50,000 entries/s at 50 ms a request. Below the ceiling the
+	// Sender sizes its limit itself (see the package documentation),
+	// starting at 16 or the ceiling if lower; [Sender.InFlightLimit]
+	// returns it. At most MaxInFlight*10+10 entries are held in memory at
+	// any time, whatever the input's size.
 	MaxInFlight int
+	// FixedInFlight turns the controller off: the limit is MaxInFlight
+	// requests at once, still bounded by MaxBytesInFlight.
+	FixedInFlight bool
+	// MaxBytesInFlight bounds the memory of the Sender's requests in
+	// flight: the bytes of their entries (as SQS counts them) plus 96 KiB
+	// per request for what a request costs besides its entries (its
+	// goroutine's stack, the SDK's and the HTTP connection's state, the
+	// answer: about 90 KiB measured). If zero, DefaultMaxBytesInFlight
+	// (32 MiB) is used, which allows the 256 requests of small entries
+	// that 50 ms needs and about 28 of 1 MiB; lower it where memory is
+	// short (the functions take 1/32 of theirs). A request larger than the
+	// bound still goes, alone, when nothing else of the Sender is in
+	// flight. Entries waiting for their request are not counted: they are
+	// at most ten plus a request's worth per Send.
+	MaxBytesInFlight int64
 	// MaxAttempts is the most requests an entry is part of before it fails.
 	// If zero, DefaultMaxAttempts is used. The client's own retryer may
 	// retry each request underneath; these attempts come on top.
@@ -41,12 +61,14 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Sender sends entries to one queue. It is safe for concurrent use; each
-// call to Send runs on its own.
+// Sender sends entries to one queue. It is safe for concurrent use; its
+// concurrent calls to Send share its limit on requests in flight, and what
+// its controller learnt lasts from one call to the next.
 type Sender struct {
 	client      API
 	queueURL    string
 	limits      queueLimits
+	lim         *limiter
 	maxInFlight int
 	maxAttempts int
 	backoff     func(int) time.Duration
@@ -76,6 +98,11 @@ func New(ctx context.Context, client API, q Queue, opts Options) (*Sender, error
 	if s.maxInFlight <= 0 {
 		s.maxInFlight = DefaultMaxInFlight
 	}
+	maxBytes := opts.MaxBytesInFlight
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytesInFlight
+	}
+	s.lim = newLimiter(s.maxInFlight, opts.FixedInFlight, maxBytes)
 	if s.maxAttempts <= 0 {
 		s.maxAttempts = DefaultMaxAttempts
 	}
@@ -97,6 +124,11 @@ func (s *Sender) FIFO() bool { return s.limits.fifo }
 // MaxMessageSize returns the largest message, in bytes, the queue accepts.
 func (s *Sender) MaxMessageSize() int { return s.limits.maxMessageSize }
 
+// InFlightLimit returns the Sender's current limit on requests in flight:
+// the controller's, or MaxInFlight when it is fixed. It is safe to call
+// while Sends run.
+func (s *Sender) InFlightLimit() int { return s.lim.current() }
+
 // Result accounts for the entries of one Send.
 type Result struct {
 	// Sent is the number of entries SQS accepted.
@@ -109,6 +141,12 @@ type Result struct {
 	Retries int
 	// Bytes is the size, as SQS counts it, of the entries accepted.
 	Bytes int64
+	// PeakInFlight is the most requests of the Sender, this Send's and
+	// its concurrent Sends', in flight at once while this Send ran.
+	PeakInFlight int
+	// Throttled counts the requests answered with a throttle or a server
+	// error (HTTP 5xx), plus the entries failed with such a code.
+	Throttled int
 	// Failures holds every entry that was not accepted, in no set order.
 	Failures []*EntryError
 }
@@ -143,34 +181,23 @@ func (s *Sender) Send(ctx context.Context, entries iter.Seq[Entry]) (Result, err
 		Sender: s,
 		ctx:    ctx,
 		cancel: cancel,
-		work:   make(chan []*item),
-		done:   make(chan *outcome, s.maxInFlight),
+		work:   make(chan job),
+		// Room for every request the run can have in flight, so that a
+		// request's goroutine never waits to report.
+		done: make(chan *outcome, s.maxInFlight),
 	}
 	if s.limits.fifo {
 		r.inFlight = make(map[string]int)
 		r.failedGroups = make(map[string]string)
 	}
-	var wg sync.WaitGroup
-	for range s.maxInFlight {
-		wg.Go(func() {
-			for batch := range r.work {
-				o := s.sendBatch(ctx, batch)
-				if o.stop != nil {
-					// Cancel here, not when the outcome is absorbed, so
-					// that no worker starts another request meanwhile.
-					cancel(o.stop)
-				}
-				r.done <- o
-			}
-		})
-	}
-
+	s.lim.join(&r.res.PeakInFlight)
 	r.pack(entries)
 	close(r.work)
 	for r.outstanding > 0 {
 		r.absorb(<-r.done)
 	}
-	wg.Wait()
+	r.wg.Wait()
+	s.lim.leave(&r.res.PeakInFlight)
 
 	r.res.Failed = len(r.res.Failures)
 	var stop *StopError

@@ -25,8 +25,8 @@ type Overrides struct {
 	TargetQueueURL string         `json:"targetQueueUrl,omitempty"`
 	// ChunkSize is the run's chunk size in bytes (CHUNK_SIZE).
 	ChunkSize Setting `json:"chunkSize,omitzero"`
-	// MaxInFlight is the run's requests in flight per chunk
-	// (MAX_IN_FLIGHT).
+	// MaxInFlight is the run's ceiling of requests in flight to its
+	// target (MAX_IN_FLIGHT).
 	MaxInFlight Setting `json:"maxInFlight,omitzero"`
 	// MaxAttempts is the run's attempts per entry (MAX_ATTEMPTS).
 	MaxAttempts Setting `json:"maxAttempts,omitzero"`

@@ -49,7 +49,7 @@ func main() {
 		return
 	}
 	records := flag.Int("records", 100_000, "records per case")
-	inFlight := flag.Int("inflight", 16, "SendMessageBatch requests in flight")
+	inFlight := flag.Int("inflight", 0, "SendMessageBatch requests in flight, fixed (default: the sender's, which size themselves)")
 	only := flag.String("only", "", "run only the cases whose name contains this")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the measured runs to `file`")
 	flag.Parse()
@@ -94,7 +94,7 @@ func run(ctx context.Context, n, inFlight int, only, profile string, out io.Writ
 	}
 	target := aws.ToString(q.QueueUrl)
 	defer sqsc.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl})
-	send := sqsbatch.Options{MaxInFlight: inFlight}
+	send := sqsbatch.Options{MaxInFlight: inFlight, FixedInFlight: inFlight > 0}
 
 	type bench struct {
 		path string
@@ -182,8 +182,12 @@ func (r result) perRecord() float64 { return float64(r.cpu.Microseconds()) / flo
 func (r result) rate() float64      { return float64(r.records) / r.wall.Seconds() }
 
 func printTable(w io.Writer, results []result, inFlight int) {
-	fmt.Fprintf(w, "\n%d records a case, %d requests in flight, GOMAXPROCS=%d; CPU is this process's user+system time;\n"+
-		"the S3 stand-in runs beside it on the same cores and SQS's (fauxqs) too\n\n", results[0].records, inFlight, runtime.GOMAXPROCS(0))
+	inFlightText := "requests in flight sized by the sender"
+	if inFlight > 0 {
+		inFlightText = fmt.Sprintf("%d requests in flight", inFlight)
+	}
+	fmt.Fprintf(w, "\n%d records a case, %s, GOMAXPROCS=%d; CPU is this process's user+system time;\n"+
+		"the S3 stand-in runs beside it on the same cores and SQS's (fauxqs) too\n\n", results[0].records, inFlightText, runtime.GOMAXPROCS(0))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "path\tformat\trecord\tCPU µs/record\tvs sqsbatch\trecords/s\trequests\tS3 stand-in µs/record\t")
 	base := map[int]float64{}

@@ -1,25 +1,33 @@
 // Command latencybench measures how throughput holds when every S3 and SQS
 // request takes longer, as it does in a Region: it runs the s3sqs CLI (fanout
-// in record and chunk mode, and ingest) as a subprocess, through
-// internal/testenv/faultproxy with a fixed delay on every answer, at the
-// defaults and at a small sweep of hand-tuned settings, and prints one
-// Markdown table of records/s, the ratios to the best swept setting and to
-// the same mode's 0 ms defaults, and the subprocess's peak RSS (its VmHWM,
-// polled; see watchPeakRSS).
+// in record and chunk mode, and ingest) as a subprocess, through a proxy
+// with a fixed delay on every request, at the defaults and at a sweep of
+// hand-tuned settings, and prints one Markdown table of records/s, the
+// ratios to the best swept setting and to the same mode's 0 ms defaults,
+// and the subprocess's peak RSS (its VmHWM, polled; see watchPeakRSS).
 //
 // S3 is rclone/gofakes3 in a child process (a copy of this program) and SQS
 // the fauxqs that tools/with-local-aws starts; a proxy sits in front of
 // each, and the CLI reaches them through AWS_ENDPOINT_URL_S3 and
-// AWS_ENDPOINT_URL_SQS. The proxy delays every SQS request and S3's
-// GetObject, HeadObject, ListObjectsV2 and PutObject (the data path; its
-// default operations), after it has read the whole upstream answer, so a
-// GetObject's first byte comes at least the delay late. `make bench-latency`
-// runs it:
+// AWS_ENDPOINT_URL_SQS. The default proxy (streamProxy) holds every answer
+// for the delay once the upstream's headers have come and then streams
+// it, so a GetObject's first byte comes the delay late; -proxy faultproxy
+// uses internal/testenv/faultproxy instead, which reads every answer whole
+// before its delay, as the first tables were measured.
 //
-//	tools/with-local-aws go run ./tools/latencybench [-objects 20] [-records 5000] [-latencies 0,20,50] [-sweep '16x4 64x4 128x4 16x8 64x8 128x8']
+// The sweep suits the CLI it measures: when `s3sqs fanout -h` lists
+// -fixed-in-flight (requests in flight that size themselves, with a fixed
+// value as a choice), settings are fixed ones, for ingest too when it has
+// -read-concurrency; otherwise fanout's -max-in-flight and -concurrency as
+// they were, and ingest at its defaults only. -bin measures a CLI built
+// elsewhere, so that one copy of this tool prints the table before and
+// after a change. -shape chooses the dataset. `make bench-latency` runs it:
+//
+//	tools/with-local-aws go run ./tools/latencybench [-shape default|large|small] [-latencies 0,20,50] [-sweep auto] [-bin path/to/s3sqs] [-proxy stream|faultproxy]
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -45,24 +53,52 @@ func main() {
 	}
 }
 
-// setting is one hand-tuned fanout setting: -max-in-flight and
-// -concurrency. The zero value is the CLI's defaults.
-type setting struct{ inFlight, concurrency int }
+// setting is one hand-tuned setting: -max-in-flight and -concurrency
+// (fanout) or -read-concurrency (ingest), with -fixed-in-flight when the
+// CLI sizes its requests in flight itself. The zero value is the CLI's
+// defaults.
+type setting struct {
+	inFlight, concurrency int
+	fixed                 bool
+}
 
-func (s setting) String() string {
+// flags are the CLI flags of s for mode.
+func (s setting) flags(mode string) []string {
+	if s == (setting{}) {
+		return nil
+	}
+	var a []string
+	if s.fixed {
+		a = append(a, "-fixed-in-flight")
+	}
+	conc := "-concurrency"
+	if mode == modeIngest {
+		conc = "-read-concurrency"
+	}
+	return append(a, "-max-in-flight", strconv.Itoa(s.inFlight), conc, strconv.Itoa(s.concurrency))
+}
+
+// label is s as the table shows it.
+func (s setting) label(mode string) string {
 	if s == (setting{}) {
 		return "defaults"
 	}
-	return fmt.Sprintf("-max-in-flight %d -concurrency %d", s.inFlight, s.concurrency)
+	return strings.Join(s.flags(mode), " ")
 }
 
 // options are the command's flags.
 type options struct {
+	shape                    string
 	objects, records, record int
 	latencies                []time.Duration
-	sweep                    []setting
-	modes                    []string
-	warmUp                   bool
+	// sweep is what -sweep says, or nil for the sweep that suits the CLI
+	// (see env.sweeps).
+	sweep  []setting
+	swept  bool
+	modes  []string
+	warmUp bool
+	bin    string
+	proxy  string
 }
 
 // The modes measured: fanout's two and s3ingest's.
@@ -72,25 +108,52 @@ const (
 	modeIngest = "ingest"
 )
 
+// The proxies -proxy chooses from.
+const (
+	proxyStream = "stream"
+	proxyFault  = "faultproxy"
+)
+
+// shapes are the datasets -shape names: objects x records. The default is
+// the shape of the first table; large is one object of many chunks, whose
+// chunks are read one after another within each lane; small is many
+// objects of one short chunk, each read behind its own first-byte wait.
+var shapes = map[string][2]int{
+	"default": {20, 5000},
+	"large":   {1, 100000},
+	"small":   {400, 250},
+}
+
 func parseArgs(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("latencybench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := options{}
-	fs.IntVar(&o.objects, "objects", 20, "JSON Lines objects in the dataset")
-	fs.IntVar(&o.records, "records", 5000, "records per object")
+	fs.StringVar(&o.shape, "shape", "default", "dataset: default (20 objects x 5000 records), large (1 x 100000) or small (400 x 250)")
+	fs.IntVar(&o.objects, "objects", 0, "JSON Lines objects in the dataset (default: the shape's)")
+	fs.IntVar(&o.records, "records", 0, "records per object (default: the shape's)")
 	fs.IntVar(&o.record, "record", 1024, "bytes per record, newline excluded")
 	lat := fs.String("latencies", "0,20,50", "comma-separated added latencies, in ms, on every S3 and SQS request")
-	sweep := fs.String("sweep", "16x4 64x4 128x4 16x8 64x8 128x8", "space-separated fanout settings `INFLIGHTxCONCURRENCY` tried beside the defaults; empty for none")
+	sweep := fs.String("sweep", "auto", "space-separated settings `INFLIGHTxCONCURRENCY` tried beside the defaults, empty for none; auto: 16/64/128/256 x 4/8 with -fixed-in-flight for fanout and ingest when the CLI has it, else 16/64/128 x 4/8 for fanout only")
 	modes := fs.String("modes", "record chunk ingest", "space-separated modes: record, chunk (fanout) and ingest (s3ingest)")
 	fs.BoolVar(&o.warmUp, "warm-up", true, "run fanout once before the table, outside it (fauxqs is slower in its first seconds)")
+	fs.StringVar(&o.bin, "bin", "", "the s3sqs CLI to measure (default: built from this module)")
+	fs.StringVar(&o.proxy, "proxy", proxyStream, "the delaying proxy: stream (delays the first byte, then streams) or faultproxy (reads every answer whole, as the first tables did)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	shape, ok := shapes[o.shape]
+	if !ok {
+		return options{}, fmt.Errorf("-shape: unknown shape %q", o.shape)
+	}
+	o.objects, o.records = cmp.Or(o.objects, shape[0]), cmp.Or(o.records, shape[1])
 	if o.objects < 1 || o.records < 1 || o.record < 64 {
 		return options{}, fmt.Errorf("-objects and -records must be positive and -record at least 64")
+	}
+	if o.proxy != proxyStream && o.proxy != proxyFault {
+		return options{}, fmt.Errorf("-proxy: unknown proxy %q", o.proxy)
 	}
 	for _, s := range strings.Split(*lat, ",") {
 		ms, err := strconv.Atoi(strings.TrimSpace(s))
@@ -99,12 +162,9 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 		}
 		o.latencies = append(o.latencies, time.Duration(ms)*time.Millisecond)
 	}
-	for _, s := range strings.Fields(*sweep) {
-		var st setting
-		if _, err := fmt.Sscanf(s, "%dx%d", &st.inFlight, &st.concurrency); err != nil || st.inFlight < 1 || st.concurrency < 1 {
-			return options{}, fmt.Errorf("-sweep: %q is not INFLIGHTxCONCURRENCY", s)
-		}
-		o.sweep = append(o.sweep, st)
+	var err error
+	if o.sweep, o.swept, err = parseSweep(*sweep); err != nil {
+		return options{}, err
 	}
 	for _, m := range strings.Fields(*modes) {
 		if m != modeRecord && m != modeChunk && m != modeIngest {
@@ -116,6 +176,22 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 		return options{}, fmt.Errorf("-modes: no mode")
 	}
 	return o, nil
+}
+
+// parseSweep reads -sweep; swept is false for auto.
+func parseSweep(sweep string) (_ []setting, swept bool, _ error) {
+	if sweep == "auto" {
+		return nil, false, nil
+	}
+	var out []setting
+	for _, s := range strings.Fields(sweep) {
+		var st setting
+		if _, err := fmt.Sscanf(s, "%dx%d", &st.inFlight, &st.concurrency); err != nil || st.inFlight < 1 || st.concurrency < 1 {
+			return nil, false, fmt.Errorf("-sweep: %q is not INFLIGHTxCONCURRENCY", s)
+		}
+		out = append(out, st)
+	}
+	return out, true, nil
 }
 
 func run(ctx context.Context, args []string, out, log io.Writer) error {
@@ -137,7 +213,7 @@ func run(ctx context.Context, args []string, out, log io.Writer) error {
 	var rows []row
 	for _, m := range o.modes {
 		for _, lat := range o.latencies {
-			r, err := env.measureRow(ctx, m, lat, o.sweep)
+			r, err := env.measureRow(ctx, m, lat, env.sweeps[m])
 			if err != nil {
 				return err
 			}
@@ -145,6 +221,6 @@ func run(ctx context.Context, args []string, out, log io.Writer) error {
 		}
 	}
 	printTable(out, o, rows, time.Since(start))
-	fmt.Fprintf(log, "latencybench: S3 proxy %v\nlatencybench: SQS proxy %v\n", env.s3p.Stats(), env.sqsp.Stats())
+	fmt.Fprintf(log, "latencybench: S3 proxy %s\nlatencybench: SQS proxy %s\n", env.s3p.Stats(), env.sqsp.Stats())
 	return nil
 }

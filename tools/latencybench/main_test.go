@@ -51,7 +51,9 @@ func TestTable(t *testing.T) {
 			if !strings.HasSuffix(c[7], " MiB") || c[7] == "0 MiB" {
 				t.Errorf("%s at %s: peak RSS %q, want some MiB", mode, lat, c[7])
 			}
-			wantBest := mode != "s3ingest"
+			// The CLI built from this module tunes ingest when it has the
+			// flags for it (see TestSweeps).
+			wantBest := mode != "s3ingest" || c[4] != "no flag to tune"
 			if rate, err := strconv.ParseFloat(c[5], 64); wantBest && (err != nil || rate <= 0) {
 				t.Errorf("%s at %s: best records/s %q, want a positive number", mode, lat, c[5])
 			}

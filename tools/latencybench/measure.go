@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +22,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
-	"github.com/s3sqs/s3sqs/internal/testenv/faultproxy"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 )
@@ -38,10 +38,12 @@ type env struct {
 	dir, bin     string
 	s3           *localaws.S3Child
 	sqsc         *sqs.Client
-	s3p, sqsp    *faultproxy.Proxy
+	s3p, sqsp    latencyProxy
 	notification string // the SQS event naming every object, for ingest
-	log          io.Writer
-	seq          int
+	// sweeps are the settings tried beside the defaults, by mode.
+	sweeps map[string][]setting
+	log    io.Writer
+	seq    int
 }
 
 // setUp builds the CLI, starts the S3 child and the proxies and uploads
@@ -60,19 +62,24 @@ func setUp(ctx context.Context, o options, log io.Writer) (_ *env, err error) {
 	if e.dir, err = os.MkdirTemp("", "latencybench-"); err != nil {
 		return nil, err
 	}
-	e.bin = filepath.Join(e.dir, "s3sqs")
-	build := exec.CommandContext(ctx, "go", "build", "-o", e.bin, "github.com/s3sqs/s3sqs/cmd/s3sqs")
-	build.Stdout, build.Stderr = log, log
-	if err := build.Run(); err != nil {
-		return nil, fmt.Errorf("building the CLI: %w", err)
+	if e.bin = o.bin; e.bin == "" {
+		e.bin = filepath.Join(e.dir, "s3sqs")
+		build := exec.CommandContext(ctx, "go", "build", "-o", e.bin, "github.com/s3sqs/s3sqs/cmd/s3sqs")
+		build.Stdout, build.Stderr = log, log
+		if err := build.Run(); err != nil {
+			return nil, fmt.Errorf("building the CLI: %w", err)
+		}
+	}
+	if e.sweeps, err = sweeps(ctx, e.bin, o); err != nil {
+		return nil, err
 	}
 	if e.s3, err = localaws.RunS3Child(); err != nil {
 		return nil, err
 	}
-	if e.s3p, err = faultproxy.New(e.s3.URL, faultproxy.Options{}); err != nil {
+	if e.s3p, err = newProxy(o.proxy, e.s3.URL); err != nil {
 		return nil, err
 	}
-	if e.sqsp, err = faultproxy.New(sqsURL, faultproxy.Options{}); err != nil {
+	if e.sqsp, err = newProxy(o.proxy, sqsURL); err != nil {
 		return nil, err
 	}
 	if e.notification, err = upload(ctx, localaws.S3Client(e.s3.URL), o); err != nil {
@@ -82,7 +89,7 @@ func setUp(ctx context.Context, o options, log io.Writer) (_ *env, err error) {
 }
 
 func (e *env) close() {
-	for _, p := range []*faultproxy.Proxy{e.s3p, e.sqsp} {
+	for _, p := range []latencyProxy{e.s3p, e.sqsp} {
 		if p != nil {
 			p.Close()
 		}
@@ -131,6 +138,56 @@ func jsonRecord(i, size int) string {
 	return head + strings.Repeat("p", max(0, size-len(head)-2)) + `"}`
 }
 
+// sweeps are the settings each mode is tried at beside its defaults: what
+// -sweep says, or the sweep that suits the CLI at bin (see the command's
+// doc). A CLI with -fixed-in-flight tries each setting with it.
+func sweeps(ctx context.Context, bin string, o options) (map[string][]setting, error) {
+	fanoutHelp, err := help(ctx, bin, "fanout")
+	if err != nil {
+		return nil, err
+	}
+	ingestHelp, err := help(ctx, bin, "ingest")
+	if err != nil {
+		return nil, err
+	}
+	fixed := strings.Contains(fanoutHelp, "-fixed-in-flight")
+	ingestTunes := strings.Contains(ingestHelp, "-fixed-in-flight") && strings.Contains(ingestHelp, "-read-concurrency")
+	sweep := o.sweep
+	if !o.swept {
+		sweep = []setting{{16, 4, false}, {64, 4, false}, {128, 4, false}, {16, 8, false}, {64, 8, false}, {128, 8, false}}
+		if fixed {
+			sweep = []setting{{16, 4, false}, {64, 4, false}, {128, 4, false}, {256, 4, false}, {16, 8, false}, {64, 8, false}, {128, 8, false}, {256, 8, false}}
+		}
+	}
+	out := map[string][]setting{}
+	for _, m := range []string{modeRecord, modeChunk, modeIngest} {
+		if m == modeIngest && !ingestTunes {
+			continue // s3sqs ingest has no flag to tune
+		}
+		for _, s := range sweep {
+			s.fixed = fixed
+			out[m] = append(out[m], s)
+		}
+	}
+	return out, nil
+}
+
+// help is what `bin cmd -h` prints.
+func help(ctx context.Context, bin, cmd string) (string, error) {
+	var b bytes.Buffer
+	c := exec.CommandContext(ctx, bin, cmd, "-h")
+	c.Stdout, c.Stderr = &b, &b
+	err := c.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return "", fmt.Errorf("%s %s -h: %w", bin, cmd, err)
+	}
+	if !strings.Contains(b.String(), "-max-in-flight") && cmd == "fanout" {
+		return "", fmt.Errorf("%s fanout -h lists no -max-in-flight: is it the s3sqs CLI?\n%s", bin, tail(b.String()))
+	}
+	return b.String(), nil
+}
+
 // result is one run of the CLI.
 type result struct {
 	setting setting
@@ -149,8 +206,8 @@ func (e *env) measureRow(ctx context.Context, mode string, lat time.Duration, sw
 	if r.defaults, err = e.measure(ctx, mode, lat, setting{}); err != nil {
 		return row{}, err
 	}
-	if mode == modeIngest || len(sweep) == 0 {
-		return r, nil // s3sqs ingest has no flag to tune
+	if len(sweep) == 0 {
+		return r, nil
 	}
 	// The best of the defaults and the sweep, so defaults / best is at
 	// most 1.
@@ -171,12 +228,8 @@ func (e *env) measureRow(ctx context.Context, mode string, lat time.Duration, sw
 // measure runs the CLI once, to a new queue, with every request delayed
 // by lat, and checks that every record was sent.
 func (e *env) measure(ctx context.Context, mode string, lat time.Duration, s setting) (result, error) {
-	rates := faultproxy.Rates{}
-	if lat > 0 {
-		rates = faultproxy.Rates{Delay: 1, DelayFor: lat}
-	}
-	for _, p := range []*faultproxy.Proxy{e.s3p, e.sqsp} {
-		if err := p.SetRates(rates); err != nil {
+	for _, p := range []latencyProxy{e.s3p, e.sqsp} {
+		if err := p.SetDelay(lat); err != nil {
 			return result{}, err
 		}
 	}
@@ -195,7 +248,7 @@ func (e *env) measure(ctx context.Context, mode string, lat time.Duration, s set
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t0 := time.Now()
-	name := fmt.Sprintf("%s %v %s", mode, lat, s)
+	name := fmt.Sprintf("%s %v %s", mode, lat, s.label(mode))
 	if err := cmd.Start(); err != nil {
 		return result{}, fmt.Errorf("%s: %w", name, err)
 	}
@@ -219,14 +272,11 @@ func (e *env) measure(ctx context.Context, mode string, lat time.Duration, s set
 func (e *env) args(mode, queueURL string, s setting) []string {
 	failures := filepath.Join(e.dir, fmt.Sprintf("failures-%d.jsonl", e.seq))
 	if mode == modeIngest {
-		return []string{"ingest", "-output-queue-url", queueURL, "-s3-path-style", "-failure-file", failures}
+		return append([]string{"ingest", "-output-queue-url", queueURL, "-s3-path-style", "-failure-file", failures}, s.flags(mode)...)
 	}
 	a := []string{"fanout", "-bucket", bucket, "-prefix", prefix, "-mode", mode, "-target-queue-url", queueURL,
 		"-s3-path-style", "-failure-file", failures, "-progress-interval", "1h"}
-	if s != (setting{}) {
-		a = append(a, "-max-in-flight", strconv.Itoa(s.inFlight), "-concurrency", strconv.Itoa(s.concurrency))
-	}
-	return a
+	return append(a, s.flags(mode)...)
 }
 
 var ingestSent = regexp.MustCompile(`records read, (\d+) sent, (\d+) failed`)

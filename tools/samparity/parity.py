@@ -333,6 +333,8 @@ def model(tpl, cdk, values=None):
                 "MaximumBatchingWindowInSeconds": int(p.get("MaximumBatchingWindowInSeconds", 0)),
                 "FunctionResponseTypes": p.get("FunctionResponseTypes", []),
                 "ScalingConfig": canon({k: int(v) for k, v in (p.get("ScalingConfig") or {}).items()}) or None,
+                # Provisioned mode: only the counts set, AWS's defaults for the others.
+                "ProvisionedPollerConfig": {k: int(v) for k, v in (p.get("ProvisionedPollerConfig") or {}).items()} or None,
                 "Enabled": p.get("Enabled", True),
                 "FilterCriteria": p.get("FilterCriteria"),
             }
@@ -474,6 +476,8 @@ CONTEXT_PARAMETERS = {
     "ingestBatchSize": ["IngestBatchSize"],
     "ingestBatchingWindow": ["IngestBatchingWindow"],
     "ingestMaxConcurrency": ["IngestMaxConcurrency"],
+    "ingestMinPollers": ["IngestMinPollers"],
+    "ingestMaxPollers": ["IngestMaxPollers"],
     "ingestFormat": ["IngestFormat"],
     "ingestAgeAlarm": ["IngestAgeAlarmSeconds"],
     "fanoutTaskAgeAlarm": ["FanoutTaskAgeAlarmSeconds"],
@@ -487,6 +491,8 @@ CONTEXT_PARAMETERS = {
     "fanoutBatchSize": ["FanoutBatchSize"],
     "fanoutBatchingWindow": ["FanoutBatchingWindow"],
     "fanoutMaxConcurrency": ["FanoutMaxConcurrency"],
+    "fanoutMinPollers": ["FanoutMinPollers"],
+    "fanoutMaxPollers": ["FanoutMaxPollers"],
     "targetQueueArn": ["TargetQueueArn"],
     "targetKeyArn": ["TargetKeyArn"],
     "targetMaxMessageSize": ["TargetMaxMessageSize"],
@@ -621,13 +627,26 @@ class Comparer:
         return out
 
 
-# The Rules that stand for a refusal of the CDK app's context (not props,
-# so no parameter set shows them): name -> (RuleCondition, Assert).
+# The Rules that stand for a refusal of the CDK app, which synthesizes no
+# template for it, so no parameter set shows them: name -> (RuleCondition,
+# Assert).
 GUARDS = {
     # infra/context.go: "fanout is enabled but can read no dataset".
     "FanoutNeedsDataset": ({"Fn::Equals": [{"Ref": "Fanout"}, "true"]},
                            {"Fn::Not": [{"Fn::Equals": [{"Ref": "DatasetBucket1"}, ""]}]}),
 }
+# infra/s3sqscdk/props.go (checkEventSource): provisioned mode is not
+# allowed with MaxConcurrency, and a poller count is 0 (unset) or at least
+# 2. (That MinPollers <= MaxPollers, which the construct also checks, has
+# no Rule: CloudFormation's rules cannot compare numbers; Lambda refuses.)
+for _w in ("Ingest", "Fanout"):
+    GUARDS[_w + "PollersOrMaxConcurrency"] = (
+        {"Fn::Not": [{"Fn::Equals": [{"Ref": _w + "MaxConcurrency"}, "0"]}]},
+        {"Fn::And": [{"Fn::Equals": [{"Ref": _w + "MinPollers"}, "0"]}, {"Fn::Equals": [{"Ref": _w + "MaxPollers"}, "0"]}]})
+    GUARDS[_w + "PollersAtLeastTwo"] = (
+        None,
+        {"Fn::And": [{"Fn::Not": [{"Fn::Equals": [{"Ref": _w + "MinPollers"}, "1"]}]},
+                     {"Fn::Not": [{"Fn::Equals": [{"Ref": _w + "MaxPollers"}, "1"]}]}]})
 
 
 def guard_gaps(sam_tpl):
@@ -725,6 +744,16 @@ def _drifts():
     yield "ingest visibility ignores the batching window", "non-default", ingest_window_not_in_visibility
     yield "s3ingest loses kms:Decrypt on an existing bucket's key", "non-default", bucket_key_dropped
     yield "fanout's MAX_IN_FLIGHT dropped", "non-default", lambda t: env("FanoutFunction", t).pop("MAX_IN_FLIGHT")
+
+    def esm(fn, event, t):
+        return _res(t, fn)["Events"][event]["Properties"]
+
+    def ingest_min_pollers_always(t):
+        # Written as 0 when unset, instead of left to AWS's default.
+        esm("S3IngestFunction", "IngestQueue", t)["ProvisionedPollerConfig"]["Fn::If"][1]["MinimumPollers"] = {"Ref": "IngestMinPollers"}
+
+    yield "fanout's ProvisionedPollerConfig dropped", "non-default", lambda t: esm("FanoutFunction", "WorkQueue", t).pop("ProvisionedPollerConfig")
+    yield "s3ingest's MinimumPollers written when unset", "non-default", ingest_min_pollers_always
     yield "the ingest DLQ's alarm stays with Ingest=false", "non-default", lambda t: t["Resources"]["IngestDLQAlarm"].pop("Condition")
 
 

@@ -152,7 +152,7 @@ func makeEntries(n int) []sqsbatch.Entry {
 
 // sendWithSender sends entries with a Sender.
 func sendWithSender(ctx context.Context, c sqsbatch.API, url string, inFlight int, entries []sqsbatch.Entry) (int, error) {
-	s, err := sqsbatch.New(ctx, c, sqsbatch.Queue{URL: url}, sqsbatch.Options{MaxInFlight: inFlight})
+	s, err := sqsbatch.New(ctx, c, sqsbatch.Queue{URL: url}, sqsbatch.Options{MaxInFlight: inFlight, FixedInFlight: true})
 	if err != nil {
 		return 0, err
 	}

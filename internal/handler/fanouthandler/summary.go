@@ -45,6 +45,8 @@ func (h *Handler) summarize(ctx context.Context, inv *Invocation, start time.Tim
 		{Name: "Requests", Unit: emf.Count, Value: float64(inv.Requests)},
 		{Name: "Retries", Unit: emf.Count, Value: float64(inv.Retries)},
 		{Name: "BytesSent", Unit: emf.Bytes, Value: float64(inv.BytesSent)},
+		{Name: "Throttled", Unit: emf.Count, Value: float64(inv.Throttled)},
+		{Name: "PeakInFlight", Unit: emf.Count, Value: float64(inv.PeakInFlight)},
 		{Name: "TasksQueued", Unit: emf.Count, Value: float64(inv.TasksQueued)},
 		{Name: "TasksSkipped", Unit: emf.Count, Value: float64(inv.TasksSkipped)},
 		{Name: "ObjectsFailed", Unit: emf.Count, Value: float64(inv.ObjectsFailed)},

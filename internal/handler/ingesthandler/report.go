@@ -41,6 +41,8 @@ type Summary struct {
 	BytesSent        int64          `json:"bytesSent"`
 	Requests         int64          `json:"requests"`
 	Retries          int64          `json:"retries"`
+	Throttled        int64          `json:"throttled,omitempty"`
+	PeakInFlight     int            `json:"peakInFlight,omitempty"`
 	DurationMs       int64          `json:"durationMs"`
 }
 
@@ -62,6 +64,8 @@ func (inv *invocation) summarize() Summary {
 		RecordsOffloaded: inv.stats.RecordsOffloaded,
 		Requests:         inv.stats.Requests,
 		Retries:          inv.stats.Retries,
+		Throttled:        inv.stats.Throttled,
+		PeakInFlight:     inv.stats.PeakInFlight,
 		Skipped:          maps.Clone(inv.skipped),
 		DurationMs:       inv.h.opts.Now().Sub(inv.start).Milliseconds(),
 	}
@@ -105,6 +109,8 @@ func (h *Handler) report(ctx context.Context, inv *invocation, err error) Summar
 		{Name: "BadRecords", Unit: emf.Count, Value: float64(s.BadRecords)},
 		{Name: "Bytes", Unit: emf.Bytes, Value: float64(s.Bytes)},
 		{Name: "BytesSent", Unit: emf.Bytes, Value: float64(s.BytesSent)},
+		{Name: "Throttled", Unit: emf.Count, Value: float64(s.Throttled)},
+		{Name: "PeakInFlight", Unit: emf.Count, Value: float64(s.PeakInFlight)},
 		{Name: "Duration", Unit: emf.Milliseconds, Value: float64(s.DurationMs)},
 	}
 	reasons := slices.Sorted(maps.Keys(s.Skipped))

@@ -25,12 +25,38 @@ const memoryLimitPercent = 80
 // collector work harder as a run nears it instead of letting the function
 // run out of memory.
 func MemoryLimit(getenv func(string) string) (limit int64, ok bool) {
-	if getenv("GOMEMLIMIT") != "" {
-		return 0, false
-	}
-	mb, err := strconv.ParseInt(strings.TrimSpace(getenv(FunctionMemory)), 10, 64)
-	if err != nil || mb <= 0 {
+	mb, ok := functionMemory(getenv)
+	if !ok || getenv("GOMEMLIMIT") != "" {
 		return 0, false
 	}
 	return mb << 20 * memoryLimitPercent / 100, true
+}
+
+// functionMemory returns the function's memory in MiB, if Lambda gives it.
+func functionMemory(getenv func(string) string) (mb int64, ok bool) {
+	mb, err := strconv.ParseInt(strings.TrimSpace(getenv(FunctionMemory)), 10, 64)
+	return mb, err == nil && mb > 0
+}
+
+// bytesInFlightShare is the share of the function's memory (1 in
+// bytesInFlightShare) that the requests in flight to one queue may hold,
+// as sqsbatch counts them (entries plus 96 KiB a request). At 128 MB that
+// is 4 MiB: about 37 record-mode requests, more than the CPU of so small
+// a function can fill, or 3 chunk-mode requests of a MiB, which keeps
+// fanout sending a 1 GiB object in chunk mode under 64 MiB of RSS (make
+// membench: 59.6 MiB, where 1/16 gave 68.0). Larger functions get room in
+// proportion: 55 MiB at 1,769 MB, about 500 small requests, past the 256
+// of the default ceiling.
+const bytesInFlightShare = 32
+
+// BytesInFlight returns the bound on the bytes in requests in flight to
+// each queue (sqsbatch.Options.MaxBytesInFlight) of a function with the
+// memory Lambda gives it, read with getenv: 1/32 of it. It returns 0, the
+// sender's default, when the memory is not given, as outside Lambda.
+func BytesInFlight(getenv func(string) string) int64 {
+	mb, ok := functionMemory(getenv)
+	if !ok {
+		return 0
+	}
+	return mb << 20 / bytesInFlightShare
 }

@@ -24,3 +24,20 @@ func TestMemoryLimit(t *testing.T) {
 		})
 	}
 }
+
+func TestBytesInFlight(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want int64
+	}{
+		{map[string]string{FunctionMemory: "128"}, 4 << 20},
+		{map[string]string{FunctionMemory: "1769"}, 1769 << 20 / 32},
+		{map[string]string{FunctionMemory: "10240", "GOMEMLIMIT": "off"}, 320 << 20},
+		{map[string]string{}, 0},
+		{map[string]string{FunctionMemory: "lots"}, 0},
+	} {
+		if got := BytesInFlight(func(k string) string { return tc.env[k] }); got != tc.want {
+			t.Errorf("BytesInFlight(%v) = %d, want %d", tc.env, got, tc.want)
+		}
+	}
+}

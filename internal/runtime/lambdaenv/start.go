@@ -78,6 +78,9 @@ func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, s3c *s3.Cli
 		debug.SetMemoryLimit(limit)
 		log.Debug("Go soft memory limit set from the function's memory", "limitMiB", limit>>20)
 	}
+	if b := BytesInFlight(os.Getenv); b > 0 {
+		fn.Runner.Send.MaxBytesInFlight = b
+	}
 	ctx := context.Background()
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {

@@ -62,6 +62,17 @@
 //   - Delay: the answer (or the injected error, or the reset) comes
 //     Rates.DelayFor later. A forwarded request has taken effect by then;
 //     if the client gives up during the delay, its answer is lost.
+//   - DelayPerInFlight: every answer comes later by this much per request
+//     the Proxy is handling when the request arrives: a server whose
+//     latency rises with its load, for testing a sender's concurrency
+//     control.
+//
+// # Load
+//
+// [Proxy.InFlight] returns the requests being handled and the bytes of
+// their bodies, and [Stats] holds the peaks of both ([Proxy.ResetPeaks]
+// starts them again), so that a test can check a sender's bounds on
+// requests and bytes in flight where they meet the network.
 //
 // # Lost answers
 //

@@ -45,6 +45,11 @@ type Rates struct {
 	Delay float64
 	// DelayFor is how long Delay delays; zero means DefaultDelayFor.
 	DelayFor time.Duration
+	// DelayPerInFlight delays every eligible answer (on top of Delay) by
+	// this much per request the Proxy is handling when the request
+	// arrives, itself included: a server whose latency rises with its
+	// load. Zero adds nothing.
+	DelayPerInFlight time.Duration
 }
 
 func (r Rates) validate() error {
@@ -70,6 +75,9 @@ func (r Rates) validate() error {
 	}
 	if r.DelayFor < 0 {
 		errs = append(errs, errors.New("faultproxy: DelayFor is negative"))
+	}
+	if r.DelayPerInFlight < 0 {
+		errs = append(errs, errors.New("faultproxy: DelayPerInFlight is negative"))
 	}
 	return errors.Join(errs...)
 }

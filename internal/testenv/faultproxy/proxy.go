@@ -52,6 +52,10 @@ type Proxy struct {
 	seq    int
 	stats  Stats
 	lost   []LostEntry
+	// inFlight and inFlightBytes count the requests being handled and
+	// the bytes of their bodies.
+	inFlight      int
+	inFlightBytes int64
 }
 
 // New starts a Proxy on 127.0.0.1 (a free port) that forwards to target,
@@ -276,6 +280,7 @@ func (p *Proxy) decide(svc service, op string, entries int) decision {
 	if p.rnd.Float64() < r.Delay {
 		d.delay = r.delayFor()
 	}
+	d.delay += time.Duration(p.inFlight) * r.DelayPerInFlight
 	if entries > 0 && (d.fault == noFault || d.fault == faultResetAfter) {
 		d.fail = make([]bool, entries)
 		for i := range d.fail {
@@ -316,6 +321,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the client went away while sending
 	}
+	p.arrive(len(body))
+	defer p.depart(len(body))
 	svc, op := classify(r, body)
 	var batch *batchRequest
 	if svc == serviceSQS && op == "SendMessageBatch" {

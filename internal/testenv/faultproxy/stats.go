@@ -34,6 +34,13 @@ type Stats struct {
 	// UpstreamErrors counts requests the upstream did not answer; the
 	// client got HTTP 502.
 	UpstreamErrors int
+
+	// PeakInFlight is the most requests the Proxy handled at once (from
+	// the end of reading a request to the end of its answer), since it
+	// started or since ResetPeaks; PeakBytesInFlight is the most bytes of
+	// request bodies it held at once in that time.
+	PeakInFlight      int
+	PeakBytesInFlight int64
 }
 
 // String returns the counts on one line, operations in name order, leaving

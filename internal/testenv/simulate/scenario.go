@@ -292,7 +292,7 @@ func (w *world) setUp(ctx context.Context) error {
 		Target:           sqsbatch.Queue{URL: w.target},
 		Plan:             dataset.PlanOptions{ChunkSize: s.ChunkSize},
 		Mode:             s.Mode,
-		Send:             sqsbatch.Options{MaxInFlight: s.MaxInFlight, MaxAttempts: 20, Backoff: func(int) time.Duration { return 0 }},
+		Send:             sqsbatch.Options{MaxInFlight: s.MaxInFlight, FixedInFlight: w.sc.Seed%2 == 0, MaxBytesInFlight: int64(w.sc.Seed%3) << 18, MaxAttempts: 20, Backoff: func(int) time.Duration { return 0 }},
 		InlineMaxBytes:   s.InlineMax,
 		ChunkConcurrency: 1 + w.rng.IntN(4),
 		// fanout's workers run the tasks s3ingest hands off.
