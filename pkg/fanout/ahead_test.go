@@ -21,6 +21,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/testenv/faultproxy"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/s3fault"
 	"github.com/s3sqs/s3sqs/internal/testenv/simulate"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
@@ -224,7 +225,7 @@ func (f *faultS3) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...
 	if cut {
 		body = &brokenBody{r: io.LimitReader(out.Body, 50), c: out.Body}
 	}
-	out.Body = &loggedBody{ReadCloser: body, close: func() { f.log("close " + key) }}
+	out.Body = s3fault.OnClose(body, func() { f.log("close " + key) })
 	return out, nil
 }
 
@@ -243,17 +244,6 @@ func (b *brokenBody) Read(p []byte) (int, error) {
 }
 
 func (b *brokenBody) Close() error { return b.c.Close() }
-
-type loggedBody struct {
-	io.ReadCloser
-	close func()
-	once  sync.Once
-}
-
-func (b *loggedBody) Close() error {
-	b.once.Do(b.close)
-	return b.ReadCloser.Close()
-}
 
 // TestReadAheadFailsAsARead reads three objects one at a time, b's read
 // opened ahead while a is read, with b's read broken: its body breaking

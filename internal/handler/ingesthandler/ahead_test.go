@@ -3,7 +3,6 @@ package ingesthandler
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/s3sqs/s3sqs/internal/testenv/s3fault"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
@@ -42,20 +42,9 @@ func (l *loggedS3) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ..
 	}
 	out, err := l.S3API.GetObject(ctx, in, opts...)
 	if err == nil {
-		out.Body = &closeLog{ReadCloser: out.Body, close: func() { l.log("close " + key) }}
+		out.Body = s3fault.OnClose(out.Body, func() { l.log("close " + key) })
 	}
 	return out, err
-}
-
-type closeLog struct {
-	io.ReadCloser
-	close func()
-	once  sync.Once
-}
-
-func (c *closeLog) Close() error {
-	c.once.Do(c.close)
-	return c.ReadCloser.Close()
 }
 
 // TestReadAhead reads a batch of three small objects one at a time

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -62,4 +63,21 @@ func (b *resetBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p[:min(int64(len(p)), b.left)])
 	b.left -= int64(n)
 	return n, err
+}
+
+// OnClose returns body with close run once, at its first Close, so that a
+// test can see when a reader is done with an object's response.
+func OnClose(body io.ReadCloser, close func()) io.ReadCloser {
+	return &closeHook{ReadCloser: body, close: close}
+}
+
+type closeHook struct {
+	io.ReadCloser
+	close func()
+	once  sync.Once
+}
+
+func (c *closeHook) Close() error {
+	c.once.Do(c.close)
+	return c.ReadCloser.Close()
 }
