@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -45,4 +46,22 @@ func newTable(tb testing.TB, opts runstate.TableOptions) (*runstate.Table, *seri
 	client, name := localaws.ClaimsTable(tb)
 	s := &serial{c: client}
 	return runstate.NewTable(s, name, opts), s
+}
+
+// clock is a time that the test moves, for Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
