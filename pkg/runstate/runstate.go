@@ -235,40 +235,36 @@ func (t *Table) Add(ctx context.Context, runID string, c Counters) error {
 // Take takes up to n messages from the run's budget of the second that
 // holds at: as many as the window of that second has left below limit.
 // It returns how many it took (0 when the window is spent). It makes one
-// conditional UpdateItem when the window has n left; otherwise a
-// strongly consistent GetItem and at most one more UpdateItem for what is
-// left.
+// conditional UpdateItem when the window has n left; otherwise that
+// UpdateItem's refusal says what is left, and one more takes it.
 func (t *Table) Take(ctx context.Context, runID string, at time.Time, n, limit int64) (int64, error) {
 	n = min(n, limit)
 	if n <= 0 {
 		return 0, nil
 	}
 	k := key(windowKey(runID, at.Unix()))
-	if ok, err := t.take(ctx, k, at, n, limit); err != nil || ok {
-		if ok {
-			return n, nil
-		}
+	ok, taken, err := t.take(ctx, k, at, n, limit)
+	switch {
+	case err != nil:
 		return 0, err
+	case ok:
+		return n, nil
 	}
-	out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.name), Key: k, ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return 0, fmt.Errorf("runstate: read the budget of run %s in table %s: %w", runID, t.name, err)
-	}
-	left := min(n, limit-number(out.Item[takenAttr]))
+	left := min(n, limit-taken)
 	if left <= 0 {
 		return 0, nil
 	}
 	// Others may take the rest first: then this one gets none, and the
 	// window is spent for it too.
-	if ok, err := t.take(ctx, k, at, left, limit); !ok {
+	if ok, _, err := t.take(ctx, k, at, left, limit); !ok {
 		return 0, err
 	}
 	return left, nil
 }
 
-// take adds n to the window k if that keeps it at most limit, and reports
-// whether it did.
-func (t *Table) take(ctx context.Context, k map[string]types.AttributeValue, at time.Time, n, limit int64) (bool, error) {
+// take adds n to the window k if that keeps it at most limit. It reports
+// whether it did, and when not, how many the window had taken.
+func (t *Table) take(ctx context.Context, k map[string]types.AttributeValue, at time.Time, n, limit int64) (bool, int64, error) {
 	_, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(t.name),
 		Key:                      k,
@@ -278,14 +274,16 @@ func (t *Table) take(ctx context.Context, k map[string]types.AttributeValue, at 
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":n": num(n), ":most": num(limit - n), ":expires": num(at.Add(windowTTL).Unix()),
 		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
+	var ccf *types.ConditionalCheckFailedException
 	switch {
-	case refused(err):
-		return false, nil
+	case errors.As(err, &ccf):
+		return false, number(ccf.Item[takenAttr]), nil
 	case err != nil:
-		return false, fmt.Errorf("runstate: take from the budget %s in table %s: %w", stringOf(k[claims.KeyAttribute]), t.name, err)
+		return false, 0, fmt.Errorf("runstate: take from the budget %s in table %s: %w", stringOf(k[claims.KeyAttribute]), t.name, err)
 	}
-	return true, nil
+	return true, 0, nil
 }
 
 // Park keeps body, a work-queue message of a cancelled run, for Unpark.
