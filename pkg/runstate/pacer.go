@@ -31,10 +31,13 @@ type PacerOptions struct {
 // With a Table, the budget is the run's: each second's window in the
 // table holds at most the rate, whatever the number of Pacers taking from
 // it. A Pacer takes from the window in blocks of a tenth of the rate (at
-// least 1) and hands them out from memory, so that the run makes some ten
-// UpdateItems a second to pace itself, plus a few for each Pacer that
-// finds a window spent; tokens of a block left when the second ends are
-// dropped with their window. A Pacer without a Table (NewPacer(nil, ...))
+// least 1, or what a Wait asks for if more) and hands them out from
+// memory, so that the run makes some ten UpdateItems a second to pace
+// itself, plus one or two for each Pacer that finds a window spent and one
+// GetItem per Pacer every CheckEvery; tokens of a block left when the
+// second ends are dropped with their window. The windows are whole
+// seconds: invocations that can send faster than the rate send each
+// second's budget early in the second, then wait for the next. A Pacer without a Table (NewPacer(nil, ...))
 // paces its own process alone, with a window of the rate in memory each
 // second, and its run is always running: the CLI's runs in one process,
 // without a claims table, use it.
