@@ -66,7 +66,6 @@ func loadConfig(getenv func(string) string) (config, error) {
 	h.FailOnError = env.Bool(s.FailOnError, false)
 	h.SkipGroupOnError = env.Bool(s.SkipGroupOnError, false)
 	h.Concurrency = cmp.Or(o.ChunkConcurrency, fanout.DefaultChunkConcurrency)
-	h.MemoryMB = lambdaenv.MemoryMB(getenv)
 	c.s3PathStyle = env.Bool(s.S3PathStyle, false)
 	c.claimsTable = lambdaenv.Get(env, s.ClaimsTable)
 	env.Offload(&c.runner)
