@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -105,13 +106,20 @@ func (dp *dryPlan) sink(_ context.Context, pr *planRun, tasks iter.Seq[worktask.
 	return pr.rep, pr.err
 }
 
-// dryRead reads tasks as RunTasks does, their records encoded by each
-// task's spec and their entries packed, not sent, and returns what they
-// gave.
+// dryRead reads tasks as an inline run does, their records encoded by
+// each task's spec and their entries packed, not sent, and returns what
+// they gave. The tasks of one sender share a packing, as they share a Send
+// in RunTasks; the links of FIFO chains are packed link by link, as
+// RunChains sends each round of links in a Send of its own.
 func (r *Runner) dryRead(ctx context.Context, tasks []worktask.Task) (tally, error) {
 	var t tally
+	type key struct {
+		round  int
+		sender *sqsbatch.Sender
+	}
 	var groups [][]*taskSpec
-	bySender := map[*sqsbatch.Sender]int{}
+	var keys []key
+	at := map[key]int{}
 	for i, task := range tasks {
 		s, err := r.prepare(ctx, i, task)
 		if err != nil {
@@ -122,18 +130,27 @@ func (r *Runner) dryRead(ctx context.Context, tasks []worktask.Task) (tally, err
 				return t, err
 			}
 		}
-		g, ok := bySender[s.sender]
+		k := key{sender: s.sender}
+		if task.Chain != nil {
+			k.round = task.Chunk.Index
+		}
+		g, ok := at[k]
 		if !ok {
 			g = len(groups)
-			bySender[s.sender] = g
-			groups = append(groups, nil)
+			at[k] = g
+			groups, keys = append(groups, nil), append(keys, k)
 		}
 		groups[g] = append(groups[g], s)
 		t.chunks++
 		t.bytes += chunkBytes(task.Chunk)
 	}
-	for _, specs := range groups {
-		if err := r.dryGroup(ctx, specs, &t); err != nil {
+	order := make([]int, len(groups))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(keys[a].round, keys[b].round) })
+	for _, g := range order {
+		if err := r.dryGroup(ctx, groups[g], &t); err != nil {
 			return t, err
 		}
 	}

@@ -112,13 +112,18 @@ func TestDryRunMatchesRun(t *testing.T) {
 		name    string
 		mode    worktask.Mode
 		offload bool
+		fifo    string
 	}{
-		{"record", worktask.ModeRecord, false},
-		{"record+offload", worktask.ModeRecord, true},
-		{"chunk", worktask.ModeChunk, false},
+		{"record", worktask.ModeRecord, false, ""},
+		{"record+offload", worktask.ModeRecord, true, ""},
+		{"chunk", worktask.ModeChunk, false, ""},
+		// Each object is a chain whose links a run sends round by round,
+		// and a record refused fails the later records of its group.
+		{"fifo record", worktask.ModeRecord, false, ".fifo"},
+		{"fifo chunk", worktask.ModeChunk, false, ".fifo"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st := fanoutstack.New(t, "")
+			st := fanoutstack.New(t, tt.fifo)
 			// A target of 4 KiB, so that some records are too large and
 			// chunk mode packs many messages.
 			if _, err := st.SQS.SetQueueAttributes(t.Context(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(st.Target),
