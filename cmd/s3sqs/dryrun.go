@@ -24,7 +24,7 @@ func dryRunFlags(fs *cmdFlags, d *dryRunCmd) {
 	o := &d.opts
 	fs.BoolVar(&d.on, "dry-run", false, "plan the run and count what it would send, sending and writing nothing; prints the counts and an estimate of its time and cost")
 	fs.IntVar(&o.SampleChunks, "sample-chunks", fanout.DefaultSampleChunks, "with -dry-run: chunks to read; a dataset of at most `n` chunks is counted exactly, a larger one estimated from n chosen at random")
-	fs.IntVar(&o.Invocations, "invocations", fanout.DefaultInvocations, "with -dry-run: concurrent `invocations` of the function that would send a run queued on the work queue")
+	fs.IntVar(&o.Invocations, "invocations", fanout.DefaultInvocations, "with -dry-run: `n` concurrent invocations of the function that would send a run queued on the work queue")
 	fs.IntVar(&o.MemoryMB, "memory-mb", fanout.DefaultMemoryMB, "with -dry-run: the function's memory in `MB`, for its share of a vCPU and its GB-seconds")
 	fs.Float64Var(&o.RecordsPerSecond, "records-per-second", 0, "with -dry-run: `records` a second one invocation of one vCPU sends (default: the measured rate of the mode, 34100 record, 105689 chunk)")
 	fs.Float64Var(&o.SQSPrice, "sqs-price", 0, "with -dry-run: your SQS `price` per million requests, to price the run")
