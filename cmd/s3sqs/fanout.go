@@ -34,6 +34,7 @@ type fanoutCmd struct {
 	pathStyle   bool
 	allowEmpty  bool
 	interval    time.Duration
+	dry         dryRunCmd
 }
 
 // runFanout sends a dataset with the fanout logic, in this process.
@@ -49,9 +50,12 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 		defer failures.Close()
 	}
 	if err != nil {
-		printJSON(stdout, fanout.Report{RunID: c.req.RunID, Queued: c.queue()})
+		printJSON(stdout, fanout.Report{RunID: c.req.RunID, Queued: c.queue() && !c.dry.on})
 		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", c.queueError(err))
 		return 1
+	}
+	if c.dry.on {
+		return c.dryRun(ctx, runner, stdout, stderr, tty)
 	}
 	start := time.Now()
 	rep, err := c.send(ctx, runner, stderr, tty)
@@ -65,7 +69,8 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 		"Sends the records of an S3 dataset to an SQS queue with the fanout function's\n"+
 		"logic, in this process: name the dataset with -bucket and one of -key, -prefix\n"+
 		"or -keys, or with -manifest, and the queue with -target-queue-url or\n"+
-		"-target-queue-name. Prints the run's report as JSON when done.", stderr)}
+		"-target-queue-name. Prints the run's report as JSON when done. -dry-run counts\n"+
+		"what the run would send, and estimates its time and cost, sending nothing.", stderr)}
 	fs, req, o := c.flags, &c.req, &c.opts
 	fs.StringVar(&req.Bucket, "bucket", "", "the dataset's `bucket`")
 	fs.StringVar(&req.Key, "key", "", "one object `key`")
@@ -99,6 +104,7 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.count(settings.ChunkConcurrency, &o.ChunkConcurrency, fanout.DefaultChunkConcurrency, "")
 	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
 	fs.DurationVar(&c.interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
+	dryRunFlags(fs, &c.dry)
 	return c
 }
 
@@ -151,6 +157,9 @@ func (c *fanoutCmd) parse(args []string, bad func(string, ...any) int) (int, boo
 		return bad("name the target queue: -target-queue-url or -target-queue-name"), false
 	}
 	if msg, ok := fs.firstBad(); ok {
+		return bad("%s", msg), false
+	}
+	if msg, ok := c.dry.check(fs.given()); ok {
 		return bad("%s", msg), false
 	}
 	if o.Send.FixedInFlight && o.WorkQueueURL != "" {

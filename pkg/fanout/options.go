@@ -201,6 +201,8 @@ type Report struct {
 	// listing is a planning step on the work queue (see Runner.PlanStep).
 	PlanContinued bool `json:"planContinued,omitempty"`
 	Stats
+	// DryRun is what a dry run found the run would do (see Runner.DryRun).
+	DryRun *DryRun `json:"dryRun,omitempty"`
 }
 
 // Runner sends datasets. It is safe for concurrent use.

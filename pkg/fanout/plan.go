@@ -19,18 +19,27 @@ import (
 // is small enough, else as tasks on the work queue. Planning stops at ctx's
 // end: the rest of the listing then goes to the work queue as a planning
 // step (see PlanStep), with the tasks planned so far. A request that
-// Validate refuses fails before anything is listed.
+// Validate refuses fails before anything is listed; one with DryRun set is
+// a dry run (see DryRun), which sends nothing.
 func (r *Runner) Run(ctx context.Context, req Request) (Report, error) {
+	if req.DryRun {
+		return r.DryRun(ctx, req, dryRunOptions(req))
+	}
 	return r.request(ctx, req, r.inline)
 }
 
 // Queue plans the dataset req names and queues all of its chunk tasks on
 // the work queue, however small it is, for the deployed function's workers
 // to send: the CLI's -work-queue-url. Planning stops at ctx's end, as in
-// Run.
+// Run. A request with DryRun set is a dry run of a queued run.
 func (r *Runner) Queue(ctx context.Context, req Request) (Report, error) {
 	if r.work == nil {
 		return Report{RunID: req.RunID}, errors.New("fanout: no work queue to queue the dataset on")
+	}
+	if req.DryRun {
+		o := dryRunOptions(req)
+		o.Queue = true
+		return r.DryRun(ctx, req, o)
 	}
 	return r.request(ctx, req, r.queued)
 }
