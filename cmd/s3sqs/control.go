@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -165,14 +166,24 @@ func (c *controlCmd) resume(ctx context.Context, runs *runstate.Table, before ru
 	if err != nil {
 		return err
 	}
+	if before.State == runstate.StateCancelled {
+		// Tasks park while their invocations see the run cancelled: the
+		// parked ones are put back once each has read it running again.
+		fmt.Fprintf(stdout, "waiting %s for the run's invocations to see it running...\n", runstate.DefaultCheckEvery)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("before the parked tasks were put back: %w (resume again to put them back)", ctx.Err())
+		case <-time.After(runstate.DefaultCheckEvery):
+		}
+	}
 	n, err := runs.Unpark(ctx, id, func(ctx context.Context, body string) error { return sendTask(ctx, sqsc, c.work, body) })
 	fmt.Fprintf(stdout, "%d parked tasks put back on %s.\n", n, c.work)
 	if err != nil {
 		err = queueFlagError(err, map[string]string{fanout.RoleWork: "-work-queue-url"}, "")
 		return fmt.Errorf("put parked tasks back: %w (resume again to put back the rest: each is put back once)", err)
 	}
-	// A task that read the cancel before the resume may have parked while
-	// these were put back.
+	// A task that read the cancel just before the resume may have parked
+	// after the wait.
 	if after, err := runs.Get(ctx, id); err == nil && after.Parked > after.Unparked {
 		fmt.Fprintf(stdout, "%d more tasks were parked meanwhile: resume again to put them back.\n", after.Parked-after.Unparked)
 	}
