@@ -136,7 +136,7 @@ func TestStatus(t *testing.T) {
 
 // TestStatusWatch watches a run every 50 ms while its last tasks settle:
 // it ends once the run is done, one block per refresh, the rate of each
-// after the first measured since the one before.
+// after the first measured since the first.
 func TestStatusWatch(t *testing.T) {
 	_, table, runs := runsTable(t, nil)
 	const id = "watch-1"
@@ -179,9 +179,9 @@ func TestStatusWatch(t *testing.T) {
 			t.Logf("status -watch:\n%s", out)
 			if !asJSON {
 				blocks := strings.Split(strings.TrimSuffix(out, "\n\n"), "\n\n")
-				if len(blocks) < 3 || !strings.Contains(blocks[0], "(average since the run started") || !strings.Contains(blocks[1], "(since the last refresh") ||
+				if len(blocks) < 3 || !strings.Contains(blocks[0], "(average since the run started") || !strings.Contains(blocks[1], "(over the last ") ||
 					!strings.HasSuffix(strings.SplitN(blocks[len(blocks)-1], "\n", 2)[0], ": done") || strings.Contains(strings.Join(blocks[:len(blocks)-1], "\n"), ": done") {
-					t.Errorf("%d blocks; want several, measured since the last refresh after the first, the last one done:\n%s", len(blocks), out)
+					t.Errorf("%d blocks; want several, measured over the last refreshes after the first, the last one done:\n%s", len(blocks), out)
 				}
 				return
 			}
@@ -194,9 +194,14 @@ func TestStatusWatch(t *testing.T) {
 				}
 				lines = append(lines, s)
 			}
-			last := lines[len(lines)-1]
-			if len(lines) < 3 || lines[0].Done || lines[1].RateOver != rateLastRefresh || !last.Done || last.TasksDone != 3 || *last.SecondsLeft != 0 {
-				t.Errorf("%d JSON lines, the last %+v; want several, the last one done", len(lines), last)
+			first, last := lines[0], lines[len(lines)-1]
+			if len(lines) < 3 || first.Done || lines[1].RateOver != rateRecent || !last.Done || last.TasksDone != 3 || *last.SecondsLeft != 0 {
+				t.Fatalf("%d JSON lines, the last %+v; want several, the last one done", len(lines), last)
+			}
+			// Within a minute, the rate is measured from the first read.
+			want := float64(last.Messages-first.Messages) / last.ReadAt.Sub(first.ReadAt).Seconds()
+			if math.Abs(last.MessagesPerSecond-want) > want/1000 || last.MessagesPerSecond == 0 {
+				t.Errorf("last rate %v msg/s; want %v, the 200 messages since the first read", last.MessagesPerSecond, want)
 			}
 		})
 	}

@@ -94,28 +94,42 @@ func (c *statusCmd) parse(args []string, bad func(string, ...any) int) (int, boo
 	return 0, true
 }
 
+// rateWindow is how far back a watch measures the current rate: the
+// tasks add their counts as they settle, a chunk at a time, so that the
+// counts move in steps that one refresh to the next would show as bursts
+// and stops.
+const rateWindow = time.Minute
+
 // show reads the run and prints its status, again every c.every with
 // -watch until the run is done or cancelled, or ctx ends (which is not an
 // error: it is how a watch is stopped).
 func (c *statusCmd) show(ctx context.Context, runs *runstate.Table, w io.Writer) error {
-	var prev *runView
+	// reads are the earlier reads of a watch within rateWindow, oldest
+	// first, and the last one before them.
+	var reads []runView
 	tick := time.NewTicker(c.every)
 	defer tick.Stop()
 	for {
 		run, err := c.run.get(ctx, runs)
 		if err != nil {
-			if prev != nil && ctx.Err() != nil {
+			if len(reads) > 0 && ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		v := viewOf(run, prev, time.Now())
+		now := time.Now()
+		reads = recent(reads, now)
+		var since *runView
+		if len(reads) > 0 {
+			since = &reads[0]
+		}
+		v := viewOf(run, since, now)
 		v.Failures = c.out
 		c.print(w, v)
 		if !c.watch || v.Done || v.State == runstate.StateCancelled {
 			return nil
 		}
-		prev = &v
+		reads = append(reads, v)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -155,8 +169,8 @@ type failureOutput struct {
 
 // Where a run's rate is measured.
 const (
-	rateSinceStart  = "sinceStart"
-	rateLastRefresh = "lastRefresh"
+	rateSinceStart = "sinceStart"
+	rateRecent     = "recent"
 )
 
 // runView is a run as status shows it: the record the functions keep, and
@@ -177,8 +191,8 @@ type runView struct {
 	// progress or parked, and no planning step is left.
 	Done bool `json:"done"`
 	// MessagesPerSecond and BytesPerSecond are the run's rates over
-	// RateOver: since the last refresh of a watch (rateLastRefresh), or
-	// on average since the run started (rateSinceStart).
+	// RateOver: since an earlier read of a watch, up to rateWindow ago
+	// (rateRecent), or on average since the run started (rateSinceStart).
 	MessagesPerSecond float64 `json:"messagesPerSecond"`
 	BytesPerSecond    float64 `json:"bytesPerSecond"`
 	RateOver          string  `json:"rateOver"`
@@ -191,9 +205,18 @@ type runView struct {
 	Failures failureOutput `json:"failures"`
 }
 
-// viewOf derives what status shows of run, read at now; prev is the
-// previous read of a watch, nil for the first.
-func viewOf(run runstate.Run, prev *runView, now time.Time) runView {
+// recent returns reads, the earlier reads of a watch oldest first, from
+// the last one read rateWindow or more before now.
+func recent(reads []runView, now time.Time) []runView {
+	for len(reads) > 1 && now.Sub(reads[1].ReadAt) >= rateWindow {
+		reads = reads[1:]
+	}
+	return reads
+}
+
+// viewOf derives what status shows of run, read at now; since is the
+// earlier read of a watch to measure the rate from, nil for the first.
+func viewOf(run runstate.Run, since *runView, now time.Time) runView {
 	if run.State == "" {
 		run.State = runstate.StateRunning
 	}
@@ -211,10 +234,10 @@ func viewOf(run runstate.Run, prev *runView, now time.Time) runView {
 		// the time it ran.
 		to = run.Updated
 	}
-	if prev != nil {
-		v.RateOver = rateLastRefresh
-		from, to = prev.ReadAt, now
-		msgs, bytes = run.Messages-prev.Messages, run.BytesRead-prev.BytesRead
+	if since != nil {
+		v.RateOver = rateRecent
+		from, to = since.ReadAt, now
+		msgs, bytes = run.Messages-since.Messages, run.BytesRead-since.BytesRead
 	}
 	if !from.IsZero() && to.After(from) {
 		v.Over = to.Sub(from)
@@ -280,10 +303,10 @@ func rateLine(v runView) string {
 	switch {
 	case v.Over == 0:
 		return rate + " (no time measured yet)"
-	case v.RateOver == rateLastRefresh:
-		return rate + " (since the last refresh, " + v.Over.Round(time.Millisecond).String() + " ago)"
+	case v.RateOver == rateRecent:
+		return rate + " (over the last " + rounded(v.Over) + ")"
 	}
-	return rate + " (average since the run started, over " + v.Over.Round(time.Second).String() + ")"
+	return rate + " (average since the run started, over " + rounded(v.Over) + ")"
 }
 
 // timeLeft says the estimate of the time left, or why there is none.
@@ -297,13 +320,13 @@ func timeLeft(v runView) string {
 		return "none: the run is done"
 	case v.State != runstate.StateRunning:
 		return "unknown: the run is " + string(v.State)
-	case v.SecondsLeft == nil && v.RateOver == rateLastRefresh:
-		return "unknown: nothing was read since the last refresh" + more
+	case v.SecondsLeft == nil && v.RateOver == rateRecent:
+		return "unknown: nothing was read in the last " + rounded(v.Over) + more
 	case v.SecondsLeft == nil:
 		return "unknown: nothing was read yet" + more
 	}
-	left := time.Duration(*v.SecondsLeft * float64(time.Second)).Round(time.Second)
-	return fmt.Sprintf("about %s (%s left at %s/s)%s", left, megabytes(max(v.BytesPlanned-v.BytesRead, 0)), megabytes(int64(v.BytesPerSecond)), more)
+	left := time.Duration(*v.SecondsLeft * float64(time.Second))
+	return fmt.Sprintf("about %s (%s left at %s/s)%s", rounded(left), megabytes(max(v.BytesPlanned-v.BytesRead, 0)), megabytes(int64(v.BytesPerSecond)), more)
 }
 
 // failureLines say how much failed and where it is: the failure output
@@ -329,6 +352,14 @@ func failureLines(v runView) []string {
 			"the run report REPORT_S3_URI/"+v.ID+"/failed/ names the failed ranges: -failure-queue-url, -failure-s3-uri and -report-s3-uri name them here")
 	}
 	return lines
+}
+
+// rounded writes d to the second, or to the millisecond below a second.
+func rounded(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }
 
 // megabytes writes n bytes in MB, as fanout's progress does.

@@ -34,12 +34,12 @@ func TestViewOf(t *testing.T) {
 		t.Errorf("seconds left %v; want 90 (6 MB at 66,667 B/s)", v.SecondsLeft)
 	}
 
-	// The next read of a watch: the rate is since then.
+	// A later read of a watch: the rate is since the earlier one.
 	next := run
 	next.Messages, next.BytesRead = 7000, 7_000_000
 	w := viewOf(next, &v, v.ReadAt.Add(10*time.Second))
-	if w.RateOver != rateLastRefresh || w.Over != 10*time.Second || w.MessagesPerSecond != 100 || w.BytesPerSecond != 300_000 || *w.SecondsLeft != 10 {
-		t.Errorf("watch: %v msg/s, %v B/s over %s (%s), %v s left; want 100, 300,000 over 10s since the last refresh, 10 s", w.MessagesPerSecond, w.BytesPerSecond, w.Over, w.RateOver, *w.SecondsLeft)
+	if w.RateOver != rateRecent || w.Over != 10*time.Second || w.MessagesPerSecond != 100 || w.BytesPerSecond != 300_000 || *w.SecondsLeft != 10 {
+		t.Errorf("watch: %v msg/s, %v B/s over %s (%s), %v s left; want 100, 300,000 over the 10s since the earlier read, 10 s", w.MessagesPerSecond, w.BytesPerSecond, w.Over, w.RateOver, *w.SecondsLeft)
 	}
 	// Nothing read since: no estimate.
 	if still := viewOf(next, &w, w.ReadAt.Add(5*time.Second)); still.SecondsLeft != nil || still.BytesPerSecond != 0 {
@@ -79,6 +79,35 @@ func TestViewOf(t *testing.T) {
 	}
 }
 
+// TestRecent: a watch measures its rate from the last read a minute or
+// more ago, or from its first read before a minute has passed.
+func TestRecent(t *testing.T) {
+	var reads []runView
+	for i := range 20 {
+		reads = append(reads, runView{ReadAt: t0.Add(time.Duration(i) * 5 * time.Second)})
+	}
+	for _, tc := range []struct {
+		name  string
+		reads []runView
+		now   time.Time
+		first time.Time
+	}{
+		{"none", nil, t0, time.Time{}},
+		{"one, long ago", reads[:1], t0.Add(time.Hour), t0},
+		{"within the minute", reads[:5], t0.Add(25 * time.Second), t0},
+		{"past the minute", reads, t0.Add(100 * time.Second), t0.Add(40 * time.Second)},
+		{"exactly a minute", reads, t0.Add(105 * time.Second), t0.Add(45 * time.Second)},
+	} {
+		got := recent(tc.reads, tc.now)
+		switch {
+		case len(tc.reads) == 0 && len(got) != 0:
+			t.Errorf("%s: %d reads", tc.name, len(got))
+		case len(tc.reads) > 0 && (len(got) == 0 || !got[0].ReadAt.Equal(tc.first)):
+			t.Errorf("%s: from %v; want %s", tc.name, got, tc.first)
+		}
+	}
+}
+
 func TestTimeLeft(t *testing.T) {
 	secs := func(f float64) *float64 { return &f }
 	base := runView{Run: runstate.Run{State: runstate.StateRunning, Counters: runstate.Counters{BytesPlanned: 10_000_000, BytesRead: 4_000_000}}, BytesPerSecond: 50_000, Over: time.Second}
@@ -92,7 +121,7 @@ func TestTimeLeft(t *testing.T) {
 		{"done", func(v *runView) { v.Done, v.SecondsLeft = true, secs(0) }, "none: the run is done"},
 		{"paused", func(v *runView) { v.State = runstate.StatePaused }, "unknown: the run is paused"},
 		{"nothing read", func(v *runView) { v.RateOver = rateSinceStart }, "unknown: nothing was read yet"},
-		{"nothing since", func(v *runView) { v.RateOver = rateLastRefresh }, "unknown: nothing was read since the last refresh"},
+		{"nothing since", func(v *runView) { v.RateOver = rateRecent }, "unknown: nothing was read in the last 1s"},
 	} {
 		v := base
 		tc.edit(&v)
