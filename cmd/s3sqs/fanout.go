@@ -35,6 +35,9 @@ type fanoutCmd struct {
 	allowEmpty  bool
 	interval    time.Duration
 	dry         dryRunCmd
+	// maxRate and maxBacklog are -max-rate and -target-max-backlog as
+	// written; claimsTable is -claims-table.
+	maxRate, maxBacklog, claimsTable string
 }
 
 // runFanout sends a dataset with the fanout logic, in this process.
@@ -93,6 +96,7 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.text(settings.FailureQueueURL, &o.FailureQueueURL, "")
 	fs.text(settings.FailureS3URI, &o.FailureS3URI, "")
 	fs.text(settings.ReportS3URI, &o.ReportS3URI, "")
+	fs.text(settings.ClaimsTable, &c.claimsTable, "")
 	offloadFlags(fs, o)
 	fs.StringVar(&c.failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-failures-RUNID.jsonl)")
 	mappingFlags(fs, &o.Mapping, "", "")
@@ -101,6 +105,8 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.count(settings.MaxInFlight, &o.Send.MaxInFlight, sqsbatch.DefaultMaxInFlight, "")
 	fs.boolean(settings.FixedInFlight, &o.Send.FixedInFlight, false, "")
 	fs.count(settings.MaxAttempts, &o.Send.MaxAttempts, sqsbatch.DefaultMaxAttempts, "")
+	fs.optionalCount(settings.MaxRate, &c.maxRate, "")
+	fs.optionalCount(settings.TargetMaxBacklog, &c.maxBacklog, "")
 	fs.count(settings.ChunkConcurrency, &o.ChunkConcurrency, fanout.DefaultChunkConcurrency, "")
 	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
 	fs.DurationVar(&c.interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
@@ -210,6 +216,9 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner
 	c.opts.Progress = &fanout.Progress{}
 	c.opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c.opts.IngestEncoder = ingesthandler.EncodeRecords
+	if c.opts.Claims, err = claimsStore(ctx, c.claimsTable); err != nil {
+		return nil, failures, err
+	}
 	runner, err := fanout.New(ctx, s3c, sqsc, c.opts)
 	if err != nil {
 		return nil, failures, err
@@ -223,6 +232,8 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner
 		}
 		c.req.Overrides = queuedOverrides(c.flags.FlagSet, target.QueueURL(), c.opts, *c.chunkSize)
 	}
+	// The run-wide pace is the request's, in-process as queued.
+	c.req.MaxRate, c.req.TargetMaxBacklog = worktask.SettingOf(c.maxRate), worktask.SettingOf(c.maxBacklog)
 	return runner, failures, nil
 }
 

@@ -26,7 +26,7 @@ var (
 	Offload            = Choice{Row{"OFFLOAD", Both, "offload", "", "`which` records to offload: large (over the queue's limit) or always"},
 		map[string]string{"": "", "large": "large", "always": "always"}, "large or always"}
 	OffloadKMSKeyID = Text{Row{"OFFLOAD_KMS_KEY_ID", Both, "offload-kms-key-id", "", "encrypt offloaded records with this KMS `key` (default SSE-S3)"}, nil}
-	ClaimsTable     = Text{Row{"CLAIMS_TABLE", Both, "", "", "the DynamoDB table of run-once claims"}, checkTableName}
+	ClaimsTable     = Text{Row{"CLAIMS_TABLE", Both, "claims-table", "", "the DynamoDB `table` of run-once claims and run state"}, checkTableName}
 )
 
 // How records are read and sent.
