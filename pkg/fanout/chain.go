@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -35,7 +36,8 @@ func (r *Runner) RunChains(ctx context.Context, tasks []worktask.Task) []TaskRes
 			res := &results[i]
 			res.Stats.Add(lr.Stats)
 			res.BadRecords += lr.BadRecords
-			res.Continuation, res.Stopped = lr.Continuation, lr.Stopped
+			res.BytesRead += lr.BytesRead
+			res.Continuation, res.Stopped, res.Held = lr.Continuation, lr.Stopped, lr.Held
 			if lr.Err != nil {
 				r.log.WarnContext(ctx, "a chained chunk failed; it is queued to run again on its own", "chunk", links[j].Chunk.URI(), "task", links[j].ID(), "error", lr.Err)
 				res.Continuation = &links[j]
@@ -43,5 +45,34 @@ func (r *Runner) RunChains(ctx context.Context, tasks []worktask.Task) []TaskRes
 			ran[i] = links[j]
 		}
 	}
+	sendCtx := partialbatch.SendContext(ctx)
+	for i := range results {
+		r.settleHeld(sendCtx, &results[i])
+		r.addCounters(sendCtx, tasks[i].RunID, taskCounters(results[i]))
+	}
 	return results
+}
+
+// settleHeld puts back or parks the continuation of a task its run's gate
+// stopped (see putBack), which then has none, and counts the task held or
+// cancelled. Without a work queue only a cancelled run's tasks stop (the
+// others wait in place): they end, counted cancelled. A continuation that
+// cannot be put back fails the task, whose message comes back.
+func (r *Runner) settleHeld(ctx context.Context, res *TaskResult) {
+	c := res.Continuation
+	if res.Held == nil || c == nil || res.Err != nil {
+		return
+	}
+	if r.work != nil {
+		if err := r.putBack(ctx, c.RunID, *c, res.Held); err != nil {
+			res.Err = err
+			return
+		}
+	}
+	res.Continuation = nil
+	if cancelled(res.Held) {
+		res.TasksCancelled++
+	} else {
+		res.TasksHeld++
+	}
 }

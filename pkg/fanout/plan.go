@@ -94,6 +94,17 @@ func (r *Runner) QueueObjects(ctx context.Context, runID string, objs iter.Seq2[
 func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) {
 	rep := Report{RunID: p.RunID}
 	ov := overridesOf(p.Overrides)
+	if r.opts.Runs != nil {
+		// A paused run's step goes back on the work queue, a cancelled
+		// run's is parked, as its tasks are.
+		err := r.pacer(p.RunID, cmp.Or(ov.MaxRate.Value(), r.opts.MaxRate)).Wait(ctx, 0)
+		switch {
+		case holds(err):
+			return rep, r.putBack(partialbatch.SendContext(ctx), p.RunID, p, err)
+		case err != nil:
+			return rep, fmt.Errorf("fanout: planning step %d of run %s: read the run's control record: %w", p.Step, p.RunID, err)
+		}
+	}
 	var c *claims.Claim
 	if r.opts.Claims != nil {
 		got, err := r.opts.Claims.Acquire(ctx, p.RunID+"/plan/"+p.ID(), r.leaseUntil(ctx))
