@@ -63,16 +63,11 @@ func cancelled(err error) bool {
 // gate is what the tasks of one run and target check before they send. It
 // is shared by the run's tasks in one Runner and safe for concurrent use.
 type gate struct {
-	pacer *runstate.Pacer
-	// block is how many messages a Wait takes from the run's budget at a
-	// time; allowance what is left of the blocks taken.
-	block     int
-	mu        sync.Mutex
-	allowance int
-	backlog   *backlog // nil without TargetMaxBacklog
-	limit     int64
-	hold      time.Duration
-	every     time.Duration
+	pacer   *runstate.Pacer
+	backlog *backlog // nil without TargetMaxBacklog
+	limit   int64
+	hold    time.Duration
+	every   time.Duration
 	// inPlace makes a paused run's tasks, and those whose target's backlog
 	// is high, wait where they are: there is no work queue to put them
 	// back on.
@@ -87,20 +82,12 @@ func (r *Runner) gateOf(runID string, ov *worktask.Overrides, sender *sqsbatch.S
 	if r.opts.Runs == nil && rate == 0 && limit == 0 {
 		return nil
 	}
-	g := &gate{pacer: r.pacer(runID, rate), block: blockOf(rate), limit: limit,
+	g := &gate{pacer: r.pacer(runID, rate), limit: limit,
 		hold: r.opts.Hold, every: r.opts.ControlEvery, inPlace: r.work == nil}
 	if limit > 0 {
 		g.backlog = r.backlogOf(sender.QueueURL())
 	}
 	return g
-}
-
-// blockOf is how many messages a Wait takes at once at rate: about a
-// twentieth of a second's worth, up to one request's ten, so that the
-// budget's table sees a few writes a second and a second's window is not
-// spent in one invocation's lumps.
-func blockOf(rate int64) int {
-	return int(min(max(rate/20, 1), sqsbatch.MaxBatchEntries))
 }
 
 // pacer returns run runID's Pacer, made once per Runner, so that the
@@ -145,28 +132,17 @@ func (g *gate) check(ctx context.Context) error {
 }
 
 // take waits until one more message of the run may be handed to the
-// send: while the target's backlog is high (see drained) and for the run's
-// rate, which also checks its control record.
+// send: while the target's backlog is high (see drained), and for the
+// run's rate, which also checks its control record. The Pacer hands out
+// from memory the blocks it takes from the run's budget, so that a call
+// per message is cheap.
 func (g *gate) take(ctx context.Context) error {
 	if err := g.drained(ctx); err != nil {
 		return err
 	}
-	g.mu.Lock()
-	if g.allowance > 0 {
-		g.allowance--
-		g.mu.Unlock()
-		return nil
-	}
-	g.mu.Unlock()
 	for {
-		err := g.pacer.Wait(ctx, g.block)
-		if err == nil {
-			g.mu.Lock()
-			g.allowance += g.block - 1
-			g.mu.Unlock()
-			return nil
-		}
-		if !g.inPlace || !holds(err) || cancelled(err) {
+		err := g.pacer.Wait(ctx, 1)
+		if err == nil || !g.inPlace || !holds(err) || cancelled(err) {
 			return err
 		}
 		if err := sleep(ctx, g.every); err != nil {

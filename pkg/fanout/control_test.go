@@ -1,0 +1,440 @@
+package fanout_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
+	"github.com/s3sqs/s3sqs/internal/testenv/esm"
+	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/pkg/claims"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/runstate"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
+)
+
+// serialDB is a DynamoDB client that makes one call at a time: moto_server
+// checks an UpdateItem's condition and applies its update (an ADD too) as
+// two steps that concurrent calls can come between, where DynamoDB makes
+// them one per item. One call at a time gives the tests what DynamoDB
+// guarantees.
+type serialDB struct {
+	mu sync.Mutex
+	c  claims.API
+}
+
+func (s *serialDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c.UpdateItem(ctx, in, opts...)
+}
+
+func (s *serialDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c.GetItem(ctx, in, opts...)
+}
+
+// controlled is a queued run's world: the stack's bucket and queues, a
+// work queue whose messages go to a dead-letter queue after three
+// receives, a claims table holding the claims and the runs' state, and
+// the handlers (each its own Runner, as concurrent invocations have) that
+// consume the work queue.
+type controlled struct {
+	st       *fanoutstack.Stack
+	work     string
+	dlq      string
+	claims   *claims.Table
+	runs     *runstate.Table
+	handlers []*fanouthandler.Handler
+	logs     []*bytes.Buffer
+	// maxReceives is the highest ApproximateReceiveCount a delivered task
+	// had.
+	maxReceives atomic.Int64
+}
+
+// newControlled builds the world with n handlers over opts (the work
+// queue, claims, runs and chunk size are set here).
+func newControlled(t *testing.T, n int, opts fanout.Options) *controlled {
+	t.Helper()
+	c := &controlled{st: fanoutstack.New(t, "")}
+	sqsc := c.st.SQS
+	c.dlq = localaws.CreateQueue(t, sqsc, "-work-dlq", nil)
+	attrs, err := sqsc.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(c.dlq), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"3"}`, attrs.Attributes[string(types.QueueAttributeNameQueueArn)])
+	c.work = localaws.CreateQueue(t, sqsc, "-work-held", map[string]string{"RedrivePolicy": redrive, "VisibilityTimeout": "20"})
+	client, table := localaws.ClaimsTable(t)
+	db := &serialDB{c: client}
+	c.claims = claims.NewTable(db, table, claims.TableOptions{})
+	c.runs = runstate.NewTable(db, table, runstate.TableOptions{})
+	opts.WorkQueueURL, opts.Claims, opts.Runs = c.work, c.claims, c.runs
+	opts.Plan.ChunkSize = 1 << 10
+	opts.ControlEvery = cmpOr(opts.ControlEvery, 100*time.Millisecond)
+	opts.HoldDelay = cmpOr(opts.HoldDelay, time.Second)
+	c.st.Work = c.work
+	for range n {
+		h, logs := c.st.Handler(t, opts, nil)
+		c.handlers = append(c.handlers, h)
+		c.logs = append(c.logs, logs)
+	}
+	return c
+}
+
+func cmpOr(a, b time.Duration) time.Duration {
+	if a != 0 {
+		return a
+	}
+	return b
+}
+
+// put writes objects of records {"value":"<key>-r000"}..., and returns
+// the values.
+func (c *controlled) put(t *testing.T, prefix string, objects, records int) []string {
+	t.Helper()
+	var want []string
+	for o := range objects {
+		var b strings.Builder
+		for i := range records {
+			v := fmt.Sprintf("o%d-r%03d", o, i)
+			fmt.Fprintf(&b, `{"value":%q}`+"\n", v)
+			want = append(want, v)
+		}
+		c.st.Put(t, fmt.Sprintf("%s%02d.jsonl", prefix, o), b.String())
+	}
+	return want
+}
+
+// consume polls the work queue with each handler, one batch at a time
+// each, as Lambda's event source mapping with that many concurrent
+// invocations would, until ctx ends.
+func (c *controlled) consume(ctx context.Context, t *testing.T) (wait func()) {
+	var wg sync.WaitGroup
+	for _, h := range c.handlers {
+		p := &esm.Poller{Client: c.st.SQS, QueueURL: c.work, QueueARN: fanoutstack.WorkARN, BatchSize: 5,
+			Invoke: func(ctx context.Context, ev events.SQSEvent) ([]byte, error) {
+				for _, m := range ev.Records {
+					n, _ := strconv.ParseInt(m.Attributes["ApproximateReceiveCount"], 10, 64)
+					for old := c.maxReceives.Load(); n > old && !c.maxReceives.CompareAndSwap(old, n); old = c.maxReceives.Load() {
+					}
+				}
+				ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+				defer cancel()
+				resp, err := h.HandleSQS(ctx, ev)
+				if err != nil {
+					return nil, err
+				}
+				return json.Marshal(resp)
+			}}
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if _, err := p.Poll(ctx); err != nil && ctx.Err() == nil {
+					t.Errorf("poll: %v", err)
+					return
+				}
+			}
+		})
+	}
+	return wg.Wait
+}
+
+// run returns the run's record in the table.
+func (c *controlled) run(t *testing.T, id string) runstate.Run {
+	t.Helper()
+	r, err := c.runs.Get(t.Context(), id)
+	if err != nil {
+		t.Fatalf("run %s: %v", id, err)
+	}
+	return r
+}
+
+// waitFor polls the run until cond holds, or fails the test after limit.
+func (c *controlled) waitFor(t *testing.T, id string, limit time.Duration, what string, cond func(runstate.Run) bool) runstate.Run {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		r := c.run(t, id)
+		if cond(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v, still waiting for %s: run %+v", limit, what, r)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// finished reports that every task planned is done (or skipped, a second
+// delivery of a done one) and no planning step is left.
+func finished(r runstate.Run) bool {
+	return r.TasksPlanned > 0 && r.TasksDone+r.TasksSkipped >= r.TasksPlanned && r.StepsDone >= r.StepsQueued
+}
+
+// depth is how many messages url holds, visible and in flight.
+func depth(t *testing.T, c *sqs.Client, url string) int {
+	t.Helper()
+	v, f, err := localaws.Depth(t.Context(), c, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v + f
+}
+
+// invocations sums the Stats of the summary lines in logs.
+func invocations(t *testing.T, logs ...*bytes.Buffer) fanout.Stats {
+	t.Helper()
+	var sum fanout.Stats
+	for _, l := range logs {
+		sc := bufio.NewScanner(bytes.NewReader(l.Bytes()))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var line struct {
+				Msg     string                    `json:"message"`
+				Summary *fanouthandler.Invocation `json:"summary"`
+			}
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "fanout invocation" && line.Summary != nil {
+				sum.Add(line.Summary.Stats)
+			}
+		}
+	}
+	return sum
+}
+
+// checkCounters holds the run's counters to what the invocations'
+// summaries say they did.
+func checkCounters(t *testing.T, r runstate.Run, s fanout.Stats) {
+	t.Helper()
+	for _, c := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"recordsRead", r.RecordsRead, s.RecordsRead},
+		{"recordsSent", r.RecordsSent, s.RecordsSent},
+		{"recordsFailed", r.RecordsFailed, s.RecordsFailed},
+		{"messages", r.Messages, s.Messages},
+		{"requests", r.Requests, s.Requests},
+		{"tasksHeld", r.TasksHeld, int64(s.TasksHeld)},
+		{"tasksCancelled", r.TasksCancelled, int64(s.TasksCancelled)},
+		{"objects", r.Objects, int64(s.Objects)},
+		{"bytesPlanned", r.BytesPlanned, s.BytesPlanned},
+	} {
+		if c.got != c.want {
+			t.Errorf("run counter %s = %d, the invocations' summaries say %d", c.name, c.got, c.want)
+		}
+	}
+}
+
+// checkDelivered drains the target and checks that every record of want
+// came, once.
+func checkDelivered(t *testing.T, st *fanoutstack.Stack, want []string) {
+	t.Helper()
+	bodies, ids := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
+	counts := map[string]int{}
+	for _, b := range bodies {
+		counts[b]++
+	}
+	missing, twice := 0, 0
+	for _, v := range want {
+		switch counts[v] {
+		case 0:
+			missing++
+		case 1:
+		default:
+			twice++
+		}
+	}
+	for id, n := range ids {
+		if n > 1 {
+			t.Errorf("record id %s arrived %d times", id, n)
+		}
+	}
+	if missing > 0 || twice > 0 || len(bodies) != len(want) {
+		t.Errorf("%d records arrived for %d: %d missing, %d more than once", len(bodies), len(want), missing, twice)
+	}
+}
+
+// TestRunPauseResumeCancel runs a paced queued run over two concurrent
+// consumers of the work queue, pauses it (no record is sent while it is
+// paused; its tasks go back on the work queue), resumes it, cancels it
+// (its tasks are parked), and resumes it again, putting the parked tasks
+// back as `s3sqs resume` does: every record arrives once, no task reaches
+// the work queue's dead-letter queue, no task is received more than twice,
+// and the run's counters match what the invocations reported.
+func TestRunPauseResumeCancel(t *testing.T) {
+	c := newControlled(t, 2, fanout.Options{MaxRate: 150, InlineMaxBytes: 1})
+	want := c.put(t, "ctl/", 6, 400)
+	const id = "ctl-run"
+	rep, err := c.handlers[0].HandleRequest(t.Context(), fanout.Request{Source: dataset.Source{Bucket: c.st.Bucket, Prefix: "ctl/"}, RunID: id})
+	if err != nil || !rep.Queued {
+		t.Fatalf("request: %+v, %v", rep, err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	wait := c.consume(ctx, t)
+	defer func() { stop(); wait() }()
+
+	c.waitFor(t, id, 30*time.Second, "some records sent", func(r runstate.Run) bool { return r.RecordsSent >= 150 })
+	if _, err := c.runs.SetState(t.Context(), id, runstate.StatePaused); err != nil {
+		t.Fatal(err)
+	}
+	// What was handed to the send before the pause was seen lands; after
+	// that, nothing.
+	time.Sleep(time.Second)
+	before := depth(t, c.st.SQS, c.st.Target)
+	c.waitFor(t, id, 10*time.Second, "tasks held", func(r runstate.Run) bool { return r.TasksHeld > 0 })
+	time.Sleep(2 * time.Second)
+	if after := depth(t, c.st.SQS, c.st.Target); after != before {
+		t.Errorf("the target went from %d to %d messages while the run was paused", before, after)
+	}
+	paused := c.run(t, id)
+	if paused.RecordsSent >= int64(len(want)) {
+		t.Fatalf("the run ended before it was paused: %+v", paused)
+	}
+
+	if _, err := c.runs.SetState(t.Context(), id, runstate.StateRunning); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(t, id, 30*time.Second, "more records sent", func(r runstate.Run) bool { return r.RecordsSent >= paused.RecordsSent+200 })
+	if _, err := c.runs.SetState(t.Context(), id, runstate.StateCancelled); err != nil {
+		t.Fatal(err)
+	}
+	cancelled := c.waitFor(t, id, 10*time.Second, "tasks parked", func(r runstate.Run) bool { return r.TasksCancelled > 0 && r.Parked > 0 })
+	// Every task is either parked or done once the queue is empty.
+	deadline := time.Now().Add(20 * time.Second)
+	for depth(t, c.st.SQS, c.work) > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	cancelled = c.run(t, id)
+	if cancelled.RecordsSent >= int64(len(want)) {
+		t.Fatalf("the run ended before it was cancelled: %+v", cancelled)
+	}
+
+	// As `s3sqs resume` does: running again, then the parked tasks back on
+	// the work queue.
+	if _, err := c.runs.SetState(t.Context(), id, runstate.StateRunning); err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.runs.Unpark(t.Context(), id, func(ctx context.Context, body string) error {
+		_, err := c.st.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(c.work), MessageBody: aws.String(body)})
+		return err
+	})
+	if err != nil || n != cancelled.Parked {
+		t.Fatalf("unparked %d of %d: %v", n, cancelled.Parked, err)
+	}
+	end := c.waitFor(t, id, 60*time.Second, "the run to finish", finished)
+	stop()
+	wait()
+
+	checkDelivered(t, c.st, want)
+	if n := depth(t, c.st.SQS, c.dlq); n != 0 {
+		t.Errorf("%d tasks in the work queue's dead-letter queue", n)
+	}
+	if n := c.maxReceives.Load(); n > 2 {
+		t.Errorf("a task was received %d times", n)
+	}
+	if end.RecordsSent != int64(len(want)) || end.TasksDone != end.TasksPlanned || end.Parked != end.Unparked {
+		t.Errorf("run at the end %+v: want %d records sent, every task planned done, every parked one put back", end, len(want))
+	}
+	checkCounters(t, end, invocations(t, c.logs...)) // the request's summary too
+	t.Logf("run at the end: %+v", end.Counters)
+}
+
+// TestBackpressure fills the target above targetMaxBacklog before a
+// queued run starts: its tasks hold and go back on the work queue, and
+// send nothing; once a consumer drains the target they send, and the run
+// finishes with every record once and no task in the dead-letter queue.
+func TestBackpressure(t *testing.T) {
+	// The limit comes with the request, as targetMaxBacklog.
+	c := newControlled(t, 2, fanout.Options{InlineMaxBytes: 1, Hold: 300 * time.Millisecond})
+	for i := range 60 {
+		if _, err := c.st.SQS.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(c.st.Target), MessageBody: aws.String(fmt.Sprintf("filler %d", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := c.put(t, "bp/", 4, 150)
+	const id = "bp-run"
+	rep, err := c.handlers[0].HandleRequest(t.Context(), fanout.Request{Source: dataset.Source{Bucket: c.st.Bucket, Prefix: "bp/"}, RunID: id,
+		Overrides: worktask.Overrides{TargetMaxBacklog: worktask.SettingOf("30")}})
+	if err != nil || !rep.Queued {
+		t.Fatalf("request: %+v, %v", rep, err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	wait := c.consume(ctx, t)
+	defer func() { stop(); wait() }()
+	held := c.waitFor(t, id, 20*time.Second, "tasks held", func(r runstate.Run) bool { return r.TasksHeld >= 4 })
+	if held.RecordsSent != 0 || depth(t, c.st.SQS, c.st.Target) != 60 {
+		t.Fatalf("records sent while the target's backlog was above the limit: %+v", held)
+	}
+
+	// The target's consumer catches up: the run sends.
+	var got []types.Message
+	var mu sync.Mutex
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for ctx.Err() == nil {
+			out, err := c.st.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(c.st.Target), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+				MessageAttributeNames: []string{"All"}})
+			if err != nil || len(out.Messages) == 0 {
+				continue
+			}
+			var del []types.DeleteMessageBatchRequestEntry
+			for i, m := range out.Messages {
+				del = append(del, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+			}
+			if _, err := c.st.SQS.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(c.st.Target), Entries: del}); err == nil {
+				mu.Lock()
+				got = append(got, out.Messages...)
+				mu.Unlock()
+			}
+			time.Sleep(100 * time.Millisecond) // a slow consumer: the backlog stays near the limit
+		}
+	}()
+	end := c.waitFor(t, id, 60*time.Second, "the run to finish", finished)
+	stop()
+	wait()
+	<-drained
+	got = append(got, localaws.Drain(t, c.st.SQS, c.st.Target, 3*time.Second)...)
+	bodies, ids := fanoutstack.Received(got)
+	counts := map[string]int{}
+	for _, b := range bodies {
+		counts[b]++
+	}
+	for _, v := range want {
+		if counts[v] != 1 {
+			t.Errorf("record %s arrived %d times", v, counts[v])
+		}
+	}
+	for id, n := range ids {
+		if id != "" && n > 1 {
+			t.Errorf("record id %s arrived %d times", id, n)
+		}
+	}
+	if n := depth(t, c.st.SQS, c.dlq); n != 0 {
+		t.Errorf("%d tasks in the work queue's dead-letter queue", n)
+	}
+	if n := c.maxReceives.Load(); n > 2 {
+		t.Errorf("a task was received %d times", n)
+	}
+	checkCounters(t, end, invocations(t, c.logs...)) // the request's summary too
+	t.Logf("run at the end: %+v", end.Counters)
+}
