@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -161,6 +163,9 @@ func (c *controlled) consume(ctx context.Context, t *testing.T) (wait func()) {
 func (c *controlled) run(t *testing.T, id string) runstate.Run {
 	t.Helper()
 	r, err := c.runs.Get(t.Context(), id)
+	if errors.Is(err, runstate.ErrNoRun) {
+		return runstate.Run{ID: id} // nothing counted yet
+	}
 	if err != nil {
 		t.Fatalf("run %s: %v", id, err)
 	}
@@ -437,4 +442,78 @@ func TestBackpressure(t *testing.T) {
 	}
 	checkCounters(t, end, invocations(t, c.logs...)) // the request's summary too
 	t.Logf("run at the end: %+v", end.Counters)
+}
+
+// TestInlinePauseCancel steers a run sent in the invocation that plans it,
+// with no work queue (the CLI's): paused, its tasks wait where they are and
+// send nothing; resumed, they go on; cancelled, the run ends, its report
+// says so, and what it sent arrived once.
+func TestInlinePauseCancel(t *testing.T) {
+	st := fanoutstack.New(t, "")
+	client, table := localaws.ClaimsTable(t)
+	db := &serialDB{c: client}
+	runs := runstate.NewTable(db, table, runstate.TableOptions{})
+	c := &controlled{st: st, runs: runs}
+	want := c.put(t, "inline/", 2, 300)
+	r, err := fanout.New(t.Context(), st.S3, st.SQS, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}, Runs: runs, MaxRate: 100,
+		ControlEvery: 100 * time.Millisecond, Claims: claims.NewTable(db, table, claims.TableOptions{}), Plan: dataset.PlanOptions{ChunkSize: 1 << 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "inline-run"
+	type answer struct {
+		rep fanout.Report
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		rep, err := r.Run(t.Context(), fanout.Request{Source: dataset.Source{Bucket: st.Bucket, Prefix: "inline/"}, RunID: id})
+		done <- answer{rep, err}
+	}()
+	// The run's tasks settle, and add to its counters, when the run ends:
+	// the target tells how far it is.
+	deadline := time.Now().Add(20 * time.Second)
+	for depth(t, st.SQS, st.Target) < 50 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := runs.SetState(t.Context(), id, runstate.StatePaused); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	before := depth(t, st.SQS, st.Target)
+	time.Sleep(1500 * time.Millisecond)
+	if after := depth(t, st.SQS, st.Target); after != before {
+		t.Errorf("the target went from %d to %d messages while the run was paused", before, after)
+	}
+	if before >= len(want) {
+		t.Fatalf("the run sent all %d records before it was paused", before)
+	}
+	if _, err := runs.SetState(t.Context(), id, runstate.StateRunning); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for depth(t, st.SQS, st.Target) < before+100 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := runs.SetState(t.Context(), id, runstate.StateCancelled); err != nil {
+		t.Fatal(err)
+	}
+	var a answer
+	select {
+	case a = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run did not end when it was cancelled")
+	}
+	if a.err != nil || !a.rep.Cancelled || a.rep.TasksCancelled == 0 || a.rep.RecordsSent >= int64(len(want)) || a.rep.RecordsSent <= int64(before) {
+		t.Fatalf("report %+v, %v: want a cancelled run that sent some of its %d records after the pause", a.rep, a.err, len(want))
+	}
+	bodies, ids := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
+	if len(bodies) != int(a.rep.RecordsSent) || len(ids) != len(bodies) {
+		t.Errorf("%d messages arrived with %d record ids; the report says %d records sent", len(bodies), len(ids), a.rep.RecordsSent)
+	}
+	end := c.run(t, id)
+	if end.RecordsSent != a.rep.RecordsSent || end.Messages != a.rep.Messages || end.TasksCancelled != int64(a.rep.TasksCancelled) ||
+		end.TasksPlanned != int64(a.rep.Chunks) || end.TasksDone+end.TasksCancelled != end.TasksPlanned {
+		t.Errorf("run counters %+v do not match the report %+v", end.Counters, a.rep.Stats)
+	}
 }
