@@ -517,3 +517,75 @@ func TestInlinePauseCancel(t *testing.T) {
 		t.Errorf("run counters %+v do not match the report %+v", end.Counters, a.rep.Stats)
 	}
 }
+
+// TestHeldGoBack holds a planning step and a task of a paused run: each
+// goes back on the work queue as a new message, after HoldDelay on a
+// standard queue, and, on a FIFO queue, under a deduplication id of its
+// own, so that the copy of a copy is not dropped as a duplicate. A
+// cancelled run's step and task are parked instead.
+func TestHeldGoBack(t *testing.T) {
+	for _, suffix := range []string{"", ".fifo"} {
+		t.Run("work"+suffix, func(t *testing.T) {
+			st := fanoutstack.New(t, "")
+			work := localaws.CreateQueue(t, st.SQS, "-work"+suffix, map[string]string{"ContentBasedDeduplication": "false"})
+			client, table := localaws.ClaimsTable(t)
+			runs := runstate.NewTable(client, table, runstate.TableOptions{})
+			r, err := fanout.New(t.Context(), st.S3, st.SQS, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}, WorkQueueURL: work,
+				Runs: runs, ControlEvery: time.Millisecond, HoldDelay: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, body, _ := st.Records(t, "held.jsonl", 10)
+			task, err := worktask.Parse(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			step := worktask.Plan{RunID: task.RunID, Source: dataset.Source{Bucket: st.Bucket, Prefix: "held"}, Step: 2}
+			if _, err := runs.SetState(t.Context(), task.RunID, runstate.StatePaused); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				res := r.RunChains(t.Context(), []worktask.Task{task})[0]
+				if res.Err != nil || res.Continuation != nil || res.TasksHeld != 1 {
+					t.Fatalf("paused task: %+v", res)
+				}
+				if _, err := r.PlanStep(t.Context(), step); err != nil {
+					t.Fatalf("paused step: %v", err)
+				}
+			}
+			if suffix == "" {
+				if n := depth(t, st.SQS, work); n != 0 {
+					t.Errorf("%d messages visible at once; want them delayed", n)
+				}
+			}
+			var tasks, steps int
+			for _, m := range localaws.Drain(t, st.SQS, work, 2500*time.Millisecond) {
+				if _, err := worktask.Parse(aws.ToString(m.Body)); err == nil {
+					tasks++
+				} else if _, err := worktask.ParsePlan(aws.ToString(m.Body)); err == nil {
+					steps++
+				}
+			}
+			if tasks != 2 || steps != 2 {
+				t.Errorf("%d tasks and %d steps came back, want 2 of each", tasks, steps)
+			}
+			if _, err := runs.SetState(t.Context(), task.RunID, runstate.StateCancelled); err != nil {
+				t.Fatal(err)
+			}
+			res := r.RunChains(t.Context(), []worktask.Task{task})[0]
+			if _, err := r.PlanStep(t.Context(), step); err != nil || res.Err != nil || res.TasksCancelled != 1 {
+				t.Fatalf("cancelled: task %+v, step %v", res, err)
+			}
+			var parked []string
+			if _, err := runs.Unpark(t.Context(), task.RunID, func(_ context.Context, b string) error { parked = append(parked, b); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if len(parked) != 2 || parked[0] != body {
+				t.Errorf("parked %q, want the task and the step", parked)
+			}
+			if n := len(localaws.Drain(t, st.SQS, work, 1500*time.Millisecond)); n != 0 {
+				t.Errorf("%d messages on the work queue after the cancel", n)
+			}
+		})
+	}
+}
