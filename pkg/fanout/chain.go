@@ -15,7 +15,9 @@ import (
 // chain's: the stats of its links summed, and as Continuation what is left
 // of the chain. A link after the first that fails is handed back as that
 // Continuation, to be queued and retried on its own, so that the chunks
-// before it are not sent again.
+// before it are not sent again. A task its run's gate stopped (see
+// TaskResult.Held) is put back on the work queue or parked here; each
+// result is added to its run's counters (see Options.Runs).
 func (r *Runner) RunChains(ctx context.Context, tasks []worktask.Task) []TaskResult {
 	results := r.RunTasks(ctx, tasks, 0)
 	ran := slices.Clone(tasks)

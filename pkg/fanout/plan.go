@@ -90,7 +90,9 @@ func (r *Runner) QueueObjects(ctx context.Context, runID string, objs iter.Seq2[
 // and, when ctx ends first, the next step. A step whose claim (with a
 // claims store) is done queues nothing: its tasks and next step are on the
 // work queue already. A step that ends before it planned an object fails,
-// to come back, since its next step would be itself.
+// to come back, since its next step would be itself. With Options.Runs, a
+// step of a paused run goes back on the work queue after HoldDelay, and
+// one of a cancelled run is parked, both without error.
 func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) {
 	rep := Report{RunID: p.RunID}
 	ov := overridesOf(p.Overrides)
