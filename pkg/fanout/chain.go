@@ -56,8 +56,8 @@ func (r *Runner) RunChains(ctx context.Context, tasks []worktask.Task) []TaskRes
 }
 
 // settleHeld puts back or parks the continuation of a task its run's gate
-// stopped (see putBack), which then has none, and counts the task held or
-// cancelled. Without a work queue only a cancelled run's tasks stop (the
+// stopped (see putBack), which then has none, and counts the task held or,
+// parked, cancelled. Without a work queue only a cancelled run's tasks stop (the
 // others wait in place): they end, counted cancelled. A continuation that
 // cannot be put back fails the task, whose message comes back.
 func (r *Runner) settleHeld(ctx context.Context, res *TaskResult) {
@@ -65,14 +65,16 @@ func (r *Runner) settleHeld(ctx context.Context, res *TaskResult) {
 	if res.Held == nil || c == nil || res.Err != nil {
 		return
 	}
+	parked := cancelled(res.Held) // without a work queue: the task ends
 	if r.work != nil {
-		if err := r.putBack(ctx, c.RunID, *c, res.Held); err != nil {
+		var err error
+		if parked, err = r.putBack(ctx, c.RunID, *c, res.Held); err != nil {
 			res.Err = err
 			return
 		}
 	}
 	res.Continuation = nil
-	if cancelled(res.Held) {
+	if parked {
 		res.TasksCancelled++
 	} else {
 		res.TasksHeld++

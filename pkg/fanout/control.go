@@ -255,35 +255,49 @@ func isAccessDenied(err error) bool {
 // another goes back on the work queue as a new message, which comes back
 // after HoldDelay. The message that brought it can then be deleted: its
 // receive count does not grow toward the work queue's dead-letter queue.
-func (r *Runner) putBack(ctx context.Context, runID string, m message, why error) error {
+// It reports whether m was parked.
+func (r *Runner) putBack(ctx context.Context, runID string, m message, why error) (parked bool, err error) {
 	if r.work == nil {
-		return errors.New("fanout: no work queue to put the task back on")
+		return false, errors.New("fanout: no work queue to put the task back on")
 	}
 	e, err := m.Entry(r.work.FIFO())
 	if err != nil {
-		return err
+		return false, err
 	}
+	delay := min(cmp.Or(r.opts.HoldDelay, defaultHoldDelay), maxHoldDelay)
 	if cancelled(why) && r.opts.Runs != nil {
-		if err := r.opts.Runs.Park(ctx, runID, e.Body); err != nil {
-			return fmt.Errorf("fanout: park a task of cancelled run %s: %w", runID, err)
+		// The Pacer's state may be up to CheckEvery old: a run resumed
+		// since, whose parked tasks `s3sqs resume` has just put back, must
+		// not have this one parked after them, where nothing would put it
+		// back. The record is read again first.
+		run, err := r.opts.Runs.Get(ctx, runID)
+		switch {
+		case err != nil && !errors.Is(err, runstate.ErrNoRun):
+			return false, fmt.Errorf("fanout: read the control record of cancelled run %s: %w", runID, err)
+		case run.State == runstate.StateCancelled:
+			if err := r.opts.Runs.Park(ctx, runID, e.Body); err != nil {
+				return false, fmt.Errorf("fanout: park a task of cancelled run %s: %w", runID, err)
+			}
+			return true, nil
+		case run.State != runstate.StatePaused:
+			delay = 0 // running again: back at once
 		}
-		return nil
 	}
 	if r.work.FIFO() {
 		// A FIFO queue takes no delay of a message's own, and would drop
 		// the copy as a duplicate of the message it replaces.
 		e.DeduplicationID = e.ID + "-held-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	} else {
-		e.DelaySeconds = int32(min(cmp.Or(r.opts.HoldDelay, defaultHoldDelay), maxHoldDelay) / time.Second)
+		e.DelaySeconds = int32(delay / time.Second)
 	}
 	res, err := r.work.Send(ctx, func(yield func(sqsbatch.Entry) bool) { yield(e) })
 	if err == nil && res.Failed > 0 {
 		err = res.Failures[0]
 	}
 	if err != nil {
-		return fmt.Errorf("fanout: put a held task of run %s back on the work queue: %w", runID, err)
+		return false, fmt.Errorf("fanout: put a held task of run %s back on the work queue: %w", runID, err)
 	}
-	return nil
+	return false, nil
 }
 
 // addCounters adds c to run runID's counters, when the runner keeps run

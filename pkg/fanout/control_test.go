@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/testenv/esm"
@@ -587,5 +589,106 @@ func TestHeldGoBack(t *testing.T) {
 				t.Errorf("%d messages on the work queue after the cancel", n)
 			}
 		})
+	}
+}
+
+// TestResumeRightAfterCancel resumes a cancelled run, putting its parked
+// task back, while a Runner still holds the cancel it read (its Pacer reads
+// the control record again only after ControlEvery): the task that comes
+// back is not parked again, where no resume would find it, but goes back
+// on the work queue at once, and its next delivery sends it.
+func TestResumeRightAfterCancel(t *testing.T) {
+	st := fanoutstack.New(t, "")
+	client, table := localaws.ClaimsTable(t)
+	runs := runstate.NewTable(client, table, runstate.TableOptions{})
+	newRunner := func(every time.Duration) *fanout.Runner {
+		r, err := fanout.New(t.Context(), st.S3, st.SQS, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}, WorkQueueURL: st.Work,
+			Runs: runs, Claims: claims.NewTable(client, table, claims.TableOptions{}), ControlEvery: every})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	stale := newRunner(time.Hour)
+	want, body, _ := st.Records(t, "again.jsonl", 20)
+	task, err := worktask.Parse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runs.SetState(t.Context(), task.RunID, runstate.StateCancelled); err != nil {
+		t.Fatal(err)
+	}
+	if res := stale.RunChains(t.Context(), []worktask.Task{task})[0]; res.TasksCancelled != 1 || res.Err != nil {
+		t.Fatalf("cancelled: %+v", res)
+	}
+	// `s3sqs resume`: running, then the parked task back on the work queue.
+	if _, err := runs.SetState(t.Context(), task.RunID, runstate.StateRunning); err != nil {
+		t.Fatal(err)
+	}
+	var unparked []string
+	if _, err := runs.Unpark(t.Context(), task.RunID, func(_ context.Context, b string) error { unparked = append(unparked, b); return nil }); err != nil || len(unparked) != 1 {
+		t.Fatalf("unparked %d: %v", len(unparked), err)
+	}
+	again, err := worktask.Parse(unparked[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := stale.RunChains(t.Context(), []worktask.Task{again})[0]
+	if res.Err != nil || res.TasksHeld != 1 || res.TasksCancelled != 0 {
+		t.Fatalf("the unparked task, met by the stale cancel: %+v; want it held, not parked", res)
+	}
+	if r, err := runs.Get(t.Context(), task.RunID); err != nil || r.Parked != 1 {
+		t.Fatalf("run %+v (%v): want the one park of the cancel only", r, err)
+	}
+	msgs := localaws.Drain(t, st.SQS, st.Work, time.Second)
+	if len(msgs) != 1 {
+		t.Fatalf("%d messages on the work queue, want the task put back at once", len(msgs))
+	}
+	back, err := worktask.Parse(aws.ToString(msgs[0].Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := newRunner(0).RunChains(t.Context(), []worktask.Task{back})[0]; res.Err != nil || res.RecordsSent != int64(len(want)) {
+		t.Fatalf("the task's next delivery: %+v", res)
+	}
+	if got := st.Sent(t); len(got) != len(want) {
+		t.Errorf("%d records arrived, want %d", len(got), len(want))
+	}
+}
+
+// deniedBacklog refuses GetQueueAttributes for the backlog, as SQS does
+// for a role without sqs:GetQueueAttributes.
+type deniedBacklog struct{ sqsbatch.API }
+
+func (d deniedBacklog) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	if slices.Contains(in.AttributeNames, types.QueueAttributeNameApproximateNumberOfMessages) {
+		return nil, &smithy.GenericAPIError{Code: "AccessDenied", Message: "not authorized to perform sqs:GetQueueAttributes"}
+	}
+	return d.API.GetQueueAttributes(ctx, in, opts...)
+}
+
+// TestBacklogDenied: a runner whose role may not read the target's
+// attributes fails at New with TARGET_MAX_BACKLOG, and a task whose
+// request asks for a backlog limit fails naming it and the permission.
+func TestBacklogDenied(t *testing.T) {
+	st := fanoutstack.New(t, "")
+	api := deniedBacklog{st.SQS}
+	_, err := fanout.New(t.Context(), st.S3, api, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}, TargetMaxBacklog: 10})
+	if err == nil || !strings.Contains(err.Error(), "TARGET_MAX_BACKLOG") || !strings.Contains(err.Error(), "sqs:GetQueueAttributes") {
+		t.Fatalf("New: %v; want an error naming TARGET_MAX_BACKLOG and sqs:GetQueueAttributes", err)
+	}
+	r, err := fanout.New(t.Context(), st.S3, api, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := st.Records(t, "denied.jsonl", 5)
+	task, err := worktask.Parse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task.Overrides = &worktask.Overrides{TargetMaxBacklog: worktask.SettingOf("10")}
+	res := r.RunTask(t.Context(), task)
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "targetMaxBacklog") || !strings.Contains(res.Err.Error(), "sqs:GetQueueAttributes") || res.RecordsSent != 0 {
+		t.Errorf("task: %+v; want it failed naming targetMaxBacklog and sqs:GetQueueAttributes", res)
 	}
 }

@@ -102,7 +102,8 @@ func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) 
 		err := r.pacer(p.RunID, cmp.Or(ov.MaxRate.Value(), r.opts.MaxRate)).Wait(ctx, 0)
 		switch {
 		case holds(err):
-			return rep, r.putBack(partialbatch.SendContext(ctx), p.RunID, p, err)
+			_, err := r.putBack(partialbatch.SendContext(ctx), p.RunID, p, err)
+			return rep, err
 		case err != nil:
 			return rep, fmt.Errorf("fanout: planning step %d of run %s: read the run's control record: %w", p.Step, p.RunID, err)
 		}
