@@ -399,8 +399,11 @@ func TestBackpressure(t *testing.T) {
 	go func() {
 		defer close(drained)
 		for ctx.Err() == nil {
+			// A short visibility timeout: a receive whose answer is lost,
+			// or cut by the end, hides its messages only from the drain
+			// below for a moment.
 			out, err := c.st.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(c.st.Target), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
-				MessageAttributeNames: []string{"All"}})
+				VisibilityTimeout: 2, MessageAttributeNames: []string{"All"}})
 			if err != nil || len(out.Messages) == 0 {
 				continue
 			}
