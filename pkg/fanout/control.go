@@ -60,8 +60,9 @@ func cancelled(err error) bool {
 	return errors.As(err, &stop) && stop.State == runstate.StateCancelled
 }
 
-// gate is what the tasks of one run and target check before they send. It
-// is shared by the run's tasks in one Runner and safe for concurrent use.
+// gate is what a task checks before it reads and sends. Its Pacer and
+// backlog are shared by the tasks of the run (and target) in one Runner;
+// it is safe for concurrent use.
 type gate struct {
 	pacer   *runstate.Pacer
 	backlog *backlog // nil without TargetMaxBacklog
