@@ -99,10 +99,24 @@ func (r *Runner) QueueObjects(ctx context.Context, runID string, objs iter.Seq2[
 // and, when ctx ends first, the next step. A step whose claim (with a
 // claims store) is done queues nothing: its tasks and next step are on the
 // work queue already. A step that ends before it planned an object fails,
-// to come back, since its next step would be itself.
+// to come back, since its next step would be itself. With Options.Runs, a
+// step of a paused run goes back on the work queue after HoldDelay, and
+// one of a cancelled run is parked, both without error.
 func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) {
 	rep := Report{RunID: p.RunID}
 	ov := overridesOf(p.Overrides)
+	if r.opts.Runs != nil {
+		// A paused run's step goes back on the work queue, a cancelled
+		// run's is parked, as its tasks are.
+		err := r.pacer(p.RunID, cmp.Or(ov.MaxRate.Value(), r.opts.MaxRate)).Wait(ctx, 0)
+		switch {
+		case holds(err):
+			_, err := r.putBack(partialbatch.SendContext(ctx), p.RunID, p, err)
+			return rep, err
+		case err != nil:
+			return rep, fmt.Errorf("fanout: planning step %d of run %s: read the run's control record: %w", p.Step, p.RunID, err)
+		}
+	}
 	var c *claims.Claim
 	if r.opts.Claims != nil {
 		got, err := r.opts.Claims.Acquire(ctx, p.RunID+"/plan/"+p.ID(), r.leaseUntil(ctx))

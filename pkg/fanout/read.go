@@ -31,8 +31,10 @@ type reader struct {
 	client        dataset.GetAPI
 	tr            *taskRun
 	work, readCtx context.Context
-	pipe          *entryPipe
-	packer        *chunkPacker // chunk mode
+	// ioCtx ends with readCtx or work: what the gate waits with.
+	ioCtx  context.Context
+	pipe   *entryPipe
+	packer *chunkPacker // chunk mode
 	// reserved is the room in pipe of the chunk-mode message being packed;
 	// a message not handed on gives it back.
 	reserved int64
@@ -76,6 +78,7 @@ func (r *Runner) read(work, readCtx context.Context, s *taskSpec, group int, pip
 	defer stopIO(nil)
 	ioCtx, end := rd.span(ioCtx)
 	defer end()
+	rd.ioCtx = ioCtx
 	defer context.AfterFunc(work, func() { stopIO(context.Cause(work)) })()
 	if rd.records(ioCtx) == stop && rd.packer != nil && rd.packer.n > 0 {
 		// What was gathered before a deadline is sent too: the
@@ -181,15 +184,13 @@ func (rd *reader) record(rec records.Record) step {
 		tr.resumeAt = rec.Offset
 		return stop
 	}
-	tr.res.RecordsRead++
-	rd.next = rec.Offset + 1
-	if p := rd.r.opts.Progress; p != nil {
-		p.RecordsRead.Add(1)
-		p.BytesRead.Add(int64(len(rec.Value)) + 1)
-	}
 	if rd.packer != nil {
 		return rd.pack(rec)
 	}
+	if next := rd.paced(rec.Offset); next != more {
+		return next
+	}
+	rd.count(rec)
 	e, err := tr.encode(rec)
 	if err != nil {
 		rd.fail(rec.Offset, "UnmappableRecord", err.Error(), string(rec.Value))
@@ -201,6 +202,35 @@ func (rd *reader) record(rec records.Record) step {
 	return more
 }
 
+// paced waits for the run's gate before the message that starts with the
+// record at offset is handed on. It returns stop when the gate stopped
+// the task (its run paused or cancelled, its target's backlog high) or
+// work ended, the task then continuing from offset, and halt when the
+// send stopped or the gate could not be read (the task fails).
+func (rd *reader) paced(offset int64) step {
+	g := rd.tr.gate
+	if g == nil {
+		return more
+	}
+	err := g.take(rd.ioCtx)
+	switch {
+	case err == nil:
+		return more
+	case rd.readCtx.Err() != nil:
+		rd.cut(offset)
+		return halt
+	case holds(err):
+		rd.tr.resumeAt, rd.tr.held = offset, err
+		return stop
+	case rd.work.Err() != nil:
+		rd.tr.resumeAt = offset
+		return stop
+	}
+	rd.tr.readErr = err
+	rd.tr.notAccepted(offset)
+	return halt
+}
+
 // pack adds rec to the chunk-mode message being packed, handing on the
 // message before when rec does not fit in it.
 func (rd *reader) pack(rec records.Record) step {
@@ -208,6 +238,7 @@ func (rd *reader) pack(rec records.Record) step {
 	if at := sqsbatch.InvalidCharAt(rec.Value); at >= 0 && !rd.r.opts.Send.ReplaceInvalidCharacters {
 		// SQS would refuse the whole message for this record: it goes to
 		// the failure output alone.
+		rd.count(rec)
 		rd.refuse(rec.Offset, string(sqsbatch.RuleInvalidCharacters),
 			fmt.Sprintf("the record has a character SQS rejects at byte %d", at), string(rec.Value))
 		return more
@@ -216,6 +247,9 @@ func (rd *reader) pack(rec records.Record) step {
 		return halt
 	}
 	if p.n == 0 {
+		if next := rd.paced(rec.Offset); next != more {
+			return next
+		}
 		// The message this record starts takes its room in the pipe now,
 		// before it is packed.
 		var err error
@@ -224,8 +258,21 @@ func (rd *reader) pack(rec records.Record) step {
 			return halt
 		}
 	}
+	rd.count(rec)
 	p.add(rec)
 	return more
+}
+
+// count counts rec read, once the gate has let its message go on.
+func (rd *reader) count(rec records.Record) {
+	n := int64(len(rec.Value)) + 1
+	rd.tr.res.RecordsRead++
+	rd.tr.bytesRead += n
+	rd.next = rec.Offset + 1
+	if p := rd.r.opts.Progress; p != nil {
+		p.RecordsRead.Add(1)
+		p.BytesRead.Add(n)
+	}
 }
 
 // hand hands the entry e, which carries the records held, to the send. It
