@@ -216,7 +216,7 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner
 	c.opts.Progress = &fanout.Progress{}
 	c.opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c.opts.IngestEncoder = ingesthandler.EncodeRecords
-	if c.opts.Claims, err = claimsStore(ctx, c.claimsTable); err != nil {
+	if c.opts.Claims, c.opts.Runs, err = claimStores(ctx, c.claimsTable); err != nil {
 		return nil, failures, err
 	}
 	runner, err := fanout.New(ctx, s3c, sqsc, c.opts)

@@ -61,14 +61,17 @@ func (rf *runFlags) get(ctx context.Context, runs *runstate.Table) (runstate.Run
 	return run, nil
 }
 
-// claimsStore returns the claims store in table, or nil when table is "".
-func claimsStore(ctx context.Context, table string) (claims.Store, error) {
+// claimStores returns the claims store and the runs of table, or nils
+// when table is "": with it, the CLI's runs are watched and steered as
+// the functions' are, and its planning adds the tasks it queues to the
+// run's counters.
+func claimStores(ctx context.Context, table string) (claims.Store, *runstate.Table, error) {
 	if table == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	ddb, err := awssetup.DynamoDB(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return claims.NewTable(ddb, table, claims.TableOptions{}), nil
+	return claims.NewTable(ddb, table, claims.TableOptions{}), runstate.NewTable(ddb, table, runstate.TableOptions{}), nil
 }
