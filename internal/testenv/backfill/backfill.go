@@ -116,10 +116,11 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 	}
 
 	res := &Result{Records: c.Objects * c.Records}
-	var tr transcript
+	tr := transcript{names: strings.NewReplacer(st.work, "$WORK_QUEUE_URL", st.workDLQ, "$WORK_DLQ_URL", st.target, "$TARGET_QUEUE_URL",
+		st.failed, "$FAILURE_QUEUE_URL", st.claims, "$CLAIMS_TABLE")}
 	sh := func(args ...string) (string, error) { return tr.run(ctx, cli, env, args...) }
 	source := []string{"-bucket", bucket, "-prefix", "exports/2026-11/", "-s3-path-style", "-target-queue-url", st.target}
-	if _, err := sh(append(append([]string{"fanout"}, source...), "-dry-run", "-invocations", fmt.Sprint(c.Invocations))...); err != nil {
+	if _, err := sh(append(append([]string{"fanout"}, source...), "-work-queue-url", st.work, "-dry-run", "-invocations", fmt.Sprint(c.Invocations))...); err != nil {
 		return nil, err
 	}
 	if _, err := sh(append(append([]string{"fanout"}, source...), "-run-id", RunID, "-max-rate", fmt.Sprint(c.Rate),
@@ -331,8 +332,11 @@ func moduleRoot() string {
 // transcript records the commands as a shell session shows them, each
 // command's output after it; commands running at once write in turn.
 type transcript struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	// names replaces the stand-ins' generated names with the variables
+	// that hold them, so that the transcript reads the same on every run.
+	names *strings.Replacer
+	mu    sync.Mutex
+	buf   bytes.Buffer
 }
 
 func (t *transcript) String() string {
@@ -346,7 +350,7 @@ func (t *transcript) run(ctx context.Context, cli string, env []string, args ...
 	var out bytes.Buffer
 	err := t.exec(ctx, cli, env, &out, args)
 	t.mu.Lock()
-	fmt.Fprintf(&t.buf, "$ s3sqs %s\n%s", shown(args), out.String())
+	fmt.Fprintf(&t.buf, "$ s3sqs %s\n%s", t.names.Replace(strings.Join(args, " ")), t.names.Replace(out.String()))
 	t.mu.Unlock()
 	return out.String(), err
 }
@@ -355,7 +359,7 @@ func (t *transcript) run(ctx context.Context, cli string, env []string, args ...
 // output as it comes, among the other commands'.
 func (t *transcript) runAsync(ctx context.Context, cli string, env []string, args ...string) (string, error) {
 	t.mu.Lock()
-	fmt.Fprintf(&t.buf, "$ s3sqs %s &\n", shown(args))
+	fmt.Fprintf(&t.buf, "$ s3sqs %s &\n", t.names.Replace(strings.Join(args, " ")))
 	t.mu.Unlock()
 	var all bytes.Buffer
 	w := &lineWriter{t: t, all: &all}
@@ -368,7 +372,7 @@ func (t *transcript) exec(ctx context.Context, cli string, env []string, out io.
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("backfill: s3sqs %s: %w", shown(args), err)
+		return fmt.Errorf("backfill: s3sqs %s: %w", strings.Join(args, " "), err)
 	}
 	return nil
 }
@@ -384,28 +388,9 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	w.pending = append(w.pending, p...)
 	if i := bytes.LastIndexByte(w.pending, '\n'); i >= 0 {
 		w.t.mu.Lock()
-		w.t.buf.Write(w.pending[:i+1])
+		w.t.buf.WriteString(w.t.names.Replace(string(w.pending[:i+1])))
 		w.t.mu.Unlock()
 		w.pending = append(w.pending[:0], w.pending[i+1:]...)
 	}
 	return len(p), nil
-}
-
-// shown is the command line with the stand-ins' generated names made
-// short, so that the transcript reads the same on every run.
-func shown(args []string) string {
-	var b strings.Builder
-	for i, a := range args {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if strings.HasPrefix(a, "http://") {
-			a = "$" + strings.ToUpper(strings.TrimSuffix(strings.TrimPrefix(a[strings.LastIndexByte(a, '/')+1:], "backfill-"), "-"+a[strings.LastIndexByte(a, '-')+1:])) + "_QUEUE_URL"
-		}
-		if strings.HasPrefix(a, "backfill-claims-") {
-			a = "$CLAIMS_TABLE"
-		}
-		b.WriteString(a)
-	}
-	return b.String()
 }
