@@ -98,7 +98,7 @@ func dryRunSummary(rep fanout.Report, o fanout.DryRunOptions) string {
 	if d.Queued {
 		how = fmt.Sprintf("queued on the work queue in %d SendMessageBatch requests (%d billed)", d.WorkRequests, d.WorkBilledRequests)
 	}
-	fmt.Fprintf(&b, "  dataset:  %d objects, %s, %d chunks, %d tasks, %s\n", d.Objects, mb(d.Bytes), d.Chunks, d.Tasks, how)
+	fmt.Fprintf(&b, "  dataset:  %d objects, %s, %d chunks, %d tasks, %s\n", d.Objects, megabytes(d.Bytes), d.Chunks, d.Tasks, how)
 	fmt.Fprintf(&b, "  target:   %d records in %d messages, %d SendMessageBatch requests, %d billed (64 KiB each)\n", d.Records, d.Messages, d.Requests, d.BilledRequests)
 	fmt.Fprintf(&b, "  records:  %d offloaded to S3, %d to the failure output\n", d.Offloaded, d.Failed)
 	inv := "invocations"
@@ -117,5 +117,3 @@ func dryRunSummary(rep fanout.Report, o fanout.DryRunOptions) string {
 	return b.String()
 }
 
-// mb writes n bytes in MB.
-func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }

@@ -47,11 +47,29 @@ const (
 // above TargetMaxBacklog for Options.Hold.
 var ErrBacklog = errors.New("fanout: the target's backlog stayed above targetMaxBacklog")
 
+// ErrRunStateBusy is why a task was put back when the run's state in the
+// claims table answered with throttling, or another error a retry fixes,
+// after the SDK's own retries: the task cannot learn its run's state or
+// take from its budget, and a task that failed instead would count toward
+// the work DLQ for a table's busy minute.
+var ErrRunStateBusy = errors.New("fanout: the run's state in the claims table is busy")
+
 // holds reports whether err stops a task to put it back or park it: its
-// run is paused or cancelled, or its target's backlog did not drain.
+// run is paused or cancelled, its target's backlog did not drain, or its
+// run's state could not be read for a while.
 func holds(err error) bool {
 	var stop *runstate.StopError
-	return errors.As(err, &stop) || errors.Is(err, ErrBacklog)
+	return errors.As(err, &stop) || errors.Is(err, ErrBacklog) || errors.Is(err, ErrRunStateBusy)
+}
+
+// busy marks err, an error of the Pacer, as ErrRunStateBusy when it is the
+// table's and a retry may fix it.
+func busy(ctx context.Context, err error) error {
+	var stop *runstate.StopError
+	if err == nil || ctx.Err() != nil || errors.As(err, &stop) || awserr.Classify(err) != awserr.Retryable {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrRunStateBusy, err)
 }
 
 // cancelled reports whether err is the stop of a cancelled run.
@@ -113,7 +131,7 @@ func (r *Runner) pacer(runID string, rate int64) *runstate.Pacer {
 // only; a paused run waits until it runs again), or ctx's error.
 func (g *gate) control(ctx context.Context) error {
 	for {
-		err := g.pacer.Wait(ctx, 0)
+		err := busy(ctx, g.pacer.Wait(ctx, 0))
 		if err == nil || !g.inPlace || !holds(err) || cancelled(err) {
 			return err
 		}
@@ -142,7 +160,7 @@ func (g *gate) take(ctx context.Context) error {
 		return err
 	}
 	for {
-		err := g.pacer.Wait(ctx, 1)
+		err := busy(ctx, g.pacer.Wait(ctx, 1))
 		if err == nil || !g.inPlace || !holds(err) || cancelled(err) {
 			return err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -693,5 +694,52 @@ func TestBacklogDenied(t *testing.T) {
 	res := r.RunTask(t.Context(), task)
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "targetMaxBacklog") || !strings.Contains(res.Err.Error(), "sqs:GetQueueAttributes") || res.RecordsSent != 0 {
 		t.Errorf("task: %+v; want it failed naming targetMaxBacklog and sqs:GetQueueAttributes", res)
+	}
+}
+
+// throttledBudget is a claims table whose run-wide budget windows answer
+// every UpdateItem with throttling, as a table over its write capacity
+// does after the SDK's own retries.
+type throttledBudget struct{ claims.API }
+
+func (d throttledBudget) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if k, ok := in.Key[claims.KeyAttribute].(*ddbtypes.AttributeValueMemberS); ok && strings.Contains(k.Value, "#rate#") {
+		return nil, &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException", Message: "the budget's window is throttled"}
+	}
+	return d.API.UpdateItem(ctx, in, opts...)
+}
+
+// TestBudgetThrottledHolds runs a paced task whose budget cannot be taken
+// (the table throttles): the task is put back on the work queue, counted
+// held, rather than failed toward the work DLQ, and its copy is the task.
+func TestBudgetThrottledHolds(t *testing.T) {
+	st := fanoutstack.New(t, "")
+	work := localaws.CreateQueue(t, st.SQS, "-work", nil)
+	client, table := localaws.ClaimsTable(t)
+	runs := runstate.NewTable(throttledBudget{&serialDB{c: client}}, table, runstate.TableOptions{})
+	r, err := fanout.New(t.Context(), st.S3, st.SQS, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}, WorkQueueURL: work,
+		Runs: runs, MaxRate: 100, ControlEvery: time.Millisecond, HoldDelay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := st.Records(t, "throttled.jsonl", 10)
+	task, err := worktask.Parse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.RunChains(t.Context(), []worktask.Task{task})[0]
+	if res.Err != nil || res.TasksHeld != 1 || res.RecordsSent != 0 {
+		t.Fatalf("throttled budget: %+v; want the task held, nothing sent", res)
+	}
+	back := localaws.Drain(t, st.SQS, work, 2500*time.Millisecond)
+	if len(back) != 1 {
+		t.Fatalf("%d messages came back on the work queue, want the task", len(back))
+	}
+	again, err := worktask.Parse(aws.ToString(back[0].Body))
+	if err != nil || again.ID() != task.ID() {
+		t.Errorf("the copy is %v (%v), want task %s", again.ID(), err, task.ID())
+	}
+	if n := len(localaws.Drain(t, st.SQS, st.Target, time.Second)); n != 0 {
+		t.Errorf("%d messages on the target", n)
 	}
 }
