@@ -362,8 +362,14 @@ func rounded(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// megabytes writes n bytes in MB, as fanout's progress does.
-func megabytes(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+// megabytes writes n bytes in MB, as fanout's progress does, or in kB
+// below a megabyte, so that a small run's bytes and rate do not read 0.0.
+func megabytes(n int64) string {
+	if n < 1e6 {
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+}
 
 // percent writes part's share of whole, "-" when whole is 0.
 func percent(part, whole int64) string {

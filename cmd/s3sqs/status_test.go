@@ -116,8 +116,8 @@ func TestTimeLeft(t *testing.T) {
 		edit func(*runView)
 		want string
 	}{
-		{"estimate", func(v *runView) { v.SecondsLeft = secs(120.4) }, "about 2m0s (6.0 MB left at 0.1 MB/s)"},
-		{"planning goes on", func(v *runView) { v.SecondsLeft, v.StepsLeft = secs(3), 2 }, "about 3s (6.0 MB left at 0.1 MB/s); planning goes on, so more may come"},
+		{"estimate", func(v *runView) { v.SecondsLeft = secs(120.4) }, "about 2m0s (6.0 MB left at 50.0 kB/s)"},
+		{"planning goes on", func(v *runView) { v.SecondsLeft, v.StepsLeft = secs(3), 2 }, "about 3s (6.0 MB left at 50.0 kB/s); planning goes on, so more may come"},
 		{"done", func(v *runView) { v.Done, v.SecondsLeft = true, secs(0) }, "none: the run is done"},
 		{"paused", func(v *runView) { v.State = runstate.StatePaused }, "unknown: the run is paused"},
 		{"nothing read", func(v *runView) { v.RateOver = rateSinceStart }, "unknown: nothing was read yet"},
@@ -170,8 +170,8 @@ func TestWriteStatus(t *testing.T) {
   planning   1 steps left (3 queued, 2 done)
   records    60000 read, 59990 sent, 10 failed, 2 offloaded (59990 messages in 6000 requests)
   bytes      6.0 MB read of 12.0 MB planned (50%), 4 objects
-  rate       1000 messages/s, 0.1 MB/s (average since the run started, over 1m0s)
-  time left  about 1m0s (6.0 MB left at 0.1 MB/s); planning goes on, so more may come
+  rate       1000 messages/s, 100.0 kB/s (average since the run started, over 1m0s)
+  time left  about 1m0s (6.0 MB left at 100.0 kB/s); planning goes on, so more may come
   failures   10 records and 0 tasks failed
              refused records are in the functions' failure output (FAILURE_QUEUE_URL or FAILURE_S3_URI), and with REPORT_S3_URI
              the run report REPORT_S3_URI/r1/failed/ names the failed ranges: -failure-queue-url, -failure-s3-uri and -report-s3-uri name them here

@@ -97,7 +97,7 @@ func TestEndToEndPausedRun(t *testing.T) {
 	if _, err := runs.SetState(t.Context(), id, runstate.StateRunning); err != nil {
 		t.Fatal(err)
 	}
-	// The held tasks come back after the hold delay (30 s).
+	// The held tasks come back after the hold delay (10 s).
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
 		r, err := runs.Get(t.Context(), id)
 		if err != nil {

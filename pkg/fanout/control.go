@@ -33,7 +33,7 @@ import (
 // Defaults of the hold timings.
 const (
 	defaultHold         = 20 * time.Second
-	defaultHoldDelay    = 30 * time.Second
+	defaultHoldDelay    = 10 * time.Second
 	defaultControlEvery = 2 * time.Second
 	// maxHoldDelay is SQS's largest DelaySeconds.
 	maxHoldDelay = 15 * time.Minute

@@ -126,7 +126,9 @@ type Options struct {
 	// HoldDelay is how long a task put back on the work queue (its run
 	// paused, or its target's backlog high) waits there before it comes
 	// back, as the message's DelaySeconds (at most 15 minutes); zero means
-	// 30 s. A FIFO work queue takes no delay of a message's own: the task
+	// 10 s, so that a resumed run's tasks are back within seconds, at the
+	// cost, while it is paused, of a receive, an invocation and a send per
+	// task every 10 s. A FIFO work queue takes no delay of a message's own: the task
 	// comes back after the queue's delay.
 	HoldDelay time.Duration
 	// ControlEvery is how often a run's control record and its target's
