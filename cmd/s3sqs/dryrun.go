@@ -107,6 +107,9 @@ func dryRunSummary(rep fanout.Report, o fanout.DryRunOptions) string {
 	}
 	fmt.Fprintf(&b, "  estimate: %s at %d %s of %d MB (%.0f records/s each): %.1f invocation-seconds, %.2f GB-s",
 		(time.Duration(e.Seconds * float64(time.Second))).Round(time.Millisecond), e.Invocations, inv, e.MemoryMB, e.RecordsPerSecond, e.InvocationSeconds, e.GBSeconds)
+	if e.MaxRate > 0 {
+		fmt.Fprintf(&b, ", paced at %d messages/s", e.MaxRate)
+	}
 	if e.PlanSeconds > 0 {
 		fmt.Fprintf(&b, ", after %s of planning", (time.Duration(e.PlanSeconds * float64(time.Second))).Round(time.Millisecond))
 	}

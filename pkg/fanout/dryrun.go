@@ -58,7 +58,7 @@ func (r *Runner) DryRun(ctx context.Context, req Request, o DryRunOptions) (Repo
 		return rep, fmt.Errorf("fanout: dry run of run %s: %w", runID, err)
 	}
 	d.scale(t)
-	d.estimate(o)
+	d.estimate(o, cmp.Or(req.MaxRate.Value(), r.opts.MaxRate))
 	rep.DryRun = d
 	return rep, nil
 }

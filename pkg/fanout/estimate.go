@@ -162,6 +162,11 @@ type Estimate struct {
 	InvocationSeconds float64 `json:"invocationSeconds"`
 	Seconds           float64 `json:"seconds"`
 	PlanSeconds       float64 `json:"planSeconds,omitempty"`
+	// MaxRate is the run's run-wide rate (maxRate, MAX_RATE), when it has
+	// one: Seconds is then at least Messages / MaxRate, and an invocation
+	// that waits for the budget is billed for the wait, so that
+	// InvocationSeconds is at least Seconds times Invocations.
+	MaxRate int64 `json:"maxRate,omitempty"`
 	// GBSeconds is InvocationSeconds at MemoryMB (MB / 1,024 GB).
 	GBSeconds float64 `json:"gbSeconds"`
 	// SQSCost (target and work queue requests) and LambdaCost (GB-seconds)
@@ -170,8 +175,9 @@ type Estimate struct {
 	LambdaCost float64 `json:"lambdaCost,omitempty"`
 }
 
-// estimate fills d.Estimate from d's counts and o (with its defaults).
-func (d *DryRun) estimate(o DryRunOptions) {
+// estimate fills d.Estimate from d's counts, o (with its defaults) and
+// the run's rate (0: none).
+func (d *DryRun) estimate(o DryRunOptions, rate int64) {
 	e := Estimate{Invocations: 1, MemoryMB: o.MemoryMB}
 	if d.Queued {
 		e.Invocations = max(1, min(o.Invocations, d.Tasks))
@@ -180,6 +186,11 @@ func (d *DryRun) estimate(o DryRunOptions) {
 	e.RecordsPerSecond = o.RecordsPerSecond * min(float64(o.MemoryMB), oneVCPUMemoryMB) / oneVCPUMemoryMB
 	e.InvocationSeconds = float64(d.Records) / e.RecordsPerSecond
 	e.Seconds = e.InvocationSeconds / float64(e.Invocations)
+	if rate > 0 {
+		e.MaxRate = rate
+		e.Seconds = max(e.Seconds, float64(d.Messages)/float64(rate))
+		e.InvocationSeconds = max(e.InvocationSeconds, e.Seconds*float64(e.Invocations))
+	}
 	e.GBSeconds = e.InvocationSeconds * float64(o.MemoryMB) / 1024
 	e.SQSCost = float64(d.BilledRequests+d.WorkBilledRequests) / 1e6 * o.SQSPrice
 	e.LambdaCost = e.GBSeconds * o.LambdaPrice

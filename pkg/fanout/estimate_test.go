@@ -128,7 +128,7 @@ func TestEstimate(t *testing.T) {
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 	// Record mode at 1,769 MB, queued, 1,000 invocations.
 	d := DryRun{Queued: true, Tasks: 5000, Records: 34_100_000, BilledRequests: 3_410_000, WorkBilledRequests: 500}
-	d.estimate(DryRunOptions{Invocations: 1000, MemoryMB: 1769, SQSPrice: 0.4, LambdaPrice: 0.00001}.withDefaults(worktask.ModeRecord))
+	d.estimate(DryRunOptions{Invocations: 1000, MemoryMB: 1769, SQSPrice: 0.4, LambdaPrice: 0.00001}.withDefaults(worktask.ModeRecord), 0)
 	e := d.Estimate
 	if e.Invocations != 1000 || !near(e.RecordsPerSecond, RecordRate) || !near(e.InvocationSeconds, 1000) || !near(e.Seconds, 1) ||
 		!near(e.GBSeconds, 1000*1769.0/1024) || !near(e.SQSCost, 3_410_500/1e6*0.4) || !near(e.LambdaCost, e.GBSeconds*0.00001) || !near(e.PlanSeconds, 5000.0/PlanRate) {
@@ -137,7 +137,7 @@ func TestEstimate(t *testing.T) {
 	// Chunk mode at 512 MB gets 512/1769 of a vCPU: the GB-seconds are
 	// the same as at 1,769 MB; inline, one invocation.
 	d = DryRun{Tasks: 3, Records: 1_000_000}
-	d.estimate(DryRunOptions{Invocations: 50, MemoryMB: 512}.withDefaults(worktask.ModeChunk))
+	d.estimate(DryRunOptions{Invocations: 50, MemoryMB: 512}.withDefaults(worktask.ModeChunk), 0)
 	e = d.Estimate
 	if e.Invocations != 1 || !near(e.RecordsPerSecond, ChunkRate*512.0/1769) || !near(e.GBSeconds, 1_000_000/float64(ChunkRate)*1769/1024) || e.SQSCost != 0 || e.PlanSeconds != 0 {
 		t.Errorf("chunk mode at 512 MB: %+v", e)
@@ -145,8 +145,20 @@ func TestEstimate(t *testing.T) {
 	// Above one vCPU the rate is not raised; a queued run of 3 tasks takes
 	// at most 3 invocations.
 	d = DryRun{Queued: true, Tasks: 3, Records: 1000}
-	d.estimate(DryRunOptions{MemoryMB: 4096, RecordsPerSecond: 1000}.withDefaults(worktask.ModeRecord))
+	d.estimate(DryRunOptions{MemoryMB: 4096, RecordsPerSecond: 1000}.withDefaults(worktask.ModeRecord), 0)
 	if e := d.Estimate; e.Invocations != 3 || !near(e.RecordsPerSecond, 1000) || !near(e.Seconds, 1.0/3) || !near(e.GBSeconds, 4) {
 		t.Errorf("4,096 MB, 3 tasks: %+v", e)
+	}
+	// Paced at 100 messages/s, 12,000 messages take 120 s whatever the
+	// invocations can do, and each of the 2 invocations is billed for it.
+	d = DryRun{Queued: true, Tasks: 24, Records: 12_000, Messages: 12_000}
+	d.estimate(DryRunOptions{Invocations: 2, MemoryMB: 1024}.withDefaults(worktask.ModeRecord), 100)
+	if e := d.Estimate; e.MaxRate != 100 || !near(e.Seconds, 120) || !near(e.InvocationSeconds, 240) || !near(e.GBSeconds, 240) {
+		t.Errorf("paced at 100/s: %+v", e)
+	}
+	// A rate above what the invocations send changes nothing.
+	d.estimate(DryRunOptions{Invocations: 2, MemoryMB: 1769}.withDefaults(worktask.ModeRecord), 10_000_000)
+	if e := d.Estimate; !near(e.Seconds, 12_000/float64(RecordRate)/2) || !near(e.InvocationSeconds, 12_000/float64(RecordRate)) {
+		t.Errorf("paced above the invocations' rate: %+v", e)
 	}
 }
