@@ -120,7 +120,8 @@ func Run(ctx context.Context, c Config) (*Result, error) {
 		st.failed, "$FAILURE_QUEUE_URL", st.claims, "$CLAIMS_TABLE")}
 	sh := func(args ...string) (string, error) { return tr.run(ctx, cli, env, args...) }
 	source := []string{"-bucket", bucket, "-prefix", "exports/2026-11/", "-s3-path-style", "-target-queue-url", st.target}
-	if _, err := sh(append(append([]string{"fanout"}, source...), "-work-queue-url", st.work, "-dry-run", "-invocations", fmt.Sprint(c.Invocations))...); err != nil {
+	if _, err := sh(append(append([]string{"fanout"}, source...), "-max-rate", fmt.Sprint(c.Rate),
+		"-work-queue-url", st.work, "-dry-run", "-invocations", fmt.Sprint(c.Invocations))...); err != nil {
 		return nil, err
 	}
 	if _, err := sh(append(append([]string{"fanout"}, source...), "-run-id", RunID, "-max-rate", fmt.Sprint(c.Rate),
