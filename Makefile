@@ -37,13 +37,16 @@ SYNTH_SETS_OUT := .local/cdk.out-sets
 # How a function is built for Lambda: provided.al2023 on arm64.
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: help demo chaos simulate test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction cdk-cli deploy synth vet build bench bench-latency bench-go planbench membench plot clean
+.PHONY: help demo backfill chaos simulate test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction cdk-cli deploy synth vet build bench bench-latency bench-go planbench membench plot clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 demo: ## install and start the local AWS stand-ins and run the whole pipeline end to end
 	tools/with-local-aws $(GO) run ./tools/demo
+
+backfill: ## install and start the local AWS stand-ins and run a paced backfill over two functions: preview, start, status -watch, pause, resume, set -max-rate (docs/backfills.md)
+	tools/with-local-aws $(GO) run ./tools/backfill $(BACKFILL_ARGS)
 
 chaos: ## run both functions through a fault-injecting proxy (with and without claims) and print how every record ended
 	tools/with-local-aws $(GO) run ./tools/chaos $(CHAOS_ARGS)

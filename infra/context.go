@@ -76,6 +76,8 @@ const (
 	ctxChunkSize            = "chunkSize"
 	ctxMaxInFlight          = "maxInFlight"
 	ctxFailOnError          = "failOnError"
+	ctxMaxRate              = "maxRate"
+	ctxTargetMaxBacklog     = "targetMaxBacklog"
 	ctxFanoutEnv            = "fanoutEnv"
 	ctxBatchOperations      = "batchOperations"
 	ctxBatchManifestBucket  = "batchManifestBucketName"
@@ -200,6 +202,8 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	fo.ChunkSize = r.str(ctxChunkSize, "")
 	fo.MaxInFlight = r.integer(ctxMaxInFlight)
 	fo.FailOnError = r.boolean(ctxFailOnError, false)
+	fo.MaxRate = r.integer(ctxMaxRate)
+	fo.TargetMaxBacklog = r.integer(ctxTargetMaxBacklog)
 	fo.Environment = r.env(ctxFanoutEnv)
 	fo.BatchOperations = s3sqscdk.BatchOperationsProps{
 		Enabled:            r.boolean(ctxBatchOperations, false),

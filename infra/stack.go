@@ -42,8 +42,8 @@ func newStack(scope constructs.Construct, cfg appConfig, env *awscdk.Environment
 	}
 	if s.FanoutFunction != nil {
 		out("FanoutFunctionName", "the fanout function; invoke it with a dataset request", s.FanoutFunction.FunctionName())
-		out("FanoutRoleArn", "fanout's role: allow it sqs:SendMessage and sqs:GetQueueUrl in an existing target queue's policy", s.FanoutFunction.Role().RoleArn())
-		out("WorkQueueUrl", "fanout's queue of chunk tasks", s.WorkQueue.QueueUrl())
+		out("FanoutRoleArn", "fanout's role: allow it sqs:SendMessage and sqs:GetQueueUrl (and sqs:GetQueueAttributes for TARGET_MAX_BACKLOG) in an existing target queue's policy", s.FanoutFunction.Role().RoleArn())
+		out("WorkQueueUrl", "fanout's queue of chunk tasks (s3sqs fanout and s3sqs resume -work-queue-url)", s.WorkQueue.QueueUrl())
 		out("WorkDLQUrl", "chunk tasks and asynchronous invocations fanout failed repeatedly", s.WorkDLQ.QueueUrl())
 		out("FailureQueueUrl", "records fanout could not deliver, with the reason", s.FailureQueue.QueueUrl())
 		out("TargetQueueUrl", "queue fanout sends records to", s.TargetQueue.QueueUrl())
@@ -57,6 +57,9 @@ func newStack(scope constructs.Construct, cfg appConfig, env *awscdk.Environment
 		if uri := s.ReportS3URI(); uri != "" {
 			out("ReportS3Uri", "where fanout writes its run reports (REPORT_S3_URI)", &uri)
 		}
+	}
+	if s.ClaimsTable != nil {
+		out("ClaimsTableName", "the claims table: run-once claims and the state fanout's runs share (s3sqs status -claims-table)", s.ClaimsTable.TableName())
 	}
 	if s.QueueKey != nil {
 		out("QueueKeyArn", "KMS key of the queues; consumers need kms:Decrypt on it", s.QueueKey.KeyArn())

@@ -101,7 +101,7 @@ func TestContext(t *testing.T) {
 				"ingestBatchSize": "100", "ingestMaxConcurrency": "5", "fanoutMinPollers": "10", "fanoutMaxPollers": "100", "ingestEnv": "PARTITION_COLUMNS=typed, MAX_IN_FLIGHT=8",
 				"handoffBytes": "64MiB", "fanout": "true", "targetQueueArn": "arn:aws:sqs:eu-west-1:444455556666:orders",
 				"targetMaxMessageSize": "262144", "datasets": "lake/exports/,s3://lake/backfill/,other",
-				"fanoutTimeout": "10m", "failOnError": "true", "nag": "false", "alarmTopicArn": "arn:aws:sns:eu-west-1:111122223333:ops",
+				"fanoutTimeout": "10m", "failOnError": "true", "maxRate": "500", "targetMaxBacklog": "100000", "nag": "false", "alarmTopicArn": "arn:aws:sns:eu-west-1:111122223333:ops",
 				"fanoutBatchingWindow": "30s", "datasetKeys": "lake=arn:aws:kms:eu-west-1:111122223333:key/lake",
 				"report": "true", "reportBucketName": "runs", "reportPrefix": "fanout/", "reportExpirationDays": "30",
 				"batchOperations": "true", "batchManifestBucketName": "inventory", "batchManifestPrefix": "jobs/",
@@ -125,6 +125,8 @@ func TestContext(t *testing.T) {
 					MinPollers:        10,
 					MaxPollers:        100,
 					FailOnError:       true,
+					MaxRate:           500,
+					TargetMaxBacklog:  100000,
 					Report:            s3sqscdk.ReportProps{Enabled: true, ExistingBucketName: "runs", Prefix: "fanout/", ExpirationDays: 30},
 					BatchOperations: s3sqscdk.BatchOperationsProps{Enabled: true, ManifestBucketName: "inventory", ManifestPrefix: "jobs/",
 						ReportBucketName: "job-reports", ReportPrefix: "done/"},
@@ -134,20 +136,22 @@ func TestContext(t *testing.T) {
 		{
 			name: "JSON from cdk.json",
 			ctx: map[string]any{
-				"ingest": false, "datasets": "none", "fanoutMemoryMiB": float64(2048), "ingestMaxPollers": float64(20), "fanoutEnv": map[string]any{"BODY_FIELD": "payload"}, "targetFifo": true,
+				"ingest": false, "datasets": "none", "fanoutMemoryMiB": float64(2048), "maxRate": float64(250), "targetMaxBacklog": float64(5000), "ingestMaxPollers": float64(20), "fanoutEnv": map[string]any{"BODY_FIELD": "payload"}, "targetFifo": true,
 			},
 			want: appConfig{stackName: "S3Sqs", nag: true, props: s3sqscdk.Props{
 				Ingest: s3sqscdk.IngestProps{Disabled: true, CodeDir: "../dist/s3ingest", MaxPollers: 20},
-				Fanout: s3sqscdk.FanoutProps{CodeDir: "../dist/fanout", MemoryMiB: 2048, TargetFIFO: true, Environment: map[string]string{"BODY_FIELD": "payload"}},
+				Fanout: s3sqscdk.FanoutProps{CodeDir: "../dist/fanout", MemoryMiB: 2048, TargetFIFO: true, MaxRate: 250, TargetMaxBacklog: 5000,
+					Environment: map[string]string{"BODY_FIELD": "payload"}},
 			}},
 		},
 		{
 			name: "bad values",
 			ctx: map[string]any{"encryption": "aes", "maxReceiveCount": "many", "logRetentionDays": "42", "ingestTimeout": "soon", "fanout": "maybe", "fanoutEnv": "NOEQUALS",
 				"datasets": "lake", "datasetKeys": "other=arn:aws:kms:eu-west-1:111122223333:key/other", "report": "sometimes", "batchOperations": "yes",
-				"fanoutMinPollers": "few", "ingestMaxPollers": float64(2.5)},
+				"fanoutMinPollers": "few", "ingestMaxPollers": float64(2.5), "maxRate": "fast", "targetMaxBacklog": float64(1.5)},
 			wantErr: []string{"encryption", "maxReceiveCount", "logRetentionDays", "ingestTimeout", "fanout:", "fanoutEnv", "datasetKeys", "report:", "batchOperations:",
-				"context fanoutMinPollers: few is not a whole number", "context ingestMaxPollers: 2.5 is not a whole number"},
+				"context fanoutMinPollers: few is not a whole number", "context ingestMaxPollers: 2.5 is not a whole number",
+				"context maxRate: fast is not a whole number", "context targetMaxBacklog: 1.5 is not a whole number"},
 		},
 		{
 			name:    "fanout without a dataset",
@@ -197,7 +201,7 @@ func TestStack(t *testing.T) {
 		{"defaults", map[string]any{"datasets": "none"}, []string{
 			"SourceBucketName", "TopicArn", "IngestQueueUrl", "IngestDLQUrl", "OutputQueueUrl", "OutputQueueArn", "OutputDLQUrl",
 			"S3IngestFunctionName", "FanoutFunctionName", "FanoutRoleArn", "WorkQueueUrl", "WorkDLQUrl", "FailureQueueUrl",
-			"TargetQueueUrl", "TargetQueueArn", "TargetDLQUrl",
+			"TargetQueueUrl", "TargetQueueArn", "TargetDLQUrl", "ClaimsTableName",
 		}},
 		{"fanout only, KMS, existing target, alarm topic, report", map[string]any{
 			"ingest": "false", "encryption": "kms", "targetQueueArn": "arn:aws:sqs:eu-west-1:444455556666:orders",
@@ -205,7 +209,12 @@ func TestStack(t *testing.T) {
 			"batchOperations": "true", "batchManifestBucketName": "lake", "batchReportPrefix": "jobs/done/",
 		}, []string{
 			"FanoutFunctionName", "FanoutRoleArn", "WorkQueueUrl", "WorkDLQUrl", "FailureQueueUrl", "TargetQueueUrl", "TargetQueueArn", "QueueKeyArn",
-			"ReportS3Uri", "BatchOperationsRoleArn",
+			"ReportS3Uri", "BatchOperationsRoleArn", "ClaimsTableName",
+		}},
+		{"fanout only, no claims table, paced", map[string]any{
+			"ingest": "false", "claims": "false", "datasets": "lake/exports/", "maxRate": "500", "targetMaxBacklog": "100000",
+		}, []string{
+			"FanoutFunctionName", "FanoutRoleArn", "WorkQueueUrl", "WorkDLQUrl", "FailureQueueUrl", "TargetQueueUrl", "TargetQueueArn", "TargetDLQUrl",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -241,6 +250,19 @@ func TestStack(t *testing.T) {
 				want := slices.Sorted(slices.Values(tc.wantOutputs))
 				if !slices.Equal(got, want) {
 					t.Errorf("outputs:\n got %v\nwant %v", got, want)
+				}
+				// What the run commands are given: the claims table's name
+				// (s3sqs status -claims-table) and the work queue's URL.
+				for name, typ := range map[string]string{"ClaimsTableName": "AWS::DynamoDB::Table", "WorkQueueUrl": "AWS::SQS::Queue"} {
+					o, ok := tmpl.Outputs[name].(map[string]any)
+					if !ok {
+						continue
+					}
+					v, _ := o["Value"].(map[string]any)
+					id, _ := v["Ref"].(string)
+					if tmpl.Resources[id].Type != typ {
+						t.Errorf("output %s = %v, want a Ref to the stack's %s", name, o["Value"], typ)
+					}
 				}
 				if tc.ctx["alarmTopicArn"] != nil {
 					for id, r := range tmpl.Resources {

@@ -34,6 +34,10 @@ type fanoutCmd struct {
 	pathStyle   bool
 	allowEmpty  bool
 	interval    time.Duration
+	dry         dryRunCmd
+	// maxRate and maxBacklog are -max-rate and -target-max-backlog as
+	// written; claimsTable is -claims-table.
+	maxRate, maxBacklog, claimsTable string
 }
 
 // runFanout sends a dataset with the fanout logic, in this process.
@@ -49,9 +53,12 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 		defer failures.Close()
 	}
 	if err != nil {
-		printJSON(stdout, fanout.Report{RunID: c.req.RunID, Queued: c.queue()})
+		printJSON(stdout, fanout.Report{RunID: c.req.RunID, Queued: c.queue() && !c.dry.on})
 		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", c.queueError(err))
 		return 1
+	}
+	if c.dry.on {
+		return c.dryRun(ctx, runner, stdout, stderr, tty)
 	}
 	start := time.Now()
 	rep, err := c.send(ctx, runner, stderr, tty)
@@ -65,7 +72,8 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 		"Sends the records of an S3 dataset to an SQS queue with the fanout function's\n"+
 		"logic, in this process: name the dataset with -bucket and one of -key, -prefix\n"+
 		"or -keys, or with -manifest, and the queue with -target-queue-url or\n"+
-		"-target-queue-name. Prints the run's report as JSON when done.", stderr)}
+		"-target-queue-name. Prints the run's report as JSON when done. -dry-run counts\n"+
+		"what the run would send, and estimates its time and cost, sending nothing.", stderr)}
 	fs, req, o := c.flags, &c.req, &c.opts
 	fs.StringVar(&req.Bucket, "bucket", "", "the dataset's `bucket`")
 	fs.StringVar(&req.Key, "key", "", "one object `key`")
@@ -88,6 +96,7 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.text(settings.FailureQueueURL, &o.FailureQueueURL, "")
 	fs.text(settings.FailureS3URI, &o.FailureS3URI, "")
 	fs.text(settings.ReportS3URI, &o.ReportS3URI, "")
+	fs.text(settings.ClaimsTable, &c.claimsTable, "")
 	offloadFlags(fs, o)
 	fs.StringVar(&c.failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-failures-RUNID.jsonl)")
 	mappingFlags(fs, &o.Mapping, "", "")
@@ -96,9 +105,12 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.count(settings.MaxInFlight, &o.Send.MaxInFlight, sqsbatch.DefaultMaxInFlight, "")
 	fs.boolean(settings.FixedInFlight, &o.Send.FixedInFlight, false, "")
 	fs.count(settings.MaxAttempts, &o.Send.MaxAttempts, sqsbatch.DefaultMaxAttempts, "")
+	fs.optionalCount(settings.MaxRate, &c.maxRate, "")
+	fs.optionalCount(settings.TargetMaxBacklog, &c.maxBacklog, "")
 	fs.count(settings.ChunkConcurrency, &o.ChunkConcurrency, fanout.DefaultChunkConcurrency, "")
 	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
 	fs.DurationVar(&c.interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
+	dryRunFlags(fs, &c.dry)
 	return c
 }
 
@@ -153,6 +165,9 @@ func (c *fanoutCmd) parse(args []string, bad func(string, ...any) int) (int, boo
 	if msg, ok := fs.firstBad(); ok {
 		return bad("%s", msg), false
 	}
+	if msg, ok := c.dry.check(fs.given()); ok {
+		return bad("%s", msg), false
+	}
 	if o.Send.FixedInFlight && o.WorkQueueURL != "" {
 		// The function's workers send a queued run, with their own
 		// FIXED_IN_FLIGHT; a request cannot carry it.
@@ -201,6 +216,9 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner
 	c.opts.Progress = &fanout.Progress{}
 	c.opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c.opts.IngestEncoder = ingesthandler.EncodeRecords
+	if c.opts.Claims, c.opts.Runs, err = claimStores(ctx, c.claimsTable); err != nil {
+		return nil, failures, err
+	}
 	runner, err := fanout.New(ctx, s3c, sqsc, c.opts)
 	if err != nil {
 		return nil, failures, err
@@ -214,6 +232,8 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner
 		}
 		c.req.Overrides = queuedOverrides(c.flags.FlagSet, target.QueueURL(), c.opts, *c.chunkSize)
 	}
+	// The run-wide pace is the request's, in-process as queued.
+	c.req.MaxRate, c.req.TargetMaxBacklog = worktask.SettingOf(c.maxRate), worktask.SettingOf(c.maxBacklog)
 	return runner, failures, nil
 }
 

@@ -66,6 +66,20 @@ func (f *cmdFlags) count(row settings.Count, p *int, def int, usage string) {
 	f.onCheck(row.Flag, func() error { return row.Check(int64(*p)) })
 }
 
+// optionalCount defines the flag of a whole number that is not given by
+// default: written as text into p, checked against its range when given,
+// so that the text goes on as written (worktask.SettingOf).
+func (f *cmdFlags) optionalCount(row settings.Count, p *string, usage string) {
+	f.StringVar(p, row.Flag, "", usageOf(row.Row, usage))
+	f.onCheck(row.Flag, func() error {
+		if *p == "" {
+			return nil
+		}
+		_, err := row.Parse(*p)
+		return err
+	})
+}
+
 // choice defines the flag of a choice, written as a word (def by default)
 // and parsed into the value it means, which set stores.
 func (f *cmdFlags) choice(row settings.Choice, def, usage string, set func(string)) {

@@ -4,6 +4,9 @@
 //	s3sqs ingest [flags] [file] run s3ingest's logic on a notification or an object
 //	s3sqs parse [file]          show the S3 objects an SQS message body names
 //	s3sqs redrive SOURCE [flags] send failed work again: a run report, the failure output, a DLQ
+//	s3sqs status -run-id R [flags] show how far a run is, from the claims table
+//	s3sqs pause|resume|cancel -run-id R [flags] steer a run
+//	s3sqs set -run-id R -max-rate N [flags] change a running run's rate
 //
 // It uses the AWS SDK's standard configuration: credentials, region, and
 // AWS_ENDPOINT_URL... for stand-ins. Run `s3sqs COMMAND -h` for the flags.
@@ -36,10 +39,16 @@ Commands:
            (-report), the failure output's records (-from-queue, -from-s3,
            -from-file), or a dead-letter queue's messages back to their
            queue (-dlq)
+  status   show how far a fanout run is: tasks, records, bytes, rate, time
+           left and where its failures are, from the claims table (-watch)
+  pause    pause a fanout run: its tasks go back on the work queue
+  resume   resume a paused or cancelled run, putting parked tasks back
+  cancel   cancel a fanout run: its tasks end and are parked for a resume
+  set      change a running run's rate (-max-rate)
 
 Run "s3sqs COMMAND -h" for a command's flags. AWS credentials, region and
-endpoints (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_SQS) come
-from the SDK's standard configuration.
+endpoints (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_SQS,
+AWS_ENDPOINT_URL_DYNAMODB) come from the SDK's standard configuration.
 `
 
 func main() {
@@ -65,6 +74,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runParse(args[1:], stdin, stdout, stderr)
 	case "redrive":
 		return runRedrive(ctx, args[1:], stdout, stderr, tty)
+	case "status":
+		return runStatus(ctx, args[1:], stdout, stderr)
+	case "pause", "resume", "cancel", "set":
+		return runControl(ctx, args[0], args[1:], stdout, stderr)
 	case "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -88,7 +101,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // commands are the names run knows.
-var commands = map[string]bool{"fanout": true, "ingest": true, "parse": true, "redrive": true}
+var commands = map[string]bool{"fanout": true, "ingest": true, "parse": true, "redrive": true,
+	"status": true, "pause": true, "resume": true, "cancel": true, "set": true}
 
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()

@@ -58,6 +58,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		GroupIDField:    lambdaenv.Get(env, s.GroupIDField),
 		DedupIDField:    lambdaenv.Get(env, s.DedupIDField),
 	}
+	o.MaxRate = lambdaenv.Get(env, s.MaxRate)
+	o.TargetMaxBacklog = lambdaenv.Get(env, s.TargetMaxBacklog)
 	o.InlineMaxBytes = lambdaenv.Get(env, s.InlineMaxBytes)
 	o.ChunkConcurrency = env.Int(s.ChunkConcurrency)
 	h := &c.handler

@@ -80,8 +80,9 @@ type S3SQS struct {
 	ReportBucket awss3.IBucket
 
 	// ClaimsTable holds the run-once claims of both functions (see
-	// pkg/claims): a DynamoDB table, on demand, with TTL. Nil with
-	// Props.DisableClaims.
+	// pkg/claims) and what fanout's runs share across invocations: their
+	// control records, counters and rate budget (see pkg/runstate). A
+	// DynamoDB table, on demand, with TTL. Nil with Props.DisableClaims.
 	ClaimsTable awsdynamodb.Table
 
 	// Alarms on dead-letter queue depth, failure queue depth, the age of
@@ -314,7 +315,9 @@ func (s *S3SQS) buildClaims() {
 }
 
 // useClaims gives a function the claims table: its name in CLAIMS_TABLE,
-// and the two calls pkg/claims makes.
+// and the two calls pkg/claims and pkg/runstate make (a cancelled run's
+// parked tasks are written with UpdateItem too; pausing, resuming and
+// reading a run are the CLI's, with its user's credentials).
 func (s *S3SQS) useClaims(own map[string]string) func(role awsiam.Role) {
 	if s.ClaimsTable == nil {
 		return func(awsiam.Role) {}

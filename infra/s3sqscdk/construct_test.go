@@ -380,7 +380,7 @@ func TestIAM(t *testing.T) {
 		want = append(want, grants([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, []any{getAtt(f.logGroup(t, f.s.FanoutFunction))}, nil)...)
 		want = append(want, grants(consume, []any{getAtt(f.id(f.s.WorkQueue))}, nil)...)
 		want = append(want, grants([]string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, []any{getAtt(f.id(f.s.WorkQueue)), getAtt(f.id(f.s.FailureQueue))}, nil)...)
-		want = append(want, grants([]string{"sqs:GetQueueUrl", "sqs:SendMessage"}, []any{getAtt(f.id(f.s.TargetQueue))}, nil)...)
+		want = append(want, grants(onTarget, []any{getAtt(f.id(f.s.TargetQueue))}, nil)...)
 		want = append(want, grants([]string{"sqs:SendMessage"}, []any{getAtt(f.id(f.s.WorkDLQ))}, nil)...)
 		want = append(want, grants([]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, []any{getAtt(f.id(f.s.ClaimsTable))}, nil)...)
 		if d := diffGrants(f.roleGrants(f.role(t, f.s.FanoutFunction)), want); d != "" {
@@ -410,7 +410,7 @@ func TestIAM(t *testing.T) {
 		want = append(want, grants([]string{"logs:CreateLogStream", "logs:PutLogEvents"}, []any{getAtt(f.logGroup(t, f.s.FanoutFunction))}, nil)...)
 		want = append(want, grants(consume, []any{getAtt(f.id(f.s.WorkQueue))}, nil)...)
 		want = append(want, grants([]string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, []any{getAtt(f.id(f.s.WorkQueue)), getAtt(f.id(f.s.FailureQueue))}, nil)...)
-		want = append(want, grants([]string{"sqs:GetQueueUrl", "sqs:SendMessage"}, []any{p.Fanout.TargetQueueARN}, nil)...)
+		want = append(want, grants(onTarget, []any{p.Fanout.TargetQueueARN}, nil)...)
 		want = append(want, grants([]string{"sqs:SendMessage"}, []any{getAtt(f.id(f.s.WorkDLQ))}, nil)...)
 		want = append(want, grants([]string{"kms:GenerateDataKey", "kms:Decrypt"}, []any{key, p.Fanout.TargetKeyARN}, nil)...)
 		want = append(want, grants([]string{"s3:GetObject", "s3:GetObjectVersion"}, []any{
@@ -445,6 +445,79 @@ func TestIAM(t *testing.T) {
 // consume is what an SQS event source mapping needs on its queue (CDK's
 // grantConsumeMessages).
 var consume = []string{"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
+
+// onTarget is what fanout may do on the target queue: find it by name,
+// send, and read its backlog (TARGET_MAX_BACKLOG).
+var onTarget = []string{"sqs:GetQueueUrl", "sqs:SendMessage", "sqs:GetQueueAttributes"}
+
+// TestPacingAndControl checks what run pacing and control need of the
+// stack: MAX_RATE and TARGET_MAX_BACKLOG only when given, and grants that
+// do not depend on them. fanout's run state lives in the claims table, so
+// its role may do exactly GetItem and UpdateItem there (a cancelled run's
+// parked tasks are UpdateItem writes); backpressure reads the target's
+// ApproximateNumberOfMessages, so it may GetQueueAttributes on the target,
+// and there only beyond sending. Pause, resume, cancel and status are the
+// CLI's, with its user's credentials: nothing is granted for them.
+func TestPacingAndControl(t *testing.T) {
+	const target = "arn:aws:sqs:eu-west-1:444455556666:orders"
+	for _, tc := range []struct {
+		name    string
+		fanout  s3sqscdk.FanoutProps
+		wantEnv map[string]any // MAX_RATE and TARGET_MAX_BACKLOG; absent when not listed
+	}{
+		{name: "unset, new target"},
+		{name: "unset, existing target", fanout: s3sqscdk.FanoutProps{TargetQueueARN: target}},
+		{name: "both, new target", fanout: s3sqscdk.FanoutProps{MaxRate: 500, TargetMaxBacklog: 100000},
+			wantEnv: map[string]any{"MAX_RATE": "500", "TARGET_MAX_BACKLOG": "100000"}},
+		{name: "both, existing target", fanout: s3sqscdk.FanoutProps{TargetQueueARN: target, MaxRate: 1, TargetMaxBacklog: 1},
+			wantEnv: map[string]any{"MAX_RATE": "1", "TARGET_MAX_BACKLOG": "1"}},
+		{name: "rate only", fanout: s3sqscdk.FanoutProps{MaxRate: 10_000_000}, wantEnv: map[string]any{"MAX_RATE": "10000000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := synth(t, s3sqscdk.Props{Fanout: tc.fanout})
+			vars := prop(f.res(t, f.id(f.s.FanoutFunction)).Properties, "Environment", "Variables").(map[string]any)
+			got := map[string]any{}
+			for _, k := range []string{"MAX_RATE", "TARGET_MAX_BACKLOG"} {
+				if v, ok := vars[k]; ok {
+					got[k] = v
+				}
+			}
+			want := tc.wantEnv
+			if want == nil {
+				want = map[string]any{}
+			}
+			if canon(got) != canon(want) {
+				t.Errorf("fanout pacing variables:\n got %s\nwant %s", canon(got), canon(want))
+			}
+
+			table := canon(getAtt(f.id(f.s.ClaimsTable)))
+			targetARN := canon(tc.fanout.TargetQueueARN)
+			if tc.fanout.TargetQueueARN == "" {
+				targetARN = canon(getAtt(f.id(f.s.TargetQueue)))
+			}
+			var onTable, onTargetGot []string
+			for _, g := range f.roleGrants(f.role(t, f.s.FanoutFunction)) {
+				switch g.Resource {
+				case table:
+					onTable = append(onTable, g.Action)
+				case targetARN:
+					onTargetGot = append(onTargetGot, g.Action)
+				}
+				if strings.HasPrefix(g.Action, "dynamodb:") && g.Resource != table {
+					t.Errorf("fanout may %s beyond the claims table", g)
+				}
+			}
+			slices.Sort(onTable)
+			if want := []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}; !slices.Equal(onTable, want) {
+				t.Errorf("fanout's actions on the claims table: %v, want exactly %v", onTable, want)
+			}
+			slices.Sort(onTargetGot)
+			if want := slices.Sorted(slices.Values(onTarget)); !slices.Equal(onTargetGot, want) {
+				t.Errorf("fanout's actions on the target %s: %v, want exactly %v", targetARN, onTargetGot, want)
+			}
+		})
+	}
+}
 
 // role returns the logical id of fn's role.
 func (f *fixture) role(t *testing.T, fn constructs.IConstruct) string {
@@ -740,6 +813,10 @@ func TestPropsErrors(t *testing.T) {
 			[]string{"Fanout.BatchOperations: buckets and prefixes need Enabled"}},
 		{"handoff without fanout", s3sqscdk.Props{Ingest: s3sqscdk.IngestProps{HandoffBytes: "1GiB"}, Fanout: s3sqscdk.FanoutProps{Disabled: true}}, []string{"Ingest.HandoffBytes"}},
 		{"reserved variable", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{Environment: map[string]string{"TARGET_QUEUE_URL": "x"}}}, []string{"Fanout.Environment", "TARGET_QUEUE_URL"}},
+		{"pacing variables are the props'", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{Environment: map[string]string{"MAX_RATE": "5", "TARGET_MAX_BACKLOG": "9"}}},
+			[]string{"Fanout.Environment", "MAX_RATE", "TARGET_MAX_BACKLOG"}},
+		{"pacing out of range", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{MaxRate: 10_000_001, TargetMaxBacklog: -1}},
+			[]string{"Fanout.MaxRate: 10000001 is not from 1 to 10000000", "Fanout.TargetMaxBacklog: -1 is not from 1 to 1000000000"}},
 		{"own key for topic and queues", s3sqscdk.Props{Encryption: s3sqscdk.EncryptionKMS, EncryptionKey: ownKey}, []string{"EncryptionKey"}},
 		{"target in another region", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{TargetQueueARN: "arn:aws:sqs:us-east-1:444455556666:q"}}, []string{"us-east-1", "eu-west-1"}},
 		{"pollers out of range", s3sqscdk.Props{

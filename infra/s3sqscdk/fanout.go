@@ -40,6 +40,12 @@ func (s *S3SQS) buildFanout() {
 	if fo.FailOnError {
 		own["FAIL_ON_ERROR"] = "true"
 	}
+	if fo.MaxRate > 0 {
+		own["MAX_RATE"] = itoa(fo.MaxRate)
+	}
+	if fo.TargetMaxBacklog > 0 {
+		own["TARGET_MAX_BACKLOG"] = itoa(fo.TargetMaxBacklog)
+	}
 	grantClaims := s.useClaims(own)
 	grantOffload := s.useOffload(own)
 	grantReport := s.useReport(own)
@@ -74,9 +80,14 @@ func (s *S3SQS) buildFanout() {
 	// Continuation and chunk tasks to its own work queue, refused records
 	// to the failure queue: sqsbatch reads each queue's attributes once.
 	role.AddToPolicy(allow([]string{"sqs:SendMessage", "sqs:GetQueueAttributes"}, s.WorkQueue.QueueArn(), s.FailureQueue.QueueArn()))
-	// The target: exactly GetQueueUrl (by name) and SendMessage
-	// (SendMessageBatch); its size comes from TARGET_MAX_MESSAGE_SIZE.
-	role.AddToPolicy(allow([]string{"sqs:GetQueueUrl", "sqs:SendMessage"}, s.TargetQueue.QueueArn()))
+	// The target: exactly GetQueueUrl (by name), SendMessage
+	// (SendMessageBatch) and GetQueueAttributes, which backpressure
+	// (TARGET_MAX_BACKLOG) reads ApproximateNumberOfMessages with. It is
+	// granted whether or not TargetMaxBacklog is set: a request or the
+	// CLI can set targetMaxBacklog for one run. Its size still comes from
+	// TARGET_MAX_MESSAGE_SIZE, since an existing target's own policy may
+	// not allow the read.
+	role.AddToPolicy(allow([]string{"sqs:GetQueueUrl", "sqs:SendMessage", "sqs:GetQueueAttributes"}, s.TargetQueue.QueueArn()))
 	if s.p.Encryption == EncryptionKMS {
 		role.AddToPolicy(kmsSend(*s.QueueKey.KeyArn()))
 	}

@@ -76,8 +76,10 @@ type Props struct {
 	DisableDashboard bool
 	// DisableClaims leaves out the claims table (see ClaimsTable on
 	// [S3SQS]): both functions then run each task and notification at
-	// least once, and a message delivered twice sends its records twice.
-	// Default: the table is created.
+	// least once, and a message delivered twice sends its records twice;
+	// fanout's runs share no state (no run status or control, and
+	// FanoutProps.MaxRate holds per invocation). Default: the table is
+	// created.
 	DisableClaims bool
 	// AlarmActions run when an alarm fires or clears (for example an
 	// awscloudwatchactions.SnsAction). Default none: the alarms exist and
@@ -290,9 +292,10 @@ type FanoutProps struct {
 	// kms:GenerateDataKey and kms:Decrypt on it. Default none.
 	TargetKeyARN string
 	// TargetMaxMessageSize is the target queue's MaximumMessageSize, passed
-	// to fanout as TARGET_MAX_MESSAGE_SIZE (fanout may not read queue
-	// attributes of the target). Default 1 MiB for a new queue (which is
-	// created with it), 256 KiB for an existing one.
+	// to fanout as TARGET_MAX_MESSAGE_SIZE, so that fanout need not read
+	// it (an existing target's policy may allow only sending). Default 1
+	// MiB for a new queue (which is created with it), 256 KiB for an
+	// existing one.
 	TargetMaxMessageSize int
 	// TargetFIFO makes a new target queue FIFO. Default false.
 	TargetFIFO bool
@@ -313,6 +316,18 @@ type FanoutProps struct {
 	MaxInFlight int
 	// FailOnError sets FAIL_ON_ERROR=true. Default false.
 	FailOnError bool
+	// MaxRate sets MAX_RATE, the run-wide ceiling of messages per second
+	// sent to the target, 1 to 10,000,000: a budget the run's invocations
+	// share in the claims table. With DisableClaims each invocation keeps
+	// to it on its own, so that N invocations at once may send N times it.
+	// Default unset: no ceiling.
+	MaxRate int
+	// TargetMaxBacklog sets TARGET_MAX_BACKLOG, 1 to 1,000,000,000: while
+	// the target's ApproximateNumberOfMessages is above it, the run's
+	// tasks hold their sends and go back on the work queue with a delay,
+	// without counting toward the work DLQ. Default unset: no backlog
+	// limit.
+	TargetMaxBacklog int
 	// Environment holds more fanout variables (see its README table). The
 	// variables the construct sets cannot be overridden here.
 	Environment map[string]string
@@ -504,6 +519,12 @@ func resolve(p *Props) (resolved, error) {
 		if fo.MaxInFlight < 0 || fo.MaxInFlight > 1000 {
 			bad("Fanout.MaxInFlight: %d is not from 1 to 1000", fo.MaxInFlight)
 		}
+		if fo.MaxRate < 0 || fo.MaxRate > 10_000_000 {
+			bad("Fanout.MaxRate: %d is not from 1 to 10000000", fo.MaxRate)
+		}
+		if fo.TargetMaxBacklog < 0 || fo.TargetMaxBacklog > 1_000_000_000 {
+			bad("Fanout.TargetMaxBacklog: %d is not from 1 to 1000000000", fo.TargetMaxBacklog)
+		}
 		switch fo.Mode {
 		case "", "record", "chunk":
 		default:
@@ -533,7 +554,7 @@ func resolve(p *Props) (resolved, error) {
 var (
 	ingestReservedEnv = []string{"OUTPUT_QUEUE_URL", "FORMAT", "KEY_PREFIX", "KEY_SUFFIX", "HANDOFF_BYTES", "FANOUT_WORK_QUEUE_URL", "CLAIMS_TABLE", "OFFLOAD_S3_URI", "OFFLOAD", "TRACING"}
 	fanoutReservedEnv = []string{"TARGET_QUEUE_URL", "TARGET_QUEUE_NAME", "TARGET_QUEUE_OWNER_ACCOUNT_ID", "TARGET_MAX_MESSAGE_SIZE",
-		"WORK_QUEUE_URL", "FAILURE_QUEUE_URL", "FAILURE_S3_URI", "FORMAT", "MODE", "CHUNK_SIZE", "MAX_IN_FLIGHT", "FAIL_ON_ERROR", "CLAIMS_TABLE",
+		"WORK_QUEUE_URL", "FAILURE_QUEUE_URL", "FAILURE_S3_URI", "FORMAT", "MODE", "CHUNK_SIZE", "MAX_IN_FLIGHT", "FAIL_ON_ERROR", "MAX_RATE", "TARGET_MAX_BACKLOG", "CLAIMS_TABLE",
 		"OFFLOAD_S3_URI", "OFFLOAD", "TRACING", "REPORT_S3_URI"}
 	offloadPrefix = regexp.MustCompile(`^[A-Za-z0-9./_-]{1,895}$`)
 	reportPrefix  = regexp.MustCompile(`^[^/*?][^*?]*/$`)

@@ -1,8 +1,9 @@
 // Package awssetup is the AWS side of start-up that the two Lambda
-// functions (through internal/runtime/lambdaenv) and the CLI share: the S3
-// and SQS clients built from the SDK's standard configuration, the S3 event
-// types a notification filter takes, and the words for a queue that cannot
-// be used. It is not the Lambda runtime, so that the CLI links none of it.
+// functions (through internal/runtime/lambdaenv) and the CLI share: the S3,
+// SQS and DynamoDB clients built from the SDK's standard configuration, the
+// S3 event types a notification filter takes, and the words for a queue
+// that cannot be used. It is not the Lambda runtime, so that the CLI links
+// none of it.
 package awssetup
 
 import (
@@ -13,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
@@ -43,6 +45,17 @@ func FromConfig(cfg aws.Config, s3PathStyle bool) (*s3.Client, *sqs.Client) {
 		o.DisableLogOutputChecksumValidationSkipped = true
 	})
 	return s3c, sqs.NewFromConfig(cfg)
+}
+
+// DynamoDB returns a DynamoDB client from the SDK's standard
+// configuration, as Clients does; AWS_ENDPOINT_URL_DYNAMODB (or
+// AWS_ENDPOINT_URL) points it at a stand-in.
+func DynamoDB(ctx context.Context) (*dynamodb.Client, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("AWS config: %w", err)
+	}
+	return dynamodb.NewFromConfig(cfg), nil
 }
 
 // ParseEventTypes reads a comma-separated list of S3 event types, as

@@ -5,7 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go"
+
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 )
 
 func TestParseEventTypes(t *testing.T) {
@@ -37,5 +41,26 @@ func TestQueueError(t *testing.T) {
 		if !strings.Contains(tc.err.Error(), tc.want) {
 			t.Errorf("%s: %v; want %q", tc.name, tc.err, tc.want)
 		}
+	}
+}
+
+// TestDynamoDB: the client follows the SDK's standard configuration, here
+// AWS_ENDPOINT_URL_DYNAMODB, over an AWS_ENDPOINT_URL that answers
+// nothing.
+func TestDynamoDB(t *testing.T) {
+	moto := localaws.Endpoint(t, localaws.EnvMoto)
+	_, table := localaws.ClaimsTable(t)
+	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1")
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", moto)
+	t.Setenv("AWS_REGION", localaws.Region)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	c, err := DynamoDB(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+	if err != nil || aws.ToString(out.Table.TableName) != table {
+		t.Fatalf("describe %s through the client: %v", table, err)
 	}
 }

@@ -26,7 +26,7 @@ var (
 	Offload            = Choice{Row{"OFFLOAD", Both, "offload", "", "`which` records to offload: large (over the queue's limit) or always"},
 		map[string]string{"": "", "large": "large", "always": "always"}, "large or always"}
 	OffloadKMSKeyID = Text{Row{"OFFLOAD_KMS_KEY_ID", Both, "offload-kms-key-id", "", "encrypt offloaded records with this KMS `key` (default SSE-S3)"}, nil}
-	ClaimsTable     = Text{Row{"CLAIMS_TABLE", Both, "", "", "the DynamoDB table of run-once claims"}, checkTableName}
+	ClaimsTable     = Text{Row{"CLAIMS_TABLE", Both, "claims-table", "", "the DynamoDB `table` of run-once claims and run state"}, checkTableName}
 )
 
 // How records are read and sent.
@@ -43,6 +43,8 @@ var (
 	MaxInFlight              = Count{Row{"MAX_IN_FLIGHT", Both, "max-in-flight", "maxInFlight", "the ceiling of SendMessageBatch `requests` in flight to a queue (they size themselves below it)"}, 1, 1000}
 	FixedInFlight            = Bool{Row{"FIXED_IN_FLIGHT", Both, "fixed-in-flight", "", "always keep the most requests in flight, instead of sizing them to the queue's latency and throttling"}}
 	MaxAttempts              = Count{Row{"MAX_ATTEMPTS", Both, "max-attempts", "maxAttempts", "`attempts` per entry"}, 1, 100}
+	MaxRate                  = Count{Row{"MAX_RATE", Fanout, "max-rate", "maxRate", "the run-wide ceiling of messages per `second` sent to the target, across all the run's invocations (needs CLAIMS_TABLE when the run is queued)"}, 1, 10_000_000}
+	TargetMaxBacklog         = Count{Row{"TARGET_MAX_BACKLOG", Fanout, "target-max-backlog", "targetMaxBacklog", "hold the run's sends while the target's ApproximateNumberOfMessages is above this many `messages`"}, 1, 1_000_000_000}
 	ChunkConcurrency         = Count{Row{"CHUNK_CONCURRENCY", Fanout, "concurrency", "", "`chunks` read at once"}, 1, 64}
 	ReadConcurrency          = Count{Row{"READ_CONCURRENCY", S3Ingest, "read-concurrency", "", "`objects` read at once from a standard queue's batch"}, 1, 64}
 	InlineMaxBytes           = Size{Row{"INLINE_MAX_BYTES", Fanout, "", "", "the largest dataset sent in the invocation that planned it"}, 1, 1 << 62, "64MiB", "is not a positive size"}
@@ -88,7 +90,7 @@ func Rows() []Row {
 		TargetQueueURL.Row, TargetQueueName.Row, TargetQueueOwner.Row, TargetMaxMessageSize.Row, WorkQueueURL.Row,
 		OutputQueueURL.Row, FanoutWorkQueueURL.Row, FailureQueueURL.Row, FailureS3URI.Row, ReportS3URI.Row,
 		OffloadS3URI.Row, Offload.Row, OffloadKMSKeyID.Row, ClaimsTable.Row,
-		Format.Row, Mode.Row, ChunkSize.Row, CSVNoQuotedNewlines.Row, MaxInFlight.Row, FixedInFlight.Row, MaxAttempts.Row,
+		Format.Row, Mode.Row, ChunkSize.Row, CSVNoQuotedNewlines.Row, MaxInFlight.Row, FixedInFlight.Row, MaxAttempts.Row, MaxRate.Row, TargetMaxBacklog.Row,
 		ChunkConcurrency.Row, ReadConcurrency.Row, InlineMaxBytes.Row, HandoffBytes.Row,
 		BodyField.Row, AttributesField.Row, GroupIDField.Row, DedupIDField.Row,
 		ReplaceInvalidCharacters.Row, PartitionColumns.Row, FileMetadata.Row, OnBadRecord.Row, RunID.Row,

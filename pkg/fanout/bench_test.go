@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -108,5 +111,92 @@ func uploadRecords(b *testing.B, c *s3.Client, bucket, key string, n int) {
 	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: aws.String(bucket), Key: aws.String(key),
 		UploadId: mu.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}}); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkRunWideRate runs one run at MaxRate 300 and 1000 messages per
+// second over 1, 2 and 4 concurrent Runners (as that many invocations
+// would, each with its own Pacer sharing the run's budget in a claims
+// table on moto_server), sending twenty seconds' worth of records to
+// fauxqs, and prints a table of the rate asked for, the rate achieved over
+// the whole run and their ratio. The budget's windows are whole seconds,
+// each spent early in its second when the senders are faster than the
+// rate: a run that starts late in a second and ends early in one takes
+// about a second less than its messages' share, which is why the run is
+// long enough for that second to stay within a few percent. Run it with
+// `tools/with-local-aws go test -run '^$' -bench BenchmarkRunWideRate ./pkg/fanout/`.
+func BenchmarkRunWideRate(b *testing.B) {
+	s3c := localaws.FakeS3(b)
+	sqsc := sqs.NewFromConfig(localaws.SQS(b))
+	ctx := b.Context()
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("bench")}); err != nil {
+		b.Fatal(err)
+	}
+	client, table := localaws.ClaimsTable(b)
+	runs := runstate.NewTable(&serialDB{c: client}, table, runstate.TableOptions{})
+	var rows []string
+	for _, rate := range []int64{300, 1000} {
+		const seconds = 20
+		n := int(rate) * seconds
+		key := fmt.Sprintf("rate-%d.jsonl", rate)
+		var body strings.Builder
+		for i := range n {
+			fmt.Fprintf(&body, `{"value":"r%07d"}`+"\n", i)
+		}
+		if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("bench"), Key: aws.String(key), Body: strings.NewReader(body.String())}); err != nil {
+			b.Fatal(err)
+		}
+		obj := dataset.Object{Bucket: "bench", Key: key, Size: int64(body.Len())}
+		for _, runners := range []int{1, 2, 4} {
+			b.Run(fmt.Sprintf("rate=%d/runners=%d", rate, runners), func(b *testing.B) {
+				target := localaws.CreateQueue(b, sqsc, "-target", nil)
+				opts := fanout.Options{Target: sqsbatch.Queue{URL: target}, Runs: runs, MaxRate: rate,
+					Plan: dataset.PlanOptions{ChunkSize: int64(body.Len()/32 + 1)}}
+				rs := make([]*fanout.Runner, runners)
+				for i := range rs {
+					var err error
+					if rs[i], err = fanout.New(ctx, s3c, sqsc, opts); err != nil {
+						b.Fatal(err)
+					}
+				}
+				var achieved float64
+				for b.Loop() {
+					runID := fanout.NewRunID()
+					tasks, err := rs[0].Tasks(ctx, runID, obj, worktask.Overrides{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					var sent atomic.Int64
+					var wg sync.WaitGroup
+					start := time.Now()
+					for i, r := range rs {
+						var mine []worktask.Task
+						for j := i; j < len(tasks); j += runners {
+							mine = append(mine, tasks[j])
+						}
+						wg.Go(func() {
+							for _, res := range r.RunTasks(ctx, mine, 0) {
+								if res.Err != nil || res.Continuation != nil {
+									b.Errorf("task: %+v", res)
+								}
+								sent.Add(res.Messages)
+							}
+						})
+					}
+					wg.Wait()
+					if sent.Load() != int64(n) {
+						b.Fatalf("sent %d messages, want %d", sent.Load(), n)
+					}
+					achieved = float64(n) / time.Since(start).Seconds()
+				}
+				b.ReportMetric(achieved, "msgs/s")
+				b.ReportMetric(achieved/float64(rate), "ratio")
+				rows = append(rows, fmt.Sprintf("%8d %8d %12.0f %7.3f", rate, runners, achieved, achieved/float64(rate)))
+			})
+		}
+	}
+	fmt.Printf("%8s %8s %12s %7s\n", "target", "runners", "achieved/s", "ratio")
+	for _, r := range rows {
+		fmt.Println(r)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -14,7 +15,9 @@ import (
 // chain's: the stats of its links summed, and as Continuation what is left
 // of the chain. A link after the first that fails is handed back as that
 // Continuation, to be queued and retried on its own, so that the chunks
-// before it are not sent again.
+// before it are not sent again. A task its run's gate stopped (see
+// TaskResult.Held) is put back on the work queue or parked here; each
+// result is added to its run's counters (see Options.Runs).
 func (r *Runner) RunChains(ctx context.Context, tasks []worktask.Task) []TaskResult {
 	results := r.RunTasks(ctx, tasks, 0)
 	ran := slices.Clone(tasks)
@@ -35,7 +38,8 @@ func (r *Runner) RunChains(ctx context.Context, tasks []worktask.Task) []TaskRes
 			res := &results[i]
 			res.Stats.Add(lr.Stats)
 			res.BadRecords += lr.BadRecords
-			res.Continuation, res.Stopped = lr.Continuation, lr.Stopped
+			res.BytesRead += lr.BytesRead
+			res.Continuation, res.Stopped, res.Held = lr.Continuation, lr.Stopped, lr.Held
 			if lr.Err != nil {
 				r.log.WarnContext(ctx, "a chained chunk failed; it is queued to run again on its own", "chunk", links[j].Chunk.URI(), "task", links[j].ID(), "error", lr.Err)
 				res.Continuation = &links[j]
@@ -43,5 +47,36 @@ func (r *Runner) RunChains(ctx context.Context, tasks []worktask.Task) []TaskRes
 			ran[i] = links[j]
 		}
 	}
+	sendCtx := partialbatch.SendContext(ctx)
+	for i := range results {
+		r.settleHeld(sendCtx, &results[i])
+		r.addCounters(sendCtx, tasks[i].RunID, taskCounters(results[i]))
+	}
 	return results
+}
+
+// settleHeld puts back or parks the continuation of a task its run's gate
+// stopped (see putBack), which then has none, and counts the task held or,
+// parked, cancelled. Without a work queue only a cancelled run's tasks stop (the
+// others wait in place): they end, counted cancelled. A continuation that
+// cannot be put back fails the task, whose message comes back.
+func (r *Runner) settleHeld(ctx context.Context, res *TaskResult) {
+	c := res.Continuation
+	if res.Held == nil || c == nil || res.Err != nil {
+		return
+	}
+	parked := cancelled(res.Held) // without a work queue: the task ends
+	if r.work != nil {
+		var err error
+		if parked, err = r.putBack(ctx, c.RunID, *c, res.Held); err != nil {
+			res.Err = err
+			return
+		}
+	}
+	res.Continuation = nil
+	if parked {
+		res.TasksCancelled++
+	} else {
+		res.TasksHeld++
+	}
 }

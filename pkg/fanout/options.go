@@ -18,6 +18,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/records"
+	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -101,6 +102,38 @@ type Options struct {
 	// run such tasks, those of both functions, the CLI's and a redrive's,
 	// needs one; without it they fail.
 	IngestEncoder IngestEncoder
+	// Runs, when set, keeps the runs' shared state (see pkg/runstate): the
+	// control record that pauses, resumes and cancels a run or changes its
+	// rate while it runs, which every task reads before it sends; the
+	// run-wide rate's budget; the counters each task and planning step adds
+	// to as it settles; and the tasks a cancel parked. Without it a run
+	// cannot be steered, and MaxRate paces each invocation on its own.
+	Runs *runstate.Table
+	// MaxRate is the most messages per second a run sends to its target,
+	// across all its invocations (with Runs; else in each invocation); a
+	// request's maxRate wins. Zero means no limit.
+	MaxRate int64
+	// TargetMaxBacklog holds a run's sends while its target's
+	// ApproximateNumberOfMessages is above it (read at most every
+	// ControlEvery); a request's targetMaxBacklog wins. Zero means no
+	// limit.
+	TargetMaxBacklog int64
+	// Hold is how long a task waits in its invocation for its target's
+	// backlog to drain before it is put back on the work queue; zero means
+	// 20 s. Without a work queue a task waits as long as its context
+	// lasts, for a backlog and while its run is paused.
+	Hold time.Duration
+	// HoldDelay is how long a task put back on the work queue (its run
+	// paused, or its target's backlog high) waits there before it comes
+	// back, as the message's DelaySeconds (at most 15 minutes); zero means
+	// 10 s, so that a resumed run's tasks are back within seconds, at the
+	// cost, while it is paused, of a receive, an invocation and a send per
+	// task every 10 s. A FIFO work queue takes no delay of a message's own: the task
+	// comes back after the queue's delay.
+	HoldDelay time.Duration
+	// ControlEvery is how often a run's control record and its target's
+	// backlog are read again; zero means 2 s.
+	ControlEvery time.Duration
 	// Progress, when set, is updated as records are read and sent, for a
 	// progress display.
 	Progress *Progress
@@ -169,6 +202,12 @@ type Stats struct {
 	// RecordsOffloaded counts the records sent as pointers to S3 (one
 	// PutObject each), among RecordsSent.
 	RecordsOffloaded int64 `json:"recordsOffloaded,omitempty"`
+	// TasksHeld counts the tasks put back on the work queue to come back
+	// later, their run paused or their target's backlog above
+	// TargetMaxBacklog; TasksCancelled those of a cancelled run, parked
+	// until it is resumed (or, without a work queue, ended).
+	TasksHeld      int `json:"tasksHeld,omitempty"`
+	TasksCancelled int `json:"tasksCancelled,omitempty"`
 }
 
 // Add adds o to s.
@@ -190,6 +229,8 @@ func (s *Stats) Add(o Stats) {
 	s.ObjectsMissing += o.ObjectsMissing
 	s.ObjectsFailed += o.ObjectsFailed
 	s.RecordsOffloaded += o.RecordsOffloaded
+	s.TasksHeld += o.TasksHeld
+	s.TasksCancelled += o.TasksCancelled
 }
 
 // Report is the answer to a request.
@@ -200,7 +241,12 @@ type Report struct {
 	// PlanContinued reports that planning ran out of time: the rest of the
 	// listing is a planning step on the work queue (see Runner.PlanStep).
 	PlanContinued bool `json:"planContinued,omitempty"`
+	// Cancelled reports that the run was cancelled while it was sent here
+	// (see Options.Runs): what was not sent is not.
+	Cancelled bool `json:"cancelled,omitempty"`
 	Stats
+	// DryRun is what a dry run found the run would do (see Runner.DryRun).
+	DryRun *DryRun `json:"dryRun,omitempty"`
 }
 
 // Runner sends datasets. It is safe for concurrent use.
@@ -220,6 +266,10 @@ type Runner struct {
 	mu         sync.Mutex
 	targets    map[string]*sqsbatch.Sender
 	offloaders map[*sqsbatch.Sender]*sqsextended.Offloader
+	// pacers are the runs' Pacers, by run id; backlogs the targets'
+	// backlogs, by queue URL (see gate).
+	pacers   map[string]*runstate.Pacer
+	backlogs map[string]*backlog
 }
 
 // New resolves the queues (once) and returns a Runner.
@@ -243,7 +293,8 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{s3: s3c, sqs: sqsc, opts: opts, log: log, targets: map[string]*sqsbatch.Sender{}, offloaders: map[*sqsbatch.Sender]*sqsextended.Offloader{}}
+	r := &Runner{s3: s3c, sqs: sqsc, opts: opts, log: log, targets: map[string]*sqsbatch.Sender{}, offloaders: map[*sqsbatch.Sender]*sqsextended.Offloader{},
+		pacers: map[string]*runstate.Pacer{}, backlogs: map[string]*backlog{}}
 	r.failures = failureSink{s3: s3c, log: log, w: opts.FailureWriter}
 	var err error
 	if opts.WorkQueueURL != "" {
@@ -280,8 +331,15 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 		}
 	}
 	if opts.Target.URL != "" || opts.Target.Name != "" {
-		if _, err := r.target(ctx, &worktask.Overrides{}, opts.Mode); err != nil {
+		s, err := r.target(ctx, &worktask.Overrides{}, opts.Mode)
+		if err != nil {
 			return nil, err
+		}
+		if opts.TargetMaxBacklog > 0 {
+			// Read once now, so that a missing permission fails at init.
+			if _, err := r.backlogOf(s.QueueURL()).read(ctx, opts.ControlEvery); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return r, nil

@@ -19,18 +19,27 @@ import (
 // is small enough, else as tasks on the work queue. Planning stops at ctx's
 // end: the rest of the listing then goes to the work queue as a planning
 // step (see PlanStep), with the tasks planned so far. A request that
-// Validate refuses fails before anything is listed.
+// Validate refuses fails before anything is listed; one with DryRun set is
+// a dry run (see DryRun), which sends nothing.
 func (r *Runner) Run(ctx context.Context, req Request) (Report, error) {
+	if req.DryRun {
+		return r.DryRun(ctx, req, dryRunOptions(req))
+	}
 	return r.request(ctx, req, r.inline)
 }
 
 // Queue plans the dataset req names and queues all of its chunk tasks on
 // the work queue, however small it is, for the deployed function's workers
 // to send: the CLI's -work-queue-url. Planning stops at ctx's end, as in
-// Run.
+// Run. A request with DryRun set is a dry run of a queued run.
 func (r *Runner) Queue(ctx context.Context, req Request) (Report, error) {
 	if r.work == nil {
 		return Report{RunID: req.RunID}, errors.New("fanout: no work queue to queue the dataset on")
+	}
+	if req.DryRun {
+		o := dryRunOptions(req)
+		o.Queue = true
+		return r.DryRun(ctx, req, o)
 	}
 	return r.request(ctx, req, r.queued)
 }
@@ -90,10 +99,24 @@ func (r *Runner) QueueObjects(ctx context.Context, runID string, objs iter.Seq2[
 // and, when ctx ends first, the next step. A step whose claim (with a
 // claims store) is done queues nothing: its tasks and next step are on the
 // work queue already. A step that ends before it planned an object fails,
-// to come back, since its next step would be itself.
+// to come back, since its next step would be itself. With Options.Runs, a
+// step of a paused run goes back on the work queue after HoldDelay, and
+// one of a cancelled run is parked, both without error.
 func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) {
 	rep := Report{RunID: p.RunID}
 	ov := overridesOf(p.Overrides)
+	if r.opts.Runs != nil {
+		// A paused run's step goes back on the work queue, a cancelled
+		// run's is parked, as its tasks are.
+		err := r.pacer(p.RunID, cmp.Or(ov.MaxRate.Value(), r.opts.MaxRate)).Wait(ctx, 0)
+		switch {
+		case holds(err):
+			_, err := r.putBack(partialbatch.SendContext(ctx), p.RunID, p, err)
+			return rep, err
+		case err != nil:
+			return rep, fmt.Errorf("fanout: planning step %d of run %s: read the run's control record: %w", p.Step, p.RunID, err)
+		}
+	}
 	var c *claims.Claim
 	if r.opts.Claims != nil {
 		got, err := r.opts.Claims.Acquire(ctx, p.RunID+"/plan/"+p.ID(), r.leaseUntil(ctx))

@@ -8,6 +8,8 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/inorder"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/partialbatch"
+	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -37,6 +39,28 @@ type planRun struct {
 	// ended; err when planning failed.
 	more bool
 	err  error
+	// tasks counts the tasks planned, and steps the planning steps queued
+	// after this one; planned is set when the sink took them all (queued
+	// them, or ran them), so that they count in the run's counters once:
+	// a step that fails comes back and plans them again.
+	tasks   int
+	steps   int
+	planned bool
+}
+
+// counters is what pr's planning adds to its run's counters: the tasks
+// and objects it planned, and, when it is a planning step, itself done
+// and the steps it queued. A run's first step, the request, counts itself
+// queued too, so that the steps left are those queued less those done.
+func (pr *planRun) counters() runstate.Counters {
+	c := runstate.Counters{TasksPlanned: int64(pr.tasks), Objects: int64(pr.rep.Objects), BytesPlanned: pr.rep.BytesPlanned}
+	if pr.step != nil {
+		c.StepsQueued, c.StepsDone = int64(pr.steps), 1
+		if pr.step.Step == 1 {
+			c.StepsQueued++
+		}
+	}
+	return c
 }
 
 // newPlanRun starts the planning of run runID (a new id when empty).
@@ -79,7 +103,11 @@ func (r *Runner) plan(ctx context.Context, objs iter.Seq2[dataset.Listed, error]
 		}
 		return planned{next: l.Next, size: l.Size, tasks: ts, count: n}, err
 	})
-	return to(ctx, pr, r.tasksOf(ctx, pr, plans))
+	rep, err := to(ctx, pr, r.tasksOf(ctx, pr, plans))
+	if pr.planned {
+		r.addCounters(partialbatch.SendContext(ctx), pr.runID, pr.counters())
+	}
+	return rep, err
 }
 
 // planned is a listed object and its chunk tasks.
@@ -131,6 +159,7 @@ func (r *Runner) tasksOf(ctx context.Context, pr *planRun, plans iter.Seq2[plann
 func (r *Runner) countPlanned(pr *planRun, p planned) {
 	pr.rep.Objects++
 	pr.rep.Chunks += p.count
+	pr.tasks += len(p.tasks)
 	pr.rep.BytesPlanned += p.size
 	if pg := r.opts.Progress; pg != nil {
 		pg.BytesPlanned.Add(p.size)

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -31,8 +28,10 @@ type reader struct {
 	client        dataset.GetAPI
 	tr            *taskRun
 	work, readCtx context.Context
-	pipe          *entryPipe
-	packer        *chunkPacker // chunk mode
+	// ioCtx ends with readCtx or work: what the gate waits with.
+	ioCtx  context.Context
+	pipe   *entryPipe
+	packer *chunkPacker // chunk mode
 	// reserved is the room in pipe of the chunk-mode message being packed;
 	// a message not handed on gives it back.
 	reserved int64
@@ -76,6 +75,7 @@ func (r *Runner) read(work, readCtx context.Context, s *taskSpec, group int, pip
 	defer stopIO(nil)
 	ioCtx, end := rd.span(ioCtx)
 	defer end()
+	rd.ioCtx = ioCtx
 	defer context.AfterFunc(work, func() { stopIO(context.Cause(work)) })()
 	if rd.records(ioCtx) == stop && rd.packer != nil && rd.packer.n > 0 {
 		// What was gathered before a deadline is sent too: the
@@ -181,15 +181,13 @@ func (rd *reader) record(rec records.Record) step {
 		tr.resumeAt = rec.Offset
 		return stop
 	}
-	tr.res.RecordsRead++
-	rd.next = rec.Offset + 1
-	if p := rd.r.opts.Progress; p != nil {
-		p.RecordsRead.Add(1)
-		p.BytesRead.Add(int64(len(rec.Value)) + 1)
-	}
 	if rd.packer != nil {
 		return rd.pack(rec)
 	}
+	if next := rd.paced(rec.Offset); next != more {
+		return next
+	}
+	rd.count(rec)
 	e, err := tr.encode(rec)
 	if err != nil {
 		rd.fail(rec.Offset, "UnmappableRecord", err.Error(), string(rec.Value))
@@ -201,6 +199,35 @@ func (rd *reader) record(rec records.Record) step {
 	return more
 }
 
+// paced waits for the run's gate before the message that starts with the
+// record at offset is handed on. It returns stop when the gate stopped
+// the task (its run paused or cancelled, its target's backlog high) or
+// work ended, the task then continuing from offset, and halt when the
+// send stopped or the gate could not be read (the task fails).
+func (rd *reader) paced(offset int64) step {
+	g := rd.tr.gate
+	if g == nil {
+		return more
+	}
+	err := g.take(rd.ioCtx)
+	switch {
+	case err == nil:
+		return more
+	case rd.readCtx.Err() != nil:
+		rd.cut(offset)
+		return halt
+	case holds(err):
+		rd.tr.resumeAt, rd.tr.held = offset, err
+		return stop
+	case rd.work.Err() != nil:
+		rd.tr.resumeAt = offset
+		return stop
+	}
+	rd.tr.readErr = err
+	rd.tr.notAccepted(offset)
+	return halt
+}
+
 // pack adds rec to the chunk-mode message being packed, handing on the
 // message before when rec does not fit in it.
 func (rd *reader) pack(rec records.Record) step {
@@ -208,6 +235,7 @@ func (rd *reader) pack(rec records.Record) step {
 	if at := sqsbatch.InvalidCharAt(rec.Value); at >= 0 && !rd.r.opts.Send.ReplaceInvalidCharacters {
 		// SQS would refuse the whole message for this record: it goes to
 		// the failure output alone.
+		rd.count(rec)
 		rd.refuse(rec.Offset, string(sqsbatch.RuleInvalidCharacters),
 			fmt.Sprintf("the record has a character SQS rejects at byte %d", at), string(rec.Value))
 		return more
@@ -216,6 +244,9 @@ func (rd *reader) pack(rec records.Record) step {
 		return halt
 	}
 	if p.n == 0 {
+		if next := rd.paced(rec.Offset); next != more {
+			return next
+		}
 		// The message this record starts takes its room in the pipe now,
 		// before it is packed.
 		var err error
@@ -224,8 +255,21 @@ func (rd *reader) pack(rec records.Record) step {
 			return halt
 		}
 	}
+	rd.count(rec)
 	p.add(rec)
 	return more
+}
+
+// count counts rec read, once the gate has let its message go on.
+func (rd *reader) count(rec records.Record) {
+	n := int64(len(rec.Value)) + 1
+	rd.tr.res.RecordsRead++
+	rd.tr.bytesRead += n
+	rd.next = rec.Offset + 1
+	if p := rd.r.opts.Progress; p != nil {
+		p.RecordsRead.Add(1)
+		p.BytesRead.Add(n)
+	}
 }
 
 // hand hands the entry e, which carries the records held, to the send. It
@@ -310,176 +354,3 @@ func (rd *reader) cut(offset int64) {
 // connection and the transport's small buffer, not its bytes: only the
 // headers are read before the task starts.
 const aheadPerLane = 2
-
-// aheadSet opens the first GET of a group's tasks ahead of their reads, so
-// that a task starts on an answer already come rather than behind its own
-// first-byte wait: at real latency, a short chunk's read is mostly that
-// wait, and a lane that moves to its next chunk waits it again. When the
-// read of the group's i-th task starts, the first GETs of the next tasks of
-// the group not started, up to depth of them, are opened; a task's read
-// gets its own opened GET in place of its first GetObject (see aheadGet).
-// It is safe for concurrent use by the group's readers; close ends it once
-// they have all returned.
-type aheadSet struct {
-	client dataset.GetAPI
-	specs  []*taskSpec
-	depth  int
-
-	mu      sync.Mutex
-	started []bool
-	gets    []*aheadGet // by place in specs; nil: none opened
-}
-
-func newAheadSet(client dataset.GetAPI, specs []*taskSpec, concurrency int) *aheadSet {
-	return &aheadSet{client: client, specs: specs, depth: aheadPerLane * max(concurrency, 1),
-		started: make([]bool, len(specs)), gets: make([]*aheadGet, len(specs))}
-}
-
-// start marks the group-th task started, opens ahead the first GETs of the
-// tasks after it (with contexts that end as a reader's ioCtx does: with
-// readCtx, or when work ends), and returns the client the task reads with.
-func (a *aheadSet) start(work, readCtx context.Context, group int) dataset.GetAPI {
-	if a == nil {
-		return nil
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.started[group] = true
-	for i, opened := group+1, 0; i < len(a.specs) && opened < a.depth; i++ {
-		switch {
-		case a.gets[i] != nil:
-			if !a.started[i] {
-				opened++
-			}
-		case !a.started[i] && work.Err() == nil:
-			if in, ok := firstInput(a.specs[i].task.Chunk); ok {
-				a.gets[i] = openAhead(work, readCtx, a.client, in)
-				opened++
-			}
-		}
-	}
-	if g := a.gets[group]; g != nil {
-		return g
-	}
-	return a.client
-}
-
-// done ends the group-th task's opened GET once its read has returned.
-func (a *aheadSet) done(group int) {
-	if a == nil {
-		return
-	}
-	a.mu.Lock()
-	g := a.gets[group]
-	a.mu.Unlock()
-	if g != nil {
-		g.end()
-	}
-}
-
-// close ends every GET opened, once the group's readers have returned:
-// those of tasks that never read are dropped unread.
-func (a *aheadSet) close() {
-	for _, g := range a.gets {
-		if g != nil {
-			g.end()
-		}
-	}
-}
-
-// firstInput is the first GET that records.Read makes for c, when it is
-// one to open ahead: it follows how records opens a chunk (a range from
-// just before the chunk's start, a range from 0, or the whole object).
-// Should the two differ, the GET opened ahead is not used and the read
-// makes its own, so a difference costs a GET, never a wrong answer.
-// Parquet's reads are not opened ahead: its footer comes first.
-func firstInput(c dataset.Chunk) (*s3.GetObjectInput, bool) {
-	switch {
-	case c.Format == dataset.FormatParquet:
-		return nil, false
-	case c.Compression == dataset.CompressionNone && c.Start > 0:
-		return dataset.FirstInput(c.Object, c.Start-1, c.End-c.Start+1), true
-	case c.Compression == dataset.CompressionNone && !c.Whole():
-		return dataset.FirstInput(c.Object, 0, c.End), true
-	}
-	return dataset.FirstInput(c.Object, 0, 0), true
-}
-
-// aheadGet is a GET opened ahead for one task, and the client that task
-// reads with: the task's first GetObject, when it asks for exactly the GET
-// opened, gets its answer; any other call, or that one when the GET opened
-// failed, goes to the client, so that a read fails (a changed or missing
-// object, a throttle) as it does without a read ahead, with its own GET.
-// Its answer's body, once handed on, is the reader's, which resumes it as
-// any other when it breaks off.
-type aheadGet struct {
-	dataset.GetAPI
-	in     *s3.GetObjectInput
-	cancel context.CancelCauseFunc
-	opened chan struct{} // closed when the GET has answered
-	out    *s3.GetObjectOutput
-	err    error
-
-	mu sync.Mutex
-	// used: a call has asked for the GET opened (or end has run);
-	// handed: its answer went to that call, whose body it is; ended: end
-	// has run.
-	used, handed, ended bool
-}
-
-// openAhead starts the GET in, whose body is read with a context that ends
-// with readCtx or when work ends, as a reader's ioCtx does.
-func openAhead(work, readCtx context.Context, client dataset.GetAPI, in *s3.GetObjectInput) *aheadGet {
-	ctx, cancel := context.WithCancelCause(readCtx)
-	stopWatch := context.AfterFunc(work, func() { cancel(context.Cause(work)) })
-	// The GET is given a copy: the SDK writes to its input (it sets
-	// ChecksumMode), and the read's GET is compared with the one asked.
-	sent := *in
-	g := &aheadGet{GetAPI: client, in: in, opened: make(chan struct{}),
-		cancel: func(err error) { stopWatch(); cancel(err) }}
-	go func() {
-		defer close(g.opened)
-		g.out, g.err = client.GetObject(ctx, &sent)
-	}()
-	return g
-}
-
-// GetObject answers the first call that asks for the GET opened with its
-// answer, and passes any other on.
-func (g *aheadGet) GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
-	g.mu.Lock()
-	first := !g.used && len(optFns) == 0 && reflect.DeepEqual(in, g.in)
-	g.used = g.used || first
-	g.mu.Unlock()
-	if first {
-		select {
-		case <-g.opened:
-			if g.err == nil {
-				g.mu.Lock()
-				g.handed = true
-				g.mu.Unlock()
-				return g.out, nil
-			}
-		case <-ctx.Done():
-		}
-	}
-	return g.GetAPI.GetObject(ctx, in, optFns...)
-}
-
-// end cancels the GET, waits for it to return and, when no read took its
-// answer, closes its body. It is called once the task's read has
-// returned, and may be called again.
-func (g *aheadGet) end() {
-	g.cancel(errAheadUnused)
-	<-g.opened
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.handed && !g.ended && g.out != nil {
-		g.out.Body.Close()
-	}
-	g.used, g.ended = true, true
-}
-
-// errAheadUnused ends a GET opened ahead that no read took, or whose read
-// has ended.
-var errAheadUnused = errors.New("fanout: the read opened ahead has ended")

@@ -15,6 +15,10 @@ type Request struct {
 	worktask.Overrides
 	// RunID names the run; empty means a new random id.
 	RunID string `json:"runId,omitempty"`
+	// DryRun plans the run and counts what it would send, sending nothing
+	// (see Runner.DryRun), with DryRunOptions when given.
+	DryRun        bool           `json:"dryRun,omitempty"`
+	DryRunOptions *DryRunOptions `json:"dryRunOptions,omitempty"`
 }
 
 // Validate reports the first problem of the request: a source that does
@@ -26,6 +30,14 @@ func (r *Request) Validate() error {
 	}
 	if err := r.Overrides.Validate(); err != nil {
 		return err
+	}
+	if o := r.DryRunOptions; o != nil {
+		if !r.DryRun {
+			return errDryRunOptions
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
 	}
 	return CheckRunID(r.RunID)
 }

@@ -25,6 +25,11 @@ type taskRun struct {
 	resumeAt int64 // -1: the task finished its chunk
 	readErr  error
 	stopped  error // why the read stopped at resumeAt, if not for the deadline
+	// held is why the run's gate stopped the task at resumeAt, or before
+	// it started (see TaskResult.Held).
+	held error
+	// bytesRead counts the bytes of the records read.
+	bytesRead int64
 	// produced counts the entries handed to the send, consumed those the
 	// send took.
 	produced int
@@ -98,6 +103,7 @@ func (r *Runner) finish(ctx context.Context, tr *taskRun) TaskResult {
 // result is what tr did, once its failures are written.
 func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 	res := tr.res
+	res.BytesRead = tr.bytesRead
 	t, c := tr.task, tr.task.Chunk
 	res.RecordsSent = res.RecordsRead - res.RecordsFailed
 	if p := r.opts.Progress; p != nil {
@@ -118,7 +124,7 @@ func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 		}
 		return res
 	case !tr.started:
-		res.Continuation = &tr.task
+		res.Continuation, res.Held = &tr.task, tr.held
 		return res
 	case tr.consumed < tr.produced:
 		res.Err = fmt.Errorf("fanout: %s [%d,%d): %d records were not sent: the send stopped", c.Object, c.Start, c.End, tr.produced-tr.consumed)
@@ -135,7 +141,7 @@ func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 		next := t
 		next.ResumeAt = tr.resumeAt
 		res.Continuation = &next
-		res.Stopped = tr.stopped
+		res.Stopped, res.Held = tr.stopped, tr.held
 		if tr.stopped != nil {
 			r.log.WarnContext(ctx, "read failed part-way; the records read were sent, the rest of the chunk continues from the first record not read",
 				"object", c.URI(), "chunk", t.ID(), "resumeAt", tr.resumeAt, "error", tr.stopped)

@@ -114,8 +114,11 @@ func (r *Runner) readLane(work, readCtx context.Context, specs []*taskSpec, lane
 		if work.Err() != nil || readCtx.Err() != nil {
 			return
 		}
-		tr := r.read(work, readCtx, specs[g], g, pipe)
-		readErr, resumes := tr.readErr, tr.resumeAt >= 0
+		tr := r.gated(work, readCtx, specs[g], g)
+		if tr == nil {
+			tr = r.read(work, readCtx, specs[g], g, pipe)
+		}
+		readErr, resumes, held := tr.readErr, tr.resumeAt >= 0 || !tr.started, tr.held
 		done <- tr
 		switch {
 		case readErr != nil:
@@ -127,10 +130,43 @@ func (r *Runner) readLane(work, readCtx context.Context, specs []*taskSpec, lane
 				done <- lt
 			}
 			return
+		case held != nil:
+			// Held with it, they go back in their order.
+			for _, later := range lane[i+1:] {
+				lt := newTaskRun(specs[later], later)
+				lt.held = held
+				done <- lt
+			}
+			return
 		case resumes:
 			return // the lane's later tasks keep their place after its continuation
 		}
 	}
+}
+
+// gated checks s's gate before its read starts, and returns the taskRun
+// of a task that does not start: held (its run stopped, or its target's
+// backlog high), failed (the gate could not be read) or not started (work
+// ended). It returns nil when the read may start.
+func (r *Runner) gated(work, readCtx context.Context, s *taskSpec, group int) *taskRun {
+	if s.gate == nil {
+		return nil
+	}
+	ctx, stop := context.WithCancel(readCtx)
+	defer stop()
+	defer context.AfterFunc(work, stop)()
+	err := s.gate.check(ctx)
+	if err == nil {
+		return nil
+	}
+	tr := newTaskRun(s, group)
+	switch {
+	case holds(err):
+		tr.held = err
+	case ctx.Err() == nil:
+		tr.readErr = err
+	}
+	return tr
 }
 
 // lanes are the places in specs of the tasks that are read one after

@@ -57,6 +57,8 @@ func (r *Runner) runKept(ctx context.Context, pr *planRun, tasks []worktask.Task
 	var err error
 	for _, res := range r.RunChains(ctx, tasks) {
 		rep.Stats.Add(res.Stats)
+		rep.Queued = rep.Queued || res.TasksHeld > 0
+		rep.Cancelled = rep.Cancelled || res.TasksCancelled > 0
 		if res.Continuation != nil {
 			rest = append(rest, *res.Continuation)
 		}
@@ -72,6 +74,7 @@ func (r *Runner) runKept(ctx context.Context, pr *planRun, tasks []worktask.Task
 		rep.TasksQueued, qerr = r.enqueue(partialbatch.SendContext(ctx), messagesOf(rest))
 		err = errors.Join(err, qerr)
 	}
+	pr.planned = true // its tasks ran, whatever became of them
 	return *rep, err
 }
 
@@ -112,6 +115,7 @@ func (r *Runner) queued(ctx context.Context, pr *planRun, tasks iter.Seq[worktas
 	if err == nil && noProgress {
 		err = errNoProgress
 	}
+	pr.steps, pr.planned = steps, err == nil && pr.err == nil
 	return *rep, errors.Join(err, pr.err)
 }
 

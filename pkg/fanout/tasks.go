@@ -41,6 +41,14 @@ type TaskResult struct {
 	// failed after it had read some records (their entries were sent). It
 	// is nil when the task ran out of time.
 	Stopped error
+	// Held is why its run's gate stopped a task with a Continuation: its
+	// run paused or cancelled (a *runstate.StopError), or its target's
+	// backlog high (ErrBacklog). RunChains puts such a task back on the
+	// work queue or parks it, and counts it in TasksHeld or TasksCancelled
+	// instead of returning its Continuation.
+	Held error
+	// BytesRead counts the bytes of the records this attempt read.
+	BytesRead int64
 	// Err, when set, means the task must be run again: some of its records
 	// were neither sent nor put on the failure output.
 	Err error
@@ -100,6 +108,20 @@ func (r *Runner) RunTasks(ctx context.Context, tasks []worktask.Task, concurrenc
 func (r *Runner) admit(ctx context.Context, index int, t worktask.Task, res *TaskResult) (*taskSpec, error) {
 	s, err := r.prepare(ctx, index, t)
 	if err == nil {
+		ov := overridesOf(t.Overrides)
+		if s.gate = r.gateOf(t.RunID, &ov, s.sender); s.gate != nil {
+			// Before the claim, so that a task of a stopped run takes none.
+			switch err = s.gate.control(ctx); {
+			case holds(err):
+				res.Continuation, res.Held = &t, err
+				return nil, nil
+			case err != nil && ctx.Err() != nil:
+				res.Continuation = &t // not started
+				return nil, nil
+			case err != nil:
+				return nil, fmt.Errorf("fanout: task %s: read the control record of run %s: %w", t.ID(), t.RunID, err)
+			}
+		}
 		err = r.claim(ctx, s)
 	}
 	switch {
@@ -144,6 +166,9 @@ type taskSpec struct {
 	claim *claims.Claim
 	// ahead opens the first GETs of the group's tasks ahead of their reads.
 	ahead *aheadSet
+	// gate, when set, is what the task checks before it reads and sends
+	// (see gate).
+	gate *gate
 	// only, when set, is the offsets of the only records to send
 	// (RunRecords), and last the highest of them.
 	only map[int64]bool

@@ -2,7 +2,6 @@ package sqsbatch
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"slices"
 	"sync"
@@ -55,17 +54,14 @@ type run struct {
 	// inFlight counts, per FIFO message group, the batches in flight that
 	// hold it; failedGroups holds the reason a group failed for good.
 	inFlight     map[string]int
-	failedGroups map[string]string
+	failedGroups groupFailures
 }
 
-// pack reads entries, validates them and hands full batches to the workers.
+// pack reads entries, validates them and hands full batches to the workers,
+// packed as a Packer packs them.
 func (r *run) pack(entries iter.Seq[Entry]) {
-	var (
-		batch []*item
-		bytes int
-		seq   int
-	)
-	maxBytes := r.limits.maxMessageSize
+	var seq int
+	p := packing{maxBytes: r.limits.maxMessageSize}
 	for e := range entries {
 		n := seq
 		seq++
@@ -74,50 +70,36 @@ func (r *run) pack(entries iter.Seq[Entry]) {
 			r.res.Failures = append(r.res.Failures, failure(&item{seq: n, entry: e}, r.stopErr))
 			break
 		}
-		if r.replace {
-			sanitize(&e)
-		}
-		size := e.Size()
-		if verr := validate(&e, size, r.limits); verr != nil {
-			r.res.Failures = append(r.res.Failures, &EntryError{
-				Entry: e, Seq: n, Code: string(verr.Rule), Message: verr.Detail, SenderFault: true, Err: verr,
-			})
-			if r.failedGroups != nil {
-				r.blockGroup(e.GroupID, n, string(verr.Rule))
-			}
+		it, fail := admit(e, n, r.limits, r.replace)
+		if fail != nil {
+			r.res.Failures = append(r.res.Failures, fail)
+			r.failedGroups.block(fail.Entry.GroupID, n, fail.Code)
 			continue
 		}
 		if r.limits.fifo {
-			if why, ok := r.failedGroups[e.GroupID]; ok {
-				r.failGroup(&item{seq: n, entry: e}, why)
+			if fail := r.failedGroups.failure(it); fail != nil {
+				r.res.Failures = append(r.res.Failures, fail)
 				continue
 			}
 			// An entry waits while its group is in flight, so that it
 			// cannot overtake an earlier entry being retried.
-			for r.inFlight[e.GroupID] > 0 && r.stopErr == nil {
+			for r.inFlight[it.entry.GroupID] > 0 && r.stopErr == nil {
 				r.wait()
 			}
-			if why, ok := r.failedGroups[e.GroupID]; ok {
-				r.failGroup(&item{seq: n, entry: e}, why)
+			if fail := r.failedGroups.failure(it); fail != nil {
+				r.res.Failures = append(r.res.Failures, fail)
 				continue
 			}
 		}
-		if len(batch) > 0 && bytes+size > maxBytes {
-			r.dispatch(batch)
-			batch, bytes = nil, 0
-		}
-		it := &item{seq: n, entry: e, size: size, req: requestEntry(&e)}
-		batch = append(batch, it)
-		bytes += size
-		if len(batch) == MaxBatchEntries {
-			r.dispatch(batch)
-			batch, bytes = nil, 0
+		it.req = requestEntry(&it.entry)
+		if full := p.add(it); full != nil {
+			r.dispatch(full)
 		}
 		if r.stopErr != nil {
 			break
 		}
 	}
-	if len(batch) > 0 {
+	if batch := p.flush(); len(batch) > 0 {
 		r.dispatch(batch)
 	}
 }
@@ -206,14 +188,6 @@ func (r *run) stop(err error) {
 	}
 }
 
-// blockGroup makes the later entries of a FIFO group fail, because entry
-// seq of the group failed for good with code.
-func (r *run) blockGroup(group string, seq int, code string) {
-	if _, ok := r.failedGroups[group]; !ok {
-		r.failedGroups[group] = fmt.Sprintf("entry #%d of the group failed: %s", seq, code)
-	}
-}
-
 // absorb adds a finished batch to the result.
 func (r *run) absorb(o *outcome) {
 	r.outstanding--
@@ -225,9 +199,7 @@ func (r *run) absorb(o *outcome) {
 	r.res.Throttled += o.throttled
 	r.res.Failures = append(r.res.Failures, o.failures...)
 	for _, f := range o.failures {
-		if r.failedGroups != nil {
-			r.blockGroup(f.Entry.GroupID, f.Seq, f.Code)
-		}
+		r.failedGroups.block(f.Entry.GroupID, f.Seq, f.Code)
 		if f.Stopped() {
 			r.stop(f.Err)
 		}
@@ -250,10 +222,4 @@ func (r *run) failAll(batch []*item, cause error) {
 	for _, it := range batch {
 		r.res.Failures = append(r.res.Failures, failure(it, cause))
 	}
-}
-
-func (r *run) failGroup(it *item, why string) {
-	r.res.Failures = append(r.res.Failures, &EntryError{
-		Entry: it.entry, Seq: it.seq, Code: CodeGroupFailed, Message: why,
-	})
 }

@@ -188,7 +188,7 @@ func (s *Sender) Send(ctx context.Context, entries iter.Seq[Entry]) (Result, err
 	}
 	if s.limits.fifo {
 		r.inFlight = make(map[string]int)
-		r.failedGroups = make(map[string]string)
+		r.failedGroups = groupFailures{}
 	}
 	s.lim.join(&r.res.PeakInFlight)
 	r.pack(entries)

@@ -30,6 +30,11 @@ type Overrides struct {
 	MaxInFlight Setting `json:"maxInFlight,omitzero"`
 	// MaxAttempts is the run's attempts per entry (MAX_ATTEMPTS).
 	MaxAttempts Setting `json:"maxAttempts,omitzero"`
+	// MaxRate is the run-wide ceiling of messages per second (MAX_RATE).
+	MaxRate Setting `json:"maxRate,omitzero"`
+	// TargetMaxBacklog is the target's backlog above which the run's
+	// sends hold (TARGET_MAX_BACKLOG).
+	TargetMaxBacklog Setting `json:"targetMaxBacklog,omitzero"`
 	Mapping
 	// Ingest, when set, makes the run's records go out as s3ingest sends
 	// them (see IngestEncoding) instead of through the Mapping.
@@ -171,6 +176,8 @@ func (ov *Overrides) Validate() error {
 		{settings.ChunkSize.Row, &ov.ChunkSize, settings.ChunkSize.Parse},
 		{settings.MaxInFlight.Row, &ov.MaxInFlight, settings.MaxInFlight.Parse},
 		{settings.MaxAttempts.Row, &ov.MaxAttempts, settings.MaxAttempts.Parse},
+		{settings.MaxRate.Row, &ov.MaxRate, settings.MaxRate.Parse},
+		{settings.TargetMaxBacklog.Row, &ov.TargetMaxBacklog, settings.TargetMaxBacklog.Parse},
 	} {
 		if s.v.IsZero() {
 			continue

@@ -504,6 +504,8 @@ CONTEXT_PARAMETERS = {
     "chunkSize": ["ChunkSize"],
     "maxInFlight": ["MaxInFlight"],
     "failOnError": ["FailOnError"],
+    "maxRate": ["MaxRate"],
+    "targetMaxBacklog": ["TargetMaxBacklog"],
     "report": ["Report"],
     "reportBucketName": ["ReportBucketName"],
     "reportPrefix": ["ReportPrefix"],
@@ -681,11 +683,17 @@ def _if_statement(sts, condition):
 # only, plant). Each must make some set differ; a "non-default" drift must
 # leave the defaults equal, so that only the other sets can catch it.
 def _drifts():
+    def target_statement(t):
+        # The target statement: exactly GetQueueUrl, SendMessage and
+        # GetQueueAttributes.
+        return next(s for s in _fanout_statements(t)
+                    if isinstance(s, dict) and "sqs:GetQueueUrl" in s.get("Action", []) and "sqs:SendMessage" in s["Action"])
+
     def fanout_wider(t):
-        # The target statement: exactly GetQueueUrl and SendMessage.
-        st = next(s for s in _fanout_statements(t)
-                  if isinstance(s, dict) and "sqs:GetQueueUrl" in s.get("Action", []) and "sqs:SendMessage" in s["Action"])
-        st["Action"].append("sqs:GetQueueAttributes")
+        target_statement(t)["Action"].append("sqs:DeleteMessage")
+
+    def no_backlog_read(t):
+        target_statement(t)["Action"].remove("sqs:GetQueueAttributes")
 
     def topic_condition(t):
         del _res(t, "TopicPolicy")["PolicyDocument"]["Statement"][1]["Condition"]["StringEquals"]
@@ -697,12 +705,16 @@ def _drifts():
     yield "no ReportBatchItemFailures on fanout", "any", lambda t: _res(t, "FanoutFunction")["Events"]["WorkQueue"]["Properties"].pop("FunctionResponseTypes")
     yield "MaxReceiveCount default 5 -> 3", "any", lambda t: t["Parameters"]["MaxReceiveCount"].update(Default=3)
     yield "ingest visibility not 6x timeout", "any", lambda t: t["Mappings"]["VisibilityFor"]["120"].update({"0": 120})
-    yield "fanout gets sqs:GetQueueAttributes on the target", "any", fanout_wider
+    yield "fanout gets sqs:DeleteMessage on the target", "any", fanout_wider
+    yield "fanout loses sqs:GetQueueAttributes on the target (backpressure)", "any", no_backlog_read
+    yield "no ClaimsTableName output", "any", lambda t: t["Outputs"].pop("ClaimsTableName")
     yield "topic policy loses aws:SourceAccount", "any", topic_condition
     yield "s3ingest on x86_64", "any", lambda t: _res(t, "S3IngestFunction").update(Architectures=["x86_64"])
     yield "s3ingest runtime provided.al2", "any", lambda t: _res(t, "S3IngestFunction").update(Runtime="provided.al2")
     yield "fanout env WORK_QUEUE_URL renamed", "any", lambda t: env("FanoutFunction", t).update(
         WORK_QUEUE=env("FanoutFunction", t).pop("WORK_QUEUE_URL"))
+    yield "fanout's TARGET_MAX_BACKLOG written when unset", "any", lambda t: env("FanoutFunction", t).update(
+        TARGET_MAX_BACKLOG={"Ref": "TargetMaxBacklog"})
     yield "SAM-generated role (managed policies)", "any", lambda t: (_res(t, "S3IngestFunction").pop("Role"),
                                                                     _res(t, "S3IngestFunction").update(Policies=[{"SQSPollerPolicy": {"QueueName": {"Fn::GetAtt": ["IngestQueue", "QueueName"]}}}]))
     yield "an extra queue", "any", lambda t: t["Resources"].update(Extra={"Type": "AWS::SQS::Queue", "Properties": {}})
@@ -744,6 +756,7 @@ def _drifts():
     yield "ingest visibility ignores the batching window", "non-default", ingest_window_not_in_visibility
     yield "s3ingest loses kms:Decrypt on an existing bucket's key", "non-default", bucket_key_dropped
     yield "fanout's MAX_IN_FLIGHT dropped", "non-default", lambda t: env("FanoutFunction", t).pop("MAX_IN_FLIGHT")
+    yield "fanout's MAX_RATE dropped", "non-default", lambda t: env("FanoutFunction", t).pop("MAX_RATE")
 
     def esm(fn, event, t):
         return _res(t, fn)["Events"][event]["Properties"]

@@ -196,11 +196,16 @@ func decodeArguments(field string, raw []byte, v interface {
 type runArguments struct {
 	worktask.Overrides
 	RunID string `json:"runId,omitempty"`
+	// DryRun is read only to be refused: see refuseDryRun.
+	DryRun json.RawMessage `json:"dryRun,omitempty"`
 }
 
 func (a *runArguments) validate() error {
 	if a.Ingest != nil {
 		return errors.New("ingest: is s3ingest's hand-off and cannot be given here")
+	}
+	if err := refuseDryRun(a.DryRun); err != nil {
+		return err
 	}
 	if err := a.Overrides.Validate(); err != nil {
 		return err

@@ -41,6 +41,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// MemoryMB is the function's memory, which a dry run's estimate uses
+	// unless the request gives one; zero means fanout.DefaultMemoryMB.
+	MemoryMB int
 }
 
 // Handler answers the fanout Lambda function's invocations: a direct
@@ -159,10 +162,15 @@ func kindOf(payload []byte) string {
 
 // HandleRequest runs a direct request with Runner.Run, within the
 // invocation's deadline less the margin, and answers its report. The error
-// is the run's, or, with FailOnError, that records failed.
+// is the run's, or, with FailOnError, that records failed. A request with
+// dryRun is a dry run (see Runner.DryRun), estimated at the function's
+// memory unless it gives another.
 func (h *Handler) HandleRequest(ctx context.Context, req fanout.Request) (fanout.Report, error) {
 	start := h.opts.Now()
 	inv := &Invocation{Kind: "request"}
+	if req.DryRun {
+		inv.Kind, req.DryRunOptions = kindDryRun, h.dryRunOptions(req.DryRunOptions)
+	}
 	ctx, cancel := partialbatch.Deadlines(ctx, h.opts.DeadlineMargin, h.opts.Now)
 	defer cancel()
 	rep, err := h.runner.Run(ctx, req)

@@ -49,6 +49,8 @@ func (h *Handler) summarize(ctx context.Context, inv *Invocation, start time.Tim
 		{Name: "PeakInFlight", Unit: emf.Count, Value: float64(inv.PeakInFlight)},
 		{Name: "TasksQueued", Unit: emf.Count, Value: float64(inv.TasksQueued)},
 		{Name: "TasksSkipped", Unit: emf.Count, Value: float64(inv.TasksSkipped)},
+		{Name: "TasksHeld", Unit: emf.Count, Value: float64(inv.TasksHeld)},
+		{Name: "TasksCancelled", Unit: emf.Count, Value: float64(inv.TasksCancelled)},
 		{Name: "ObjectsFailed", Unit: emf.Count, Value: float64(inv.ObjectsFailed)},
 		{Name: "FailedMessages", Unit: emf.Count, Value: float64(inv.FailedMessages)},
 		{Name: "Duration", Unit: emf.Milliseconds, Value: float64(inv.DurationMs)},

@@ -60,3 +60,13 @@ func BytesInFlight(getenv func(string) string) int64 {
 	}
 	return mb << 20 / bytesInFlightShare
 }
+
+// MemoryMB returns the function's memory in MiB as Lambda gives it, read
+// with getenv, or 0 when it is not given, as outside Lambda.
+func MemoryMB(getenv func(string) string) int {
+	mb, ok := functionMemory(getenv)
+	if !ok {
+		return 0
+	}
+	return int(mb)
+}

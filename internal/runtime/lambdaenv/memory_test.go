@@ -41,3 +41,20 @@ func TestBytesInFlight(t *testing.T) {
 		}
 	}
 }
+
+func TestMemoryMB(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{map[string]string{FunctionMemory: "1024"}, 1024},
+		{map[string]string{FunctionMemory: " 128 "}, 128},
+		{map[string]string{}, 0},
+		{map[string]string{FunctionMemory: "-5"}, 0},
+		{map[string]string{FunctionMemory: "lots"}, 0},
+	} {
+		if got := MemoryMB(func(k string) string { return tc.env[k] }); got != tc.want {
+			t.Errorf("MemoryMB(%v) = %d, want %d", tc.env, got, tc.want)
+		}
+	}
+}

@@ -23,21 +23,22 @@ import (
 	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/runstate"
 )
 
-// claimsStore returns the claims store in table, after one read that
-// shows the table is there and readable, so that a wrong name or a missing
-// permission fails at init.
-func claimsStore(ctx context.Context, cfg aws.Config, table string) (*claims.Table, error) {
+// claimsStore returns the claims store in table, and the client it reads
+// it with, after one read that shows the table is there and readable, so
+// that a wrong name or a missing permission fails at init.
+func claimsStore(ctx context.Context, cfg aws.Config, table string) (*claims.Table, *dynamodb.Client, error) {
 	client := dynamodb.NewFromConfig(cfg)
 	_, err := client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(table),
 		Key:       map[string]ddbtypes.AttributeValue{claims.KeyAttribute: &ddbtypes.AttributeValueMemberS{Value: "s3sqs-init-check"}},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot read DynamoDB table %s: %w", settings.ClaimsTable.Env, table, err)
+		return nil, nil, fmt.Errorf("%s: cannot read DynamoDB table %s: %w", settings.ClaimsTable.Env, table, err)
 	}
-	return claims.NewTable(client, table, claims.TableOptions{}), nil
+	return claims.NewTable(client, table, claims.TableOptions{}), client, nil
 }
 
 // Function is what a function's start-up needs from its configuration.
@@ -52,6 +53,10 @@ type Function struct {
 	S3PathStyle bool
 	// ClaimsTable, when set, is the claims store's DynamoDB table.
 	ClaimsTable string
+	// RunState keeps the runs' shared state (fanout.Options.Runs) in the
+	// claims table, when there is one: their control, rate budget,
+	// counters and parked tasks.
+	RunState bool
 	// QueueVariable names the variable of the runner's queue of a role
 	// (fanout.RoleTarget, RoleWork, RoleFailure), for init errors.
 	QueueVariable func(role string) string
@@ -104,12 +109,18 @@ func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, s3c *s3.Cli
 func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Client, fn Function, log *slog.Logger) (*fanout.Runner, error) {
 	if fn.ClaimsTable == "" {
 		log.Info("no " + settings.ClaimsTable.Env + ": tasks and notifications run at least once, and one delivered twice sends its records twice")
+		if fn.RunState && fn.Runner.MaxRate > 0 && fn.Runner.WorkQueueURL != "" {
+			log.Warn(settings.MaxRate.Env + " without " + settings.ClaimsTable.Env + " paces each invocation on its own: the rate of a queued run is this many messages per second per concurrent invocation, not for the whole run")
+		}
 	} else {
-		store, err := claimsStore(ctx, cfg, fn.ClaimsTable)
+		store, client, err := claimsStore(ctx, cfg, fn.ClaimsTable)
 		if err != nil {
 			return nil, err
 		}
 		fn.Runner.Claims = store
+		if fn.RunState {
+			fn.Runner.Runs = runstate.NewTable(client, fn.ClaimsTable, runstate.TableOptions{})
+		}
 		log.Info("each task and notified object version runs once", "claimsTable", fn.ClaimsTable)
 	}
 	fn.Runner.Logger = log

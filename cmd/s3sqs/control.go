@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/s3sqs/s3sqs/internal/awssetup"
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/runstate"
+)
+
+// controlUsages are the usages of the commands that steer a run.
+var controlUsages = map[string]string{
+	"pause": `usage: s3sqs pause -run-id RUN -claims-table TABLE
+
+Pauses a fanout run: each of its tasks stops before it sends, or at its
+next chunk boundary, and goes back on the work queue with its progress,
+without counting toward the work DLQ, to come back once the run is resumed.`,
+	"cancel": `usage: s3sqs cancel -run-id RUN -claims-table TABLE
+
+Cancels a fanout run: each of its tasks ends before it sends, or at its
+next chunk boundary, counted as cancelled, and is parked in the claims
+table with its progress; s3sqs resume takes them up again.`,
+	"resume": `usage: s3sqs resume -run-id RUN -claims-table TABLE [-work-queue-url URL]
+
+Resumes a paused or cancelled fanout run: its paused tasks come back from
+the work queue, and the tasks a cancel parked are put back on the work
+queue (-work-queue-url, required when some are parked), each once.`,
+	"set": `usage: s3sqs set -run-id RUN -claims-table TABLE -max-rate N
+
+Changes a running fanout run's run-wide rate, in messages per second
+across all its invocations; each takes it up when it next reads the run's
+record, within seconds.`,
+}
+
+// controlCmd is the command line of pause, cancel, resume and set.
+type controlCmd struct {
+	name    string
+	flags   *cmdFlags
+	run     runFlags
+	work    string
+	maxRate string
+}
+
+// runControl runs the command name (pause, cancel, resume or set) that
+// steers a run.
+func runControl(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
+	c := newControlCmd(name, stderr)
+	if code, ok := c.parse(args, usageError(name, stderr)); !ok {
+		return code
+	}
+	runs, err := c.run.open(ctx)
+	if err == nil {
+		err = c.do(ctx, runs, stdout, stderr)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "s3sqs %s: %v\n", name, err)
+		return 1
+	}
+	return 0
+}
+
+// newControlCmd defines the flags of command name.
+func newControlCmd(name string, stderr io.Writer) *controlCmd {
+	c := &controlCmd{name: name, flags: newCmdFlags(name, controlUsages[name], stderr)}
+	c.run.define(c.flags, name)
+	switch name {
+	case "resume":
+		c.flags.text(settings.WorkQueueURL, &c.work, "the work queue `URL` (the fanout function's WORK_QUEUE_URL) the parked tasks go back on")
+	case "set":
+		c.flags.optionalCount(settings.MaxRate, &c.maxRate, "the run's new run-wide ceiling of messages per `second`, across all its invocations (required)")
+	}
+	return c
+}
+
+// parse reads the command line and checks it; it returns the exit code
+// when the command cannot go on.
+func (c *controlCmd) parse(args []string, bad func(string, ...any) int) (int, bool) {
+	fs := c.flags
+	if code, ok := parseFlags(fs.FlagSet, args); !ok {
+		return code, false
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0)), false
+	}
+	if msg := c.run.missing(); msg != "" {
+		return bad("%s", msg), false
+	}
+	if c.name == "set" && c.maxRate == "" {
+		return bad("name the run's new rate with -max-rate (messages per second)"), false
+	}
+	if msg, ok := fs.firstBad(); ok {
+		return bad("%s", msg), false
+	}
+	return 0, true
+}
+
+// do reads the run, then changes it as the command says and writes what
+// happens next.
+func (c *controlCmd) do(ctx context.Context, runs *runstate.Table, stdout, stderr io.Writer) error {
+	before, err := c.run.get(ctx, runs)
+	if errors.Is(err, runstate.ErrNoRun) {
+		// A run writes its record as its first planning step or task
+		// settles: one just started has none yet, and steering it is
+		// still what the user wants. The record made here expires as any.
+		fmt.Fprintf(stderr, "s3sqs %s: run %s has written nothing to table %s yet; writing its record all the same (if the id is mistyped, no run reads it)\n",
+			c.name, c.run.runID, c.run.table)
+	} else if err != nil {
+		return err
+	}
+	id := c.run.runID
+	switch c.name {
+	case "pause":
+		if _, err := runs.SetState(ctx, id, runstate.StatePaused); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "run %s is paused: each of its tasks stops before it sends or at its next chunk boundary, and goes back on the work queue with its progress, without counting toward the work DLQ.\n"+
+			"They run again after `s3sqs resume -run-id %s -claims-table %s`.\n", id, id, c.run.table)
+	case "cancel":
+		if _, err := runs.SetState(ctx, id, runstate.StateCancelled); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "run %s is cancelled: each of its tasks ends before it sends or at its next chunk boundary, counted as cancelled, and is parked in table %s with its progress.\n"+
+			"`s3sqs resume -run-id %s -claims-table %s -work-queue-url URL` puts them back on the work queue.\n", id, c.run.table, id, c.run.table)
+	case "set":
+		rate, _ := settings.MaxRate.Parse(c.maxRate) // checked by parse
+		if _, err := runs.SetMaxRate(ctx, id, rate); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "run %s: max rate %d messages/s across all its invocations; each takes it up when it next reads the run's record, within seconds.\n", id, rate)
+	case "resume":
+		return c.resume(ctx, runs, before, stdout)
+	}
+	return nil
+}
+
+// resume sets the run running and puts the tasks a cancel parked back on
+// the work queue. It refuses before changing anything when tasks are
+// parked and no work queue is named.
+func (c *controlCmd) resume(ctx context.Context, runs *runstate.Table, before runstate.Run, stdout io.Writer) error {
+	id := c.run.runID
+	parked := max(before.Parked-before.Unparked, 0)
+	if parked > 0 && c.work == "" {
+		return fmt.Errorf("run %s has %d parked tasks: name the work queue they go back on with -work-queue-url (the fanout function's WORK_QUEUE_URL); the run was not changed", id, parked)
+	}
+	// Running first: a task put back while the run is still cancelled
+	// would be parked again.
+	if _, err := runs.SetState(ctx, id, runstate.StateRunning); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "run %s is running: its paused tasks take up where they stopped as the work queue delivers them again.\n", id)
+	if c.work == "" {
+		return nil
+	}
+	sqsc, err := sqsClient(ctx)
+	if err != nil {
+		return err
+	}
+	if before.State == runstate.StateCancelled {
+		// Tasks park while their invocations see the run cancelled: the
+		// parked ones are put back once each has read it running again.
+		fmt.Fprintf(stdout, "waiting %s for the run's invocations to see it running...\n", runstate.DefaultCheckEvery)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("before the parked tasks were put back: %w (resume again to put them back)", ctx.Err())
+		case <-time.After(runstate.DefaultCheckEvery):
+		}
+	}
+	n, err := runs.Unpark(ctx, id, func(ctx context.Context, body string) error { return sendTask(ctx, sqsc, c.work, body) })
+	fmt.Fprintf(stdout, "%d parked tasks put back on %s.\n", n, c.work)
+	if err != nil {
+		err = queueFlagError(err, map[string]string{fanout.RoleWork: "-work-queue-url"}, "")
+		return fmt.Errorf("put parked tasks back: %w (resume again to put back the rest: each is put back once)", err)
+	}
+	// A task that read the cancel just before the resume may have parked
+	// after the wait.
+	if after, err := runs.Get(ctx, id); err == nil && after.Parked > after.Unparked {
+		fmt.Fprintf(stdout, "%d more tasks were parked meanwhile: resume again to put them back.\n", after.Parked-after.Unparked)
+	}
+	return nil
+}
+
+// sqsAPI is what resume needs of SQS.
+type sqsAPI interface {
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+var _ sqsAPI = (*sqs.Client)(nil)
+
+// sqsClient returns an SQS client from the SDK's standard configuration.
+func sqsClient(ctx context.Context) (*sqs.Client, error) {
+	_, sqsc, err := awssetup.Clients(ctx, false)
+	return sqsc, err
+}
+
+// sendTask sends a parked work-queue message back to queue. On a FIFO work
+// queue each message is its own group, as each task the planner queues
+// is, and is deduplicated by its body.
+func sendTask(ctx context.Context, c sqsAPI, queue, body string) error {
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(body)}
+	if strings.HasSuffix(queue, ".fifo") {
+		sum := sha256.Sum256([]byte(body))
+		id := hex.EncodeToString(sum[:])
+		in.MessageGroupId, in.MessageDeduplicationId = aws.String(id), aws.String(id)
+	}
+	if _, err := c.SendMessage(ctx, in); err != nil {
+		return &fanout.QueueError{Role: fanout.RoleWork, Queue: queue, Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+)
+
+// dryRunCmd is what fanout's -dry-run and its estimate's flags give.
+type dryRunCmd struct {
+	on   bool
+	opts fanout.DryRunOptions
+}
+
+// dryRunFlagNames are the flags that only a dry run reads.
+var dryRunFlagNames = []string{"sample-chunks", "invocations", "memory-mb", "records-per-second", "sqs-price", "lambda-price"}
+
+// dryRunFlags defines -dry-run and the flags of its sample and estimate.
+func dryRunFlags(fs *cmdFlags, d *dryRunCmd) {
+	o := &d.opts
+	fs.BoolVar(&d.on, "dry-run", false, "plan the run and count what it would send, sending and writing nothing; prints the counts and an estimate of its time and cost")
+	fs.IntVar(&o.SampleChunks, "sample-chunks", fanout.DefaultSampleChunks, "with -dry-run: chunks to read; a dataset of at most `n` chunks is counted exactly, a larger one estimated from n chosen at random")
+	fs.IntVar(&o.Invocations, "invocations", fanout.DefaultInvocations, "with -dry-run: `n` concurrent invocations of the function that would send a run queued on the work queue")
+	fs.IntVar(&o.MemoryMB, "memory-mb", fanout.DefaultMemoryMB, "with -dry-run: the function's memory in `MB`, for its share of a vCPU and its GB-seconds")
+	fs.Float64Var(&o.RecordsPerSecond, "records-per-second", 0, "with -dry-run: `records` a second one invocation of one vCPU sends (default: the measured rate of the mode, 34100 record, 105689 chunk)")
+	fs.Float64Var(&o.SQSPrice, "sqs-price", 0, "with -dry-run: your SQS `price` per million requests, to price the run")
+	fs.Float64Var(&o.LambdaPrice, "lambda-price", 0, "with -dry-run: your Lambda `price` per GB-second, to price the run")
+}
+
+// check refuses a dry run's flags without -dry-run and options out of
+// their range, naming the flag.
+func (d *dryRunCmd) check(given map[string]bool) (string, bool) {
+	if !d.on {
+		for _, name := range dryRunFlagNames {
+			if given[name] {
+				return fmt.Sprintf("-%s applies with -dry-run", name), true
+			}
+		}
+		return "", false
+	}
+	if err := d.opts.Validate(); err != nil {
+		// dryRunOptions.memoryMB: ... names the flag instead.
+		field, reason, _ := strings.Cut(strings.TrimPrefix(err.Error(), "dryRunOptions."), ": ")
+		flags := map[string]string{"sampleChunks": "sample-chunks", "invocations": "invocations", "memoryMB": "memory-mb",
+			"recordsPerSecond": "records-per-second", "sqsPrice": "sqs-price", "lambdaPrice": "lambda-price"}
+		return fmt.Sprintf("-%s: %s", flags[field], reason), true
+	}
+	return "", false
+}
+
+// dryRun runs a dry run of the request, prints its report as JSON on
+// stdout and a summary on stderr, and returns the exit code.
+func (c *fanoutCmd) dryRun(ctx context.Context, runner *fanout.Runner, stdout, stderr io.Writer, tty bool) int {
+	done := make(chan struct{})
+	shown := make(chan struct{})
+	go func() {
+		defer close(shown)
+		showProgress(stderr, func(elapsed time.Duration, bar bool) string { return dryRunLine(c.opts.Progress, elapsed, bar) }, tty, c.interval, done)
+	}()
+	o := c.dry.opts
+	o.Queue = c.queue()
+	rep, err := runner.DryRun(ctx, c.req, o)
+	close(done)
+	<-shown
+	printJSON(stdout, rep)
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", c.queueError(err))
+		return 1
+	case rep.Objects == 0 && !c.allowEmpty:
+		fmt.Fprintf(stderr, "s3sqs fanout: %s: nothing to send; check the names, or pass -allow-empty to accept an empty dataset\n", noObject(c.req.Source))
+		return 1
+	}
+	fmt.Fprint(stderr, dryRunSummary(rep, c.dry.opts))
+	return 0
+}
+
+// dryRunLine describes a dry run's progress: planning, then the chunks
+// read.
+func dryRunLine(p *fanout.Progress, elapsed time.Duration, bar bool) string {
+	objs, chunks, planned, recs := p.ObjectsPlanned.Load(), p.TasksPlanned.Load(), p.BytesPlanned.Load(), p.RecordsRead.Load()
+	if !bar {
+		return fmt.Sprintf("dry_run objects=%d planned_mb=%.1f tasks=%d records_read=%d elapsed=%s", objs, float64(planned)/1e6, chunks, recs, elapsed.Round(time.Second))
+	}
+	return fmt.Sprintf("dry run: %d objects, %.1f MB, %d tasks planned; %d records read ", objs, float64(planned)/1e6, chunks, recs)
+}
+
+// dryRunSummary is a dry run's account for a person.
+func dryRunSummary(rep fanout.Report, o fanout.DryRunOptions) string {
+	d, e := rep.DryRun, rep.DryRun.Estimate
+	var b strings.Builder
+	fmt.Fprintf(&b, "s3sqs fanout: dry run of run %s: nothing was sent; counts %s\n", rep.RunID, d.Counted)
+	how := "sent from here"
+	if d.Queued {
+		how = fmt.Sprintf("queued on the work queue in %d SendMessageBatch requests (%d billed)", d.WorkRequests, d.WorkBilledRequests)
+	}
+	fmt.Fprintf(&b, "  dataset:  %d objects, %s, %d chunks, %d tasks, %s\n", d.Objects, megabytes(d.Bytes), d.Chunks, d.Tasks, how)
+	fmt.Fprintf(&b, "  target:   %d records in %d messages, %d SendMessageBatch requests, %d billed (64 KiB each)\n", d.Records, d.Messages, d.Requests, d.BilledRequests)
+	fmt.Fprintf(&b, "  records:  %d offloaded to S3, %d to the failure output\n", d.Offloaded, d.Failed)
+	inv := "invocations"
+	if e.Invocations == 1 {
+		inv = "invocation"
+	}
+	fmt.Fprintf(&b, "  estimate: %s at %d %s of %d MB (%.0f records/s each): %.1f invocation-seconds, %.2f GB-s",
+		(time.Duration(e.Seconds * float64(time.Second))).Round(time.Millisecond), e.Invocations, inv, e.MemoryMB, e.RecordsPerSecond, e.InvocationSeconds, e.GBSeconds)
+	if e.MaxRate > 0 {
+		fmt.Fprintf(&b, ", paced at %d messages/s", e.MaxRate)
+	}
+	if e.PlanSeconds > 0 {
+		fmt.Fprintf(&b, ", after %s of planning", (time.Duration(e.PlanSeconds * float64(time.Second))).Round(time.Millisecond))
+	}
+	b.WriteString("\n")
+	if o.SQSPrice > 0 || o.LambdaPrice > 0 {
+		fmt.Fprintf(&b, "  cost:     SQS $%.6f (at $%g per million requests), Lambda $%.6f (at $%g per GB-s)\n", e.SQSCost, o.SQSPrice, e.LambdaCost, o.LambdaPrice)
+	}
+	return b.String()
+}
+

@@ -1,0 +1,467 @@
+package runstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/s3sqs/s3sqs/pkg/claims"
+)
+
+// State is where a run stands, as its control record says.
+type State string
+
+// States. A run with no control record, or whose record holds no state,
+// is StateRunning.
+const (
+	StateRunning   State = "running"
+	StatePaused    State = "paused"
+	StateCancelled State = "cancelled"
+)
+
+// ErrNoRun reports that the table holds nothing of the run.
+var ErrNoRun = errors.New("runstate: no such run")
+
+// Counters are what a run's tasks and planning steps add up as they
+// settle. Add adds each field with one ADD; each is kept in the number
+// attribute of the run record named by its JSON name.
+type Counters struct {
+	TasksPlanned     int64 `json:"tasksPlanned"`
+	TasksDone        int64 `json:"tasksDone"`
+	TasksFailed      int64 `json:"tasksFailed"`
+	TasksSkipped     int64 `json:"tasksSkipped"`
+	TasksHeld        int64 `json:"tasksHeld"`
+	TasksCancelled   int64 `json:"tasksCancelled"`
+	StepsQueued      int64 `json:"stepsQueued"`
+	StepsDone        int64 `json:"stepsDone"`
+	Objects          int64 `json:"objects"`
+	BytesPlanned     int64 `json:"bytesPlanned"`
+	BytesRead        int64 `json:"bytesRead"`
+	RecordsRead      int64 `json:"recordsRead"`
+	RecordsSent      int64 `json:"recordsSent"`
+	RecordsFailed    int64 `json:"recordsFailed"`
+	RecordsOffloaded int64 `json:"recordsOffloaded"`
+	Messages         int64 `json:"messages"`
+	Requests         int64 `json:"requests"`
+}
+
+// Run is what the table holds of a run.
+type Run struct {
+	ID    string `json:"runId"`
+	State State  `json:"state"`
+	// MaxRate is the run-wide rate in messages per second that `s3sqs set`
+	// gave it while it runs; 0 means the rate the run started with.
+	MaxRate int64 `json:"maxRate,omitempty"`
+	// Started is when the first write of the run was made; Updated the
+	// last.
+	Started time.Time `json:"started"`
+	Updated time.Time `json:"updated"`
+	// Parked is how many tasks a cancel parked, and Unparked how many of
+	// them a resume put back on the work queue.
+	Parked   int64 `json:"parked,omitempty"`
+	Unparked int64 `json:"unparked,omitempty"`
+	Counters
+}
+
+// The attributes of a run's items, beside claims.KeyAttribute and
+// claims.ExpiresAttribute. Times are Unix milliseconds.
+const (
+	stateAttr    = "state"
+	maxRateAttr  = "maxRate"
+	startedAttr  = "started"
+	updatedAttr  = "updated"
+	parkedAttr   = "parked"
+	unparkedAttr = "unparked"
+	takenAttr    = "taken" // in a budget window
+	bodyAttr     = "body"  // in a parked message
+)
+
+// windowTTL is how long a budget window is kept: it is read only during
+// its own second, so an hour is ample and keeps the table small.
+const windowTTL = time.Hour
+
+// counterAttrs are the attribute names of Counters' fields, by field
+// index: their JSON names, so that the record and `s3sqs status -json`
+// say the same.
+var counterAttrs = func() []string {
+	t := reflect.TypeFor[Counters]()
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i] = t.Field(i).Tag.Get("json")
+	}
+	return names
+}()
+
+// TableOptions configures a Table. The zero value is ready to use.
+type TableOptions struct {
+	// TTL is how long after its last write a run's record and its parked
+	// messages are kept (DynamoDB deletes them some time after, through
+	// the table's TTL on claims.ExpiresAttribute); zero means
+	// claims.DefaultTTL. A resume after that finds nothing to put back.
+	TTL time.Duration
+	// Now returns the time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Table keeps runs in the claims table name, under keys that start with
+// "run#" and the run id. Run ids must not hold '#' (settings.CheckRunID
+// allows none), so that no run's keys are another's. A Table is safe for
+// concurrent use, and so is a run shared by many processes: each write is
+// one UpdateItem that DynamoDB applies atomically.
+type Table struct {
+	client claims.API
+	name   string
+	ttl    time.Duration
+	now    func() time.Time
+}
+
+// NewTable returns the Table of runs in the claims table name.
+func NewTable(client claims.API, name string, opts TableOptions) *Table {
+	t := &Table{client: client, name: name, ttl: opts.TTL, now: opts.Now}
+	if t.ttl <= 0 {
+		t.ttl = claims.DefaultTTL
+	}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	return t
+}
+
+// Get returns the run, read strongly consistent, or ErrNoRun.
+func (t *Table) Get(ctx context.Context, runID string) (Run, error) {
+	out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(t.name), Key: key(runKey(runID)), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return Run{}, fmt.Errorf("runstate: read run %s in table %s: %w", runID, t.name, err)
+	}
+	if out.Item == nil {
+		return Run{}, fmt.Errorf("%w: %s in table %s", ErrNoRun, runID, t.name)
+	}
+	return decodeRun(runID, out.Item), nil
+}
+
+// SetState sets the run's state, creating its record if need be, and
+// returns the record as it now is.
+func (t *Table) SetState(ctx context.Context, runID string, s State) (Run, error) {
+	switch s {
+	case StateRunning, StatePaused, StateCancelled:
+	default:
+		return Run{}, fmt.Errorf("runstate: set run %s to %q: not a state", runID, s)
+	}
+	return t.set(ctx, runID, stateAttr, str(string(s)))
+}
+
+// SetMaxRate sets the run's rate in messages per second, creating its
+// record if need be, and returns the record as it now is. Rate 0 goes back
+// to the rate the run started with.
+func (t *Table) SetMaxRate(ctx context.Context, runID string, rate int64) (Run, error) {
+	if rate < 0 {
+		return Run{}, fmt.Errorf("runstate: set the rate of run %s to %d: below 0", runID, rate)
+	}
+	return t.set(ctx, runID, maxRateAttr, num(rate))
+}
+
+// set sets attribute attr of the run record to v.
+func (t *Table) set(ctx context.Context, runID, attr string, v types.AttributeValue) (Run, error) {
+	now := t.now()
+	out, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(t.name),
+		Key:              key(runKey(runID)),
+		UpdateExpression: aws.String("SET #attr = :v, " + touch),
+		ExpressionAttributeNames: map[string]string{
+			"#attr": attr, "#started": startedAttr, "#updated": updatedAttr, "#expires": claims.ExpiresAttribute,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":v": v, ":now": millis(now), ":expires": num(now.Add(t.ttl).Unix()),
+		},
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if err != nil {
+		return Run{}, fmt.Errorf("runstate: set %s of run %s in table %s: %w", attr, runID, t.name, err)
+	}
+	return decodeRun(runID, out.Attributes), nil
+}
+
+// touch is the part of an update of the run record that every write
+// makes; it needs the names #started, #updated, #expires and the values
+// :now and :expires.
+const touch = "#started = if_not_exists(#started, :now), #updated = :now, #expires = :expires"
+
+// Add adds c to the run's counters in one UpdateItem, creating the run's
+// record if need be. It makes no call when every counter of c is 0.
+func (t *Table) Add(ctx context.Context, runID string, c Counters) error {
+	now := t.now()
+	names := map[string]string{"#started": startedAttr, "#updated": updatedAttr, "#expires": claims.ExpiresAttribute}
+	values := map[string]types.AttributeValue{":now": millis(now), ":expires": num(now.Add(t.ttl).Unix())}
+	add := ""
+	v := reflect.ValueOf(c)
+	for i, attr := range counterAttrs {
+		n := v.Field(i).Int()
+		if n == 0 {
+			continue
+		}
+		if add != "" {
+			add += ", "
+		}
+		p := strconv.Itoa(i)
+		add += "#c" + p + " :c" + p
+		names["#c"+p] = attr
+		values[":c"+p] = num(n)
+	}
+	if add == "" {
+		return nil
+	}
+	_, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.name),
+		Key:                       key(runKey(runID)),
+		UpdateExpression:          aws.String("SET " + touch + " ADD " + add),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	if err != nil {
+		return fmt.Errorf("runstate: add to the counters of run %s in table %s: %w", runID, t.name, err)
+	}
+	return nil
+}
+
+// Take takes up to n messages from the run's budget of the second that
+// holds at: as many as the window of that second has left below limit.
+// It returns how many it took (0 when the window is spent). It makes one
+// conditional UpdateItem when the window has n left; otherwise that
+// UpdateItem's refusal says what is left, and one more takes it.
+func (t *Table) Take(ctx context.Context, runID string, at time.Time, n, limit int64) (int64, error) {
+	n = min(n, limit)
+	if n <= 0 {
+		return 0, nil
+	}
+	k := key(windowKey(runID, at.Unix()))
+	ok, taken, err := t.take(ctx, k, at, n, limit)
+	switch {
+	case err != nil:
+		return 0, err
+	case ok:
+		return n, nil
+	}
+	left := min(n, limit-taken)
+	if left <= 0 {
+		return 0, nil
+	}
+	// Others may take the rest first: then this one gets none, and the
+	// window is spent for it too.
+	if ok, _, err := t.take(ctx, k, at, left, limit); !ok {
+		return 0, err
+	}
+	return left, nil
+}
+
+// take adds n to the window k if that keeps it at most limit. It reports
+// whether it did, and when not, how many the window had taken.
+func (t *Table) take(ctx context.Context, k map[string]types.AttributeValue, at time.Time, n, limit int64) (bool, int64, error) {
+	_, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(t.name),
+		Key:                      k,
+		UpdateExpression:         aws.String("SET #expires = :expires ADD #taken :n"),
+		ConditionExpression:      aws.String("attribute_not_exists(#taken) OR #taken <= :most"),
+		ExpressionAttributeNames: map[string]string{"#taken": takenAttr, "#expires": claims.ExpiresAttribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":n": num(n), ":most": num(limit - n), ":expires": num(at.Add(windowTTL).Unix()),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return false, number(ccf.Item[takenAttr]), nil
+	case err != nil:
+		return false, 0, fmt.Errorf("runstate: take from the budget %s in table %s: %w", stringOf(k[claims.KeyAttribute]), t.name, err)
+	}
+	return true, 0, nil
+}
+
+// Park keeps body, a work-queue message of a cancelled run, for Unpark.
+// It makes two UpdateItems: one that numbers the message on the run
+// record, one that writes it. When the second fails the number stays
+// unused, and Unpark passes over it; the caller still holds the message.
+func (t *Table) Park(ctx context.Context, runID string, body string) error {
+	now := t.now()
+	expires := num(now.Add(t.ttl).Unix())
+	out, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        aws.String(t.name),
+		Key:              key(runKey(runID)),
+		UpdateExpression: aws.String("SET " + touch + " ADD #parked :one"),
+		ExpressionAttributeNames: map[string]string{
+			"#parked": parkedAttr, "#started": startedAttr, "#updated": updatedAttr, "#expires": claims.ExpiresAttribute,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":now": millis(now), ":expires": expires},
+		ReturnValues:              types.ReturnValueUpdatedNew,
+	})
+	if err != nil {
+		return fmt.Errorf("runstate: park a message of run %s in table %s: %w", runID, t.name, err)
+	}
+	n := number(out.Attributes[parkedAttr])
+	_, err = t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.name),
+		Key:                       key(parkedKey(runID, n)),
+		UpdateExpression:          aws.String("SET #body = :body, #expires = :expires"),
+		ExpressionAttributeNames:  map[string]string{"#body": bodyAttr, "#expires": claims.ExpiresAttribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":body": str(body), ":expires": expires},
+	})
+	if err != nil {
+		return fmt.Errorf("runstate: park message %d of run %s in table %s: %w", n, runID, t.name, err)
+	}
+	return nil
+}
+
+// Unpark calls put with each parked message not yet put back, in the
+// order they were parked, and records each that put took before it goes
+// on to the next, so that an Unpark cut short (put failed, or the process
+// ended) is taken up by the next one from the message it stopped at, and
+// an Unpark after a complete one puts nothing. A message put whose record
+// was lost is put again by the next Unpark. It returns how many messages
+// put took; on put's error, that error wrapped. Two Unparks of one run at
+// once may each put one message, after which one of them stops with an
+// error.
+//
+// A message whose number Unpark reads before Park has written it is
+// passed over as a failed Park's is: resume sets the run running and calls
+// Unpark once the run's invocations have seen that (a Pacer's CheckEvery),
+// so that none parks while Unpark runs.
+func (t *Table) Unpark(ctx context.Context, runID string, put func(ctx context.Context, body string) error) (int64, error) {
+	run, err := t.Get(ctx, runID)
+	if errors.Is(err, ErrNoRun) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var done int64
+	for i := run.Unparked + 1; i <= run.Parked; i++ {
+		out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(t.name), Key: key(parkedKey(runID, i)), ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			return done, fmt.Errorf("runstate: read parked message %d of run %s in table %s: %w", i, runID, t.name, err)
+		}
+		// A number without a message is a Park whose write failed.
+		if body, ok := out.Item[bodyAttr].(*types.AttributeValueMemberS); ok {
+			if err := put(ctx, body.Value); err != nil {
+				return done, fmt.Errorf("runstate: put back parked message %d of run %s: %w", i, runID, err)
+			}
+			done++
+		}
+		if err := t.unparked(ctx, runID, i); err != nil {
+			return done, err
+		}
+	}
+	return done, nil
+}
+
+// unparked records that parked message i of the run is back on the queue,
+// if the last one recorded is i-1.
+func (t *Table) unparked(ctx context.Context, runID string, i int64) error {
+	cond := "#unparked = :prev"
+	if i == 1 {
+		cond = "attribute_not_exists(#unparked) OR " + cond
+	}
+	now := t.now()
+	_, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(t.name),
+		Key:                 key(runKey(runID)),
+		UpdateExpression:    aws.String("SET " + touch + " ADD #unparked :one"),
+		ConditionExpression: aws.String(cond),
+		ExpressionAttributeNames: map[string]string{
+			"#unparked": unparkedAttr, "#started": startedAttr, "#updated": updatedAttr, "#expires": claims.ExpiresAttribute,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":one": num(1), ":prev": num(i - 1), ":now": millis(now), ":expires": num(now.Add(t.ttl).Unix()),
+		},
+	})
+	switch {
+	case refused(err):
+		return fmt.Errorf("runstate: record parked message %d of run %s as put back: another resume of the run is putting them back", i, runID)
+	case err != nil:
+		return fmt.Errorf("runstate: record parked message %d of run %s as put back, in table %s: %w", i, runID, t.name, err)
+	}
+	return nil
+}
+
+func decodeRun(runID string, item map[string]types.AttributeValue) Run {
+	r := Run{
+		ID:       runID,
+		State:    State(stringOf(item[stateAttr])),
+		MaxRate:  number(item[maxRateAttr]),
+		Started:  timeOf(item[startedAttr]),
+		Updated:  timeOf(item[updatedAttr]),
+		Parked:   number(item[parkedAttr]),
+		Unparked: number(item[unparkedAttr]),
+	}
+	if r.State == "" {
+		r.State = StateRunning
+	}
+	v := reflect.ValueOf(&r.Counters).Elem()
+	for i, attr := range counterAttrs {
+		v.Field(i).SetInt(number(item[attr]))
+	}
+	return r
+}
+
+func runKey(runID string) string { return "run#" + runID }
+
+func windowKey(runID string, sec int64) string {
+	return runKey(runID) + "#rate#" + strconv.FormatInt(sec, 10)
+}
+
+func parkedKey(runID string, n int64) string {
+	return runKey(runID) + "#parked#" + strconv.FormatInt(n, 10)
+}
+
+func key(k string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{claims.KeyAttribute: str(k)}
+}
+
+// refused reports whether err is DynamoDB refusing a condition.
+func refused(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return errors.As(err, &ccf)
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func millis(t time.Time) types.AttributeValue { return num(t.UnixMilli()) }
+
+func number(v types.AttributeValue) int64 {
+	n, ok := v.(*types.AttributeValueMemberN)
+	if !ok {
+		return 0
+	}
+	i, _ := strconv.ParseInt(n.Value, 10, 64)
+	return i
+}
+
+// timeOf decodes Unix milliseconds; absent is the zero time.
+func timeOf(v types.AttributeValue) time.Time {
+	if v == nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(number(v)).UTC()
+}
+
+func stringOf(v types.AttributeValue) string {
+	s, ok := v.(*types.AttributeValueMemberS)
+	if !ok {
+		return ""
+	}
+	return s.Value
+}

@@ -1,0 +1,189 @@
+package runstate_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/s3sqs/s3sqs/pkg/runstate"
+)
+
+func TestSetStateGet(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_123).UTC()
+	tab, _ := newTable(t, runstate.TableOptions{Now: func() time.Time { return now }})
+	ctx := t.Context()
+
+	if _, err := tab.Get(ctx, "r1"); !errors.Is(err, runstate.ErrNoRun) {
+		t.Fatalf("Get of a run never written: %v, want ErrNoRun", err)
+	}
+	run, err := tab.SetState(ctx, "r1", runstate.StatePaused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := runstate.Run{ID: "r1", State: runstate.StatePaused, Started: now, Updated: now}
+	if run != want {
+		t.Errorf("SetState = %+v, want %+v", run, want)
+	}
+
+	started := now
+	now = now.Add(time.Minute)
+	run, err = tab.SetMaxRate(ctx, "r1", 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = runstate.Run{ID: "r1", State: runstate.StatePaused, MaxRate: 300, Started: started, Updated: now}
+	if run != want {
+		t.Errorf("SetMaxRate = %+v, want %+v", run, want)
+	}
+	if got, err := tab.Get(ctx, "r1"); err != nil || got != want {
+		t.Errorf("Get = %+v, %v; want %+v", got, err, want)
+	}
+	if run, err := tab.SetState(ctx, "r1", runstate.StateRunning); err != nil || run.State != runstate.StateRunning || run.MaxRate != 300 {
+		t.Errorf("SetState(running) = %+v, %v; want running at rate 300", run, err)
+	}
+
+	if _, err := tab.SetState(ctx, "r1", "stopped"); err == nil {
+		t.Error("SetState(stopped) took a state that is none")
+	}
+	if _, err := tab.SetMaxRate(ctx, "r1", -1); err == nil {
+		t.Error("SetMaxRate(-1) took a rate below 0")
+	}
+}
+
+// TestAdd checks that counters added at once by many writers add up, and
+// that a run written only by Add reads as running.
+func TestAdd(t *testing.T) {
+	tab, client := newTable(t, runstate.TableOptions{})
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	errs := make(chan error, 80)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 10 {
+				errs <- tab.Add(ctx, "r", runstate.Counters{TasksDone: 1, RecordsSent: 7, BytesRead: int64(g*10 + i)})
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := client.calls.Load()
+	if err := tab.Add(ctx, "r", runstate.Counters{}); err != nil || client.calls.Load() != before {
+		t.Errorf("Add of nothing: %v, and %d calls, want none", err, client.calls.Load()-before)
+	}
+	run, err := tab.Get(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := runstate.Counters{TasksDone: 80, RecordsSent: 560, BytesRead: 79 * 80 / 2}
+	if run.Counters != want || run.State != runstate.StateRunning || run.Started.IsZero() {
+		t.Errorf("Get = %+v, want counters %+v, running, a start time", run, want)
+	}
+}
+
+func TestTake(t *testing.T) {
+	tab, _ := newTable(t, runstate.TableOptions{})
+	ctx := t.Context()
+	at := time.Unix(1_700_000_000, 500_000_000)
+	for i, want := range []int64{4, 4, 2, 0} {
+		if got, err := tab.Take(ctx, "r", at, 4, 10); err != nil || got != want {
+			t.Errorf("Take %d of 4 with limit 10 = %d, %v; want %d", i+1, got, err, want)
+		}
+	}
+	if got, err := tab.Take(ctx, "r", at.Add(time.Second), 15, 10); err != nil || got != 10 {
+		t.Errorf("Take of 15 with limit 10 in the next second = %d, %v; want 10", got, err)
+	}
+	if got, err := tab.Take(ctx, "other", at, 3, 10); err != nil || got != 3 {
+		t.Errorf("Take of another run = %d, %v; want 3", got, err)
+	}
+}
+
+// TestTakeConcurrent checks that takers at once get the window's limit
+// between them, no more and no less.
+func TestTakeConcurrent(t *testing.T) {
+	tab, _ := newTable(t, runstate.TableOptions{})
+	ctx := t.Context()
+	at := time.Unix(1_700_000_000, 0)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		total int64
+		fail  error
+	)
+	for range 8 {
+		wg.Go(func() {
+			for {
+				got, err := tab.Take(ctx, "r", at, 3, 50)
+				mu.Lock()
+				total += got
+				fail = errors.Join(fail, err)
+				mu.Unlock()
+				if got == 0 || err != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if fail != nil || total != 50 {
+		t.Errorf("8 takers of 3 from a limit of 50 took %d (%v), want 50", total, fail)
+	}
+}
+
+func TestParkUnpark(t *testing.T) {
+	tab, _ := newTable(t, runstate.TableOptions{})
+	ctx := t.Context()
+	if n, err := tab.Unpark(ctx, "r", nil); n != 0 || err != nil {
+		t.Fatalf("Unpark of a run never written = %d, %v; want 0, nil", n, err)
+	}
+	for _, b := range []string{"a", "b", "c"} {
+		if err := tab.Park(ctx, "r", b); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var put []string
+	errQueue := errors.New("queue unavailable")
+	calls := 0
+	failSecond := func(_ context.Context, body string) error {
+		if calls++; calls == 2 {
+			return errQueue
+		}
+		put = append(put, body)
+		return nil
+	}
+	collect := func(_ context.Context, body string) error {
+		put = append(put, body)
+		return nil
+	}
+
+	if n, err := tab.Unpark(ctx, "r", failSecond); n != 1 || !errors.Is(err, errQueue) {
+		t.Fatalf("Unpark whose put fails the second time = %d, %v; want 1 and the put's error", n, err)
+	}
+	if n, err := tab.Unpark(ctx, "r", collect); n != 2 || err != nil {
+		t.Fatalf("Unpark after one cut short = %d, %v; want the 2 left", n, err)
+	}
+	if n, err := tab.Unpark(ctx, "r", collect); n != 0 || err != nil {
+		t.Fatalf("Unpark after a complete one = %d, %v; want 0", n, err)
+	}
+	if want := []string{"a", "b", "c"}; !slices.Equal(put, want) {
+		t.Errorf("put %q, want %q", put, want)
+	}
+
+	if err := tab.Park(ctx, "r", "d"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := tab.Unpark(ctx, "r", collect); n != 1 || err != nil || put[len(put)-1] != "d" {
+		t.Errorf("Unpark after a later Park = %d, %v, put %q; want d alone", n, err, put)
+	}
+	if run, err := tab.Get(ctx, "r"); err != nil || run.Parked != 4 || run.Unparked != 4 {
+		t.Errorf("Get = %+v, %v; want 4 parked, 4 unparked", run, err)
+	}
+}
