@@ -86,21 +86,11 @@ func newControlCmd(name string, stderr io.Writer) *controlCmd {
 // parse reads the command line and checks it; it returns the exit code
 // when the command cannot go on.
 func (c *controlCmd) parse(args []string, bad func(string, ...any) int) (int, bool) {
-	fs := c.flags
-	if code, ok := parseFlags(fs.FlagSet, args); !ok {
+	if code, ok := c.run.parse(c.flags, args, bad); !ok {
 		return code, false
-	}
-	if fs.NArg() > 0 {
-		return bad("unexpected argument %q", fs.Arg(0)), false
-	}
-	if msg := c.run.missing(); msg != "" {
-		return bad("%s", msg), false
 	}
 	if c.name == "set" && c.maxRate == "" {
 		return bad("name the run's new rate with -max-rate (messages per second)"), false
-	}
-	if msg, ok := fs.firstBad(); ok {
-		return bad("%s", msg), false
 	}
 	return 0, true
 }

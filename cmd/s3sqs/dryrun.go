@@ -67,12 +67,7 @@ func (c *fanoutCmd) dryRun(ctx context.Context, runner *fanout.Runner, stdout, s
 	close(done)
 	<-shown
 	printJSON(stdout, rep)
-	switch {
-	case err != nil:
-		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", c.queueError(err))
-		return 1
-	case rep.Objects == 0 && !c.allowEmpty:
-		fmt.Fprintf(stderr, "s3sqs fanout: %s: nothing to send; check the names, or pass -allow-empty to accept an empty dataset\n", noObject(c.req.Source))
+	if c.refused(stderr, rep, err) {
 		return 1
 	}
 	fmt.Fprint(stderr, dryRunSummary(rep, c.dry.opts))
@@ -119,4 +114,3 @@ func dryRunSummary(rep fanout.Report, o fanout.DryRunOptions) string {
 	}
 	return b.String()
 }
-

@@ -271,17 +271,24 @@ func (c *fanoutCmd) finish(stderr io.Writer, rep fanout.Report, err error, failu
 	if failures != nil && failures.f != nil {
 		fmt.Fprintf(stderr, "s3sqs fanout: failed records are in %s\n", failures.path)
 	}
-	switch {
-	case err != nil:
-		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", c.queueError(err))
-		return 1
-	case rep.Objects == 0 && !c.allowEmpty:
-		fmt.Fprintf(stderr, "s3sqs fanout: %s: nothing to send; check the names, or pass -allow-empty to accept an empty dataset\n", noObject(c.req.Source))
-		return 1
-	case rep.RecordsFailed > 0:
+	if c.refused(stderr, rep, err) || rep.RecordsFailed > 0 {
 		return 1
 	}
 	return 0
+}
+
+// refused reports, and writes why, a run that failed or found no object
+// where -allow-empty was not given.
+func (c *fanoutCmd) refused(stderr io.Writer, rep fanout.Report, err error) bool {
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", c.queueError(err))
+		return true
+	case rep.Objects == 0 && !c.allowEmpty:
+		fmt.Fprintf(stderr, "s3sqs fanout: %s: nothing to send; check the names, or pass -allow-empty to accept an empty dataset\n", noObject(c.req.Source))
+		return true
+	}
+	return false
 }
 
 // noObject says which dataset held no object: where it was looked for and

@@ -36,13 +36,18 @@ func (f *cmdFlags) onCheck(flag string, fn func() error) {
 
 // text defines the flag of a text setting, checked when given.
 func (f *cmdFlags) text(row settings.Text, p *string, usage string) {
-	f.StringVar(p, row.Flag, "", usageOf(row.Row, usage))
+	f.checkedText(row.Row, p, usage, func(v string) error { _, err := row.Parse(v); return err })
+}
+
+// checkedText defines a flag written as text into p, checked by check
+// when given.
+func (f *cmdFlags) checkedText(row settings.Row, p *string, usage string, check func(string) error) {
+	f.StringVar(p, row.Flag, "", usageOf(row, usage))
 	f.onCheck(row.Flag, func() error {
 		if *p == "" {
 			return nil
 		}
-		_, err := row.Parse(*p)
-		return err
+		return check(*p)
 	})
 }
 
@@ -70,14 +75,7 @@ func (f *cmdFlags) count(row settings.Count, p *int, def int, usage string) {
 // default: written as text into p, checked against its range when given,
 // so that the text goes on as written (worktask.SettingOf).
 func (f *cmdFlags) optionalCount(row settings.Count, p *string, usage string) {
-	f.StringVar(p, row.Flag, "", usageOf(row.Row, usage))
-	f.onCheck(row.Flag, func() error {
-		if *p == "" {
-			return nil
-		}
-		_, err := row.Parse(*p)
-		return err
-	})
+	f.checkedText(row.Row, p, usage, func(v string) error { _, err := row.Parse(v); return err })
 }
 
 // choice defines the flag of a choice, written as a word (def by default)

@@ -38,6 +38,25 @@ func (rf *runFlags) missing() string {
 	return ""
 }
 
+// parse reads a run command's line into fs and checks what every run
+// command needs: no argument, the run and the table named, each flag
+// right. It returns the exit code when the command cannot go on.
+func (rf *runFlags) parse(fs *cmdFlags, args []string, bad func(string, ...any) int) (int, bool) {
+	if code, ok := parseFlags(fs.FlagSet, args); !ok {
+		return code, false
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0)), false
+	}
+	if msg := rf.missing(); msg != "" {
+		return bad("%s", msg), false
+	}
+	if msg, ok := fs.firstBad(); ok {
+		return bad("%s", msg), false
+	}
+	return 0, true
+}
+
 // open returns the runs of the claims table, through a DynamoDB client
 // from the SDK's standard configuration.
 func (rf *runFlags) open(ctx context.Context) (*runstate.Table, error) {

@@ -69,21 +69,11 @@ func newStatusCmd(stderr io.Writer) *statusCmd {
 // parse reads the command line and checks it; it returns the exit code
 // when the command cannot go on.
 func (c *statusCmd) parse(args []string, bad func(string, ...any) int) (int, bool) {
-	fs := c.flags
-	if code, ok := parseFlags(fs.FlagSet, args); !ok {
+	if code, ok := c.run.parse(c.flags, args, bad); !ok {
 		return code, false
 	}
-	if fs.NArg() > 0 {
-		return bad("unexpected argument %q", fs.Arg(0)), false
-	}
-	if msg := c.run.missing(); msg != "" {
-		return bad("%s", msg), false
-	}
-	if msg, ok := fs.firstBad(); ok {
-		return bad("%s", msg), false
-	}
 	switch {
-	case fs.given()["every"] && !c.watch:
+	case c.flags.given()["every"] && !c.watch:
 		return bad("-every applies with -watch only"), false
 	case c.every <= 0:
 		return bad("-every: %s is not a positive interval", c.every), false
