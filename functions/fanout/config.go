@@ -9,6 +9,7 @@ import (
 	s "github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -47,6 +48,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	o.ReportS3URI = lambdaenv.Get(env, s.ReportS3URI)
 	o.Plan.Format = dataset.Format(lambdaenv.Get(env, s.Format))
 	o.Mode = worktask.Mode(lambdaenv.Get(env, s.Mode))
+	o.NotificationFormat = s3event.Format(lambdaenv.Get(env, s.NotificationFormat))
 	o.Plan.ChunkSize = lambdaenv.Get(env, s.ChunkSize)
 	o.Plan.CSV.NoQuotedNewlines = env.Bool(s.CSVNoQuotedNewlines, false)
 	o.Send.MaxInFlight = env.Int(s.MaxInFlight)

@@ -35,8 +35,10 @@ var (
 		"": "", "auto": "", "jsonl": "jsonl", "ndjson": "jsonl", "json": "jsonl", "csv": "csv", "tsv": "csv",
 		"text": "text", "txt": "text", "lines": "text", "parquet": "parquet",
 	}, "auto, jsonl, csv, text or parquet"}
-	Mode = Choice{Row{"MODE", Fanout, "mode", "mode", "`mode`: record (a record per message) or chunk (many per message)"},
-		map[string]string{"": "", "record": "record", "chunk": "chunk"}, "record or chunk"}
+	Mode = Choice{Row{"MODE", Fanout, "mode", "mode", "`mode`: record (a record per message), chunk (many per message) or notification (an S3 notification per object, the object not read)"},
+		map[string]string{"": "", "record": "record", "chunk": "chunk", "notification": "notification"}, "record, chunk or notification"}
+	NotificationFormat = Choice{Row{"NOTIFICATION_FORMAT", Fanout, "notification-format", "notificationFormat", "the `shape` of notification mode's messages: s3, eventbridge or sns"},
+		map[string]string{"": "", "s3": "s3", "eventbridge": "eventbridge", "sns": "sns"}, "s3, eventbridge or sns"}
 	ChunkSize = Size{Row{"CHUNK_SIZE", Both, "chunk-size", "chunkSize", "chunk `size`"},
 		1 << 10, 1 << 30, "8MiB", "is not a chunk size from 1KiB to 1GiB"}
 	CSVNoQuotedNewlines      = Bool{Row{"CSV_NO_QUOTED_NEWLINES", Both, "csv-no-quoted-newlines", "", "promise that CSV objects can be split at line boundaries"}}
@@ -90,7 +92,7 @@ func Rows() []Row {
 		TargetQueueURL.Row, TargetQueueName.Row, TargetQueueOwner.Row, TargetMaxMessageSize.Row, WorkQueueURL.Row,
 		OutputQueueURL.Row, FanoutWorkQueueURL.Row, FailureQueueURL.Row, FailureS3URI.Row, ReportS3URI.Row,
 		OffloadS3URI.Row, Offload.Row, OffloadKMSKeyID.Row, ClaimsTable.Row,
-		Format.Row, Mode.Row, ChunkSize.Row, CSVNoQuotedNewlines.Row, MaxInFlight.Row, FixedInFlight.Row, MaxAttempts.Row, MaxRate.Row, TargetMaxBacklog.Row,
+		Format.Row, Mode.Row, NotificationFormat.Row, ChunkSize.Row, CSVNoQuotedNewlines.Row, MaxInFlight.Row, FixedInFlight.Row, MaxAttempts.Row, MaxRate.Row, TargetMaxBacklog.Row,
 		ChunkConcurrency.Row, ReadConcurrency.Row, InlineMaxBytes.Row, HandoffBytes.Row,
 		BodyField.Row, AttributesField.Row, GroupIDField.Row, DedupIDField.Row,
 		ReplaceInvalidCharacters.Row, PartitionColumns.Row, FileMetadata.Row, OnBadRecord.Row, RunID.Row,

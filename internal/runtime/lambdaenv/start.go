@@ -1,6 +1,7 @@
 package lambdaenv
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -124,6 +125,9 @@ func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Cl
 		log.Info("each task and notified object version runs once", "claimsTable", fn.ClaimsTable)
 	}
 	fn.Runner.Logger = log
+	// Notification mode names the region the function runs in, its
+	// buckets' (the SDK's, from Lambda's AWS_REGION).
+	fn.Runner.Region = cmp.Or(fn.Runner.Region, cfg.Region)
 	runner, err := fanout.New(ctx, s3c, sqsc, fn.Runner)
 	if err != nil {
 		var qe *fanout.QueueError
