@@ -14,9 +14,11 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/sqsfault"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -152,5 +154,45 @@ func TestNotificationModeClaims(t *testing.T) {
 	n, err := s3event.Parse([]byte(aws.ToString(msgs[0].Body)))
 	if err != nil || len(n.Objects) != 1 || n.Objects[0].Key != "once.csv" || n.Objects[0].Size != 8 {
 		t.Errorf("Parse = %+v, %v", n, err)
+	}
+}
+
+// TestNotificationModeRefused has SQS refuse one object's notification for
+// good: it goes to the failure output under the record id of the object's
+// version, the others reach the target.
+func TestNotificationModeRefused(t *testing.T) {
+	st := fanoutstack.New(t, "")
+	st.Put(t, "r/good.jsonl", "{}\n")
+	st.Put(t, "r/poison.jsonl", "{}\n")
+	refuse := func(api sqsbatch.API) sqsbatch.API {
+		return &sqsfault.Client{API: api, EntryErr: sqsfault.SenderFault("InvalidParameterValue", func(body string) bool {
+			return strings.Contains(body, `"key":"r/poison.jsonl"`)
+		})}
+	}
+	h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeNotification}, refuse)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "r/", "runId": "refused"})
+	if rep.RecordsSent != 1 || rep.RecordsFailed != 1 {
+		t.Errorf("report %+v; want one notification sent, one failed", rep)
+	}
+	sent := localaws.Drain(t, st.SQS, st.Target, 2*time.Second)
+	if len(sent) != 1 || !strings.Contains(aws.ToString(sent[0].Body), `"key":"r/good.jsonl"`) {
+		t.Errorf("target holds %v, want the good object's notification", localaws.Bodies(sent))
+	}
+	failed := localaws.Drain(t, st.SQS, st.Failure, time.Second)
+	if len(failed) != 1 {
+		t.Fatalf("%d failures, want 1", len(failed))
+	}
+	var fl fanout.Failure
+	if err := json.Unmarshal([]byte(aws.ToString(failed[0].Body)), &fl); err != nil {
+		t.Fatal(err)
+	}
+	head, err := st.S3.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String("r/poison.jsonl")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := dataset.Object{Bucket: st.Bucket, Key: "r/poison.jsonl", ETag: strings.Trim(aws.ToString(head.ETag), `"`)}
+	if fl.Source != "s3://lake/r/poison.jsonl" || fl.RecordID != fanout.RecordID(obj, 0) || fl.Code != "InvalidParameterValue" ||
+		!strings.Contains(fl.Body, "s3sqs-replay:refused") {
+		t.Errorf("failure %+v", fl)
 	}
 }
