@@ -272,6 +272,10 @@ type Runner struct {
 	backlogs map[string]*backlog
 }
 
+// Claims returns the claims store of Options.Claims, nil when there is
+// none.
+func (r *Runner) Claims() claims.Store { return r.opts.Claims }
+
 // New resolves the queues (once) and returns a Runner.
 func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runner, error) {
 	if opts.InlineMaxBytes <= 0 {
