@@ -1,0 +1,256 @@
+// Package reconcile compares the object versions under an S3 prefix with
+// what s3ingest recorded as ingested in the claims table, and lists or
+// sends again the notifications of those it never ingested: the ones S3
+// did not announce, or whose notification was lost.
+//
+// s3ingest, when it has a claims table, marks each object version it
+// ingested under claims.ObjectKey (its bucket, key and version id, or ETag
+// where the bucket keeps no versions), state done, kept for the table's
+// TTL (CLAIMS_TTL, claims.DefaultTTL by default). A version whose marker
+// is done was ingested; any other (no marker) is missing. A version older
+// than the TTL may have had its marker expired, so that Run skips it,
+// unless told to look further back (Options.MaxAge).
+//
+// Each version costs one strongly consistent GetItem (one read unit) on
+// the claims table; a prefix of n versions costs n read units and n/1000
+// ListObjectVersions requests.
+package reconcile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/s3sqs/s3sqs/pkg/claims"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+)
+
+// DefaultConcurrency is how many GetItems are in flight at once when
+// Options.Concurrency is zero.
+const DefaultConcurrency = 16
+
+// ListAPI is the part of the S3 client Run uses. *s3.Client satisfies it.
+type ListAPI interface {
+	ListObjectVersions(ctx context.Context, params *s3.ListObjectVersionsInput, optFns ...func(*s3.Options)) (*s3.ListObjectVersionsOutput, error)
+}
+
+// Ingested tells whether s3ingest recorded the work key names as done.
+// *claims.Table satisfies it.
+type Ingested interface {
+	IsDone(ctx context.Context, key string) (bool, error)
+}
+
+var _ Ingested = (*claims.Table)(nil)
+
+// Options says what to reconcile and what to do with the missing
+// versions.
+type Options struct {
+	// Bucket and Prefix name the object versions to compare.
+	Bucket, Prefix string
+	// MaxAge skips versions last modified longer ago than it, whose
+	// markers the claims table may have expired; zero means
+	// claims.DefaultTTL, a negative value compares every version.
+	MaxAge time.Duration
+	// Concurrency is how many GetItems are in flight at once; zero means
+	// DefaultConcurrency.
+	Concurrency int
+	// SendTo, when set, receives a notification of each missing version
+	// (batched ten per SendMessageBatch); nil lists them only (a dry run).
+	SendTo *sqsbatch.Sender
+	// Format is the shape of the notifications sent; empty is
+	// s3event.FormatS3.
+	Format s3event.Format
+	// RunID names this reconcile in the notifications' replay marker.
+	RunID string
+	// Now returns the time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Report is what Run found and did.
+type Report struct {
+	Bucket string `json:"bucket"`
+	Prefix string `json:"prefix"`
+	// MaxAge is the oldest a version may be and be compared ("0s": all).
+	MaxAge string `json:"maxAge"`
+	// Seen counts the object versions listed (delete markers apart).
+	Seen int `json:"seen"`
+	// Ingested counts the versions s3ingest marked as ingested.
+	Ingested int `json:"ingested"`
+	// Missing counts the versions with no marker.
+	Missing int `json:"missing"`
+	// Sent counts the notifications of missing versions sent.
+	Sent int `json:"sent"`
+	// SkippedTooOld counts the versions older than MaxAge, not compared.
+	SkippedTooOld int `json:"skippedTooOld"`
+	// SkippedDeleteMarkers counts the delete markers listed.
+	SkippedDeleteMarkers int `json:"skippedDeleteMarkers"`
+	// Failed counts the versions whose marker could not be read or whose
+	// notification could not be sent.
+	Failed int `json:"failed"`
+	// Objects lists the missing versions.
+	Objects []Object `json:"missingObjects"`
+	// Errors holds the first few failures.
+	Errors []string `json:"errors,omitempty"`
+	// DryRun reports that nothing was sent.
+	DryRun bool `json:"dryRun"`
+}
+
+// Object is one missing version.
+type Object struct {
+	Key          string    `json:"key"`
+	VersionID    string    `json:"versionId,omitempty"`
+	ETag         string    `json:"etag"`
+	Size         int64     `json:"size"`
+	LastModified time.Time `json:"lastModified"`
+}
+
+// maxErrors is how many failures a Report keeps.
+const maxErrors = 10
+
+// Run lists the versions under o.Prefix, looks each one up in ingested,
+// and sends the notifications of the missing ones when o.SendTo is set. It
+// fails only when the listing fails; a version it cannot look up or send
+// is counted in Report.Failed.
+func Run(ctx context.Context, s3c ListAPI, ingested Ingested, o Options) (Report, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxAge == 0 {
+		o.MaxAge = claims.DefaultTTL
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	rep := Report{Bucket: o.Bucket, Prefix: o.Prefix, MaxAge: max(o.MaxAge, 0).String(), DryRun: o.SendTo == nil, Objects: []Object{}}
+	oldest := o.Now().Add(-o.MaxAge)
+
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		sem     = make(chan struct{}, o.Concurrency)
+		missing = map[int]Object{}
+		fail    = func(err error) {
+			rep.Failed++
+			if len(rep.Errors) < maxErrors {
+				rep.Errors = append(rep.Errors, err.Error())
+			}
+		}
+	)
+	n := 0
+	check := func(obj Object) {
+		i := n
+		n++
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			pin := obj.VersionID
+			if pin == "" {
+				pin = obj.ETag
+			}
+			done, err := ingested.IsDone(ctx, claims.ObjectKey(o.Bucket, obj.Key, pin))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				fail(err)
+			case done:
+				rep.Ingested++
+			default:
+				missing[i] = obj
+			}
+		}()
+	}
+
+	in := &s3.ListObjectVersionsInput{Bucket: aws.String(o.Bucket), Prefix: aws.String(o.Prefix)}
+	var listErr error
+	for {
+		page, err := s3c.ListObjectVersions(ctx, in)
+		if err != nil {
+			listErr = fmt.Errorf("reconcile: list versions of s3://%s/%s: %w", o.Bucket, o.Prefix, err)
+			break
+		}
+		rep.SkippedDeleteMarkers += len(page.DeleteMarkers)
+		for _, v := range page.Versions {
+			rep.Seen++
+			lm := aws.ToTime(v.LastModified)
+			if o.MaxAge > 0 && lm.Before(oldest) {
+				rep.SkippedTooOld++
+				continue
+			}
+			id := aws.ToString(v.VersionId)
+			if id == "null" {
+				id = "" // an unversioned object: s3ingest pins it by its ETag
+			}
+			check(Object{Key: aws.ToString(v.Key), VersionID: id, ETag: trimQuotes(aws.ToString(v.ETag)), Size: aws.ToInt64(v.Size), LastModified: lm.UTC()})
+		}
+		if !aws.ToBool(page.IsTruncated) {
+			break
+		}
+		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
+	}
+	wg.Wait()
+	if listErr != nil {
+		return rep, listErr
+	}
+	for i := range n {
+		if obj, ok := missing[i]; ok {
+			rep.Objects = append(rep.Objects, obj)
+		}
+	}
+	rep.Missing = len(rep.Objects)
+	if o.SendTo == nil || rep.Missing == 0 {
+		return rep, nil
+	}
+	entries, err := notifications(o, rep.Objects)
+	if err != nil {
+		return rep, err
+	}
+	res, err := o.SendTo.SendEntries(ctx, entries)
+	rep.Sent = res.Sent
+	for _, f := range res.Failures {
+		fail(f)
+	}
+	if err != nil && res.Failed == 0 {
+		return rep, fmt.Errorf("reconcile: send to %s: %w", o.SendTo.QueueURL(), err)
+	}
+	return rep, nil
+}
+
+// notifications are the entries announcing objs as created, in the shape
+// o.Format says. Each has a sequencer of its own (s3ingest's runs of an
+// object are told apart by it), and on a FIFO queue the key's message
+// group.
+func notifications(o Options, objs []Object) ([]sqsbatch.Entry, error) {
+	enc := s3event.Encoder{Format: o.Format, RunID: o.RunID}
+	entries := make([]sqsbatch.Entry, len(objs))
+	for i, obj := range objs {
+		body, err := enc.Encode(s3event.Object{
+			Bucket: o.Bucket, Key: obj.Key, Size: obj.Size, ETag: obj.ETag, VersionID: obj.VersionID,
+			EventTime: o.Now(), Sequencer: s3event.ReplaySequencer(o.Now(), i),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reconcile: %w", err)
+		}
+		entries[i] = sqsbatch.Entry{ID: fmt.Sprint(i), Body: string(body)}
+		if o.SendTo.FIFO() {
+			sum := sha256.Sum256([]byte(o.Bucket + "\x00" + obj.Key + "\x00" + obj.VersionID + "\x00" + obj.ETag))
+			entries[i].GroupID, entries[i].DeduplicationID = o.Bucket+"/"+obj.Key, hex.EncodeToString(sum[:])
+		}
+	}
+	return entries, nil
+}
+
+func trimQuotes(s string) string {
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
