@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -49,14 +48,15 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if code, ok := c.parse(args, usageError("reconcile", stderr)); !ok {
 		return code
 	}
+	// Once the command line is accepted, the report goes to stdout however
+	// the run ends, as the other commands' JSON does.
 	rep, err := c.run(ctx)
+	if rep.Objects == nil {
+		rep.Objects = []reconcile.Object{}
+	}
+	printJSON(stdout, rep)
 	if err != nil {
 		fmt.Fprintf(stderr, "s3sqs reconcile: %v\n", err)
-		return 1
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(rep); err != nil {
 		return 1
 	}
 	fmt.Fprintln(stderr, summary(rep))

@@ -131,6 +131,7 @@ func (e *reconcileEnv) reconcile(want int, args ...string) (reconcile.Report, st
 	if code := run(e.t.Context(), args, strings.NewReader(""), &stdout, &stderr, false); code != want {
 		e.t.Fatalf("%v: exit %d, want %d; stderr:\n%s", args, code, want, stderr.String())
 	}
+	e.t.Logf("s3sqs %s\n%s%s", strings.Join(args, " "), stdout.String(), stderr.String())
 	var rep reconcile.Report
 	if want == 0 {
 		if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {

@@ -254,3 +254,21 @@ func trimQuotes(s string) string {
 	}
 	return s
 }
+
+// Request is a reconcile asked of the fanout function, the value of a
+// request's "reconcile" field: {"reconcile": {"bucket": "b", "prefix":
+// "p/"}}.
+type Request struct {
+	Bucket string `json:"bucket"`
+	Prefix string `json:"prefix,omitempty"`
+	// SendTo is the ingest queue's URL; empty means the function's
+	// RECONCILE_QUEUE_URL, the only queue it may send to.
+	SendTo string `json:"sendTo,omitempty"`
+	// DryRun lists the missing versions and sends nothing.
+	DryRun bool `json:"dryRun,omitempty"`
+	// NotificationFormat is s3 (the default), eventbridge or sns.
+	NotificationFormat string `json:"notificationFormat,omitempty"`
+	// MaxAge is as Options.MaxAge, written as 7d or 36h, or off; empty
+	// means the function's CLAIMS_TTL.
+	MaxAge string `json:"maxAge,omitempty"`
+}
