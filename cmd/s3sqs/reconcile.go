@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
 	"github.com/s3sqs/s3sqs/internal/reconcile"
@@ -149,6 +148,5 @@ func (c *reconcileCmd) run(ctx context.Context) (reconcile.Report, error) {
 			return reconcile.Report{}, fmt.Errorf("-send-to: %w", err)
 		}
 	}
-	c.opts.Now = time.Now
 	return reconcile.Run(ctx, s3c, table, c.opts)
 }

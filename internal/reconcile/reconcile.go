@@ -128,80 +128,18 @@ func Run(ctx context.Context, s3c ListAPI, ingested Ingested, o Options) (Report
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
-	rep := Report{Bucket: o.Bucket, Prefix: o.Prefix, MaxAge: max(o.MaxAge, 0).String(), DryRun: o.SendTo == nil, Objects: []Object{}}
-	oldest := o.Now().Add(-o.MaxAge)
-
-	var (
-		mu      sync.Mutex
-		wg      sync.WaitGroup
-		sem     = make(chan struct{}, o.Concurrency)
-		missing = map[int]Object{}
-		fail    = func(err error) {
-			rep.Failed++
-			if len(rep.Errors) < maxErrors {
-				rep.Errors = append(rep.Errors, err.Error())
-			}
-		}
-	)
-	n := 0
-	check := func(obj Object) {
-		i := n
-		n++
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			pin := obj.VersionID
-			if pin == "" {
-				pin = obj.ETag
-			}
-			done, err := ingested.IsDone(ctx, claims.ObjectKey(o.Bucket, obj.Key, pin))
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil:
-				fail(err)
-			case done:
-				rep.Ingested++
-			default:
-				missing[i] = obj
-			}
-		}()
+	c := &comparison{
+		ctx: ctx, o: o, ingested: ingested, sem: make(chan struct{}, o.Concurrency), missing: map[int]Object{},
+		rep: Report{Bucket: o.Bucket, Prefix: o.Prefix, MaxAge: max(o.MaxAge, 0).String(), DryRun: o.SendTo == nil, Objects: []Object{}},
 	}
-
-	in := &s3.ListObjectVersionsInput{Bucket: aws.String(o.Bucket), Prefix: aws.String(o.Prefix)}
-	var listErr error
-	for {
-		page, err := s3c.ListObjectVersions(ctx, in)
-		if err != nil {
-			listErr = fmt.Errorf("reconcile: list versions of s3://%s/%s: %w", o.Bucket, o.Prefix, err)
-			break
-		}
-		rep.SkippedDeleteMarkers += len(page.DeleteMarkers)
-		for _, v := range page.Versions {
-			rep.Seen++
-			lm := aws.ToTime(v.LastModified)
-			if o.MaxAge > 0 && lm.Before(oldest) {
-				rep.SkippedTooOld++
-				continue
-			}
-			id := aws.ToString(v.VersionId)
-			if id == "null" {
-				id = "" // an unversioned object: s3ingest pins it by its ETag
-			}
-			check(Object{Key: aws.ToString(v.Key), VersionID: id, ETag: trimQuotes(aws.ToString(v.ETag)), Size: aws.ToInt64(v.Size), LastModified: lm.UTC()})
-		}
-		if !aws.ToBool(page.IsTruncated) {
-			break
-		}
-		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
-	}
-	wg.Wait()
+	listErr := c.list(s3c)
+	c.wg.Wait()
+	rep := c.rep
 	if listErr != nil {
 		return rep, listErr
 	}
-	for i := range n {
-		if obj, ok := missing[i]; ok {
+	for i := range c.n {
+		if obj, ok := c.missing[i]; ok {
 			rep.Objects = append(rep.Objects, obj)
 		}
 	}
@@ -216,12 +154,99 @@ func Run(ctx context.Context, s3c ListAPI, ingested Ingested, o Options) (Report
 	res, err := o.SendTo.SendEntries(ctx, entries)
 	rep.Sent = res.Sent
 	for _, f := range res.Failures {
-		fail(f)
+		rep.fail(f)
 	}
 	if err != nil && res.Failed == 0 {
 		return rep, fmt.Errorf("reconcile: send to %s: %w", o.SendTo.QueueURL(), err)
 	}
 	return rep, nil
+}
+
+// comparison is one Run's listing and the lookups it started.
+type comparison struct {
+	ctx      context.Context
+	o        Options
+	ingested Ingested
+	sem      chan struct{}
+	wg       sync.WaitGroup
+	n        int // versions looked up, in listing order
+
+	mu      sync.Mutex
+	rep     Report
+	missing map[int]Object // by listing order
+}
+
+// list lists the versions, counting them, and looks up each one younger
+// than o.MaxAge, o.Concurrency at a time.
+func (c *comparison) list(s3c ListAPI) error {
+	oldest := c.o.Now().Add(-c.o.MaxAge)
+	in := &s3.ListObjectVersionsInput{Bucket: aws.String(c.o.Bucket), Prefix: aws.String(c.o.Prefix)}
+	for {
+		page, err := s3c.ListObjectVersions(c.ctx, in)
+		if err != nil {
+			return fmt.Errorf("reconcile: list versions of s3://%s/%s: %w", c.o.Bucket, c.o.Prefix, err)
+		}
+		c.mu.Lock()
+		c.rep.SkippedDeleteMarkers += len(page.DeleteMarkers)
+		c.mu.Unlock()
+		for _, v := range page.Versions {
+			lm := aws.ToTime(v.LastModified)
+			c.mu.Lock()
+			c.rep.Seen++
+			tooOld := c.o.MaxAge > 0 && lm.Before(oldest)
+			if tooOld {
+				c.rep.SkippedTooOld++
+			}
+			c.mu.Unlock()
+			if tooOld {
+				continue
+			}
+			id := aws.ToString(v.VersionId)
+			if id == "null" {
+				id = "" // an unversioned object: s3ingest pins it by its ETag
+			}
+			c.check(Object{Key: aws.ToString(v.Key), VersionID: id, ETag: trimQuotes(aws.ToString(v.ETag)), Size: aws.ToInt64(v.Size), LastModified: lm.UTC()})
+		}
+		if !aws.ToBool(page.IsTruncated) {
+			return nil
+		}
+		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
+	}
+}
+
+// check looks obj's marker up in a goroutine of its own, once fewer than
+// o.Concurrency are in flight.
+func (c *comparison) check(obj Object) {
+	i := c.n
+	c.n++
+	c.sem <- struct{}{}
+	c.wg.Add(1)
+	go func() {
+		defer func() { <-c.sem; c.wg.Done() }()
+		pin := obj.VersionID
+		if pin == "" {
+			pin = obj.ETag
+		}
+		done, err := c.ingested.IsDone(c.ctx, claims.ObjectKey(c.o.Bucket, obj.Key, pin))
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		switch {
+		case err != nil:
+			c.rep.fail(err)
+		case done:
+			c.rep.Ingested++
+		default:
+			c.missing[i] = obj
+		}
+	}()
+}
+
+// fail counts a failed version and keeps the first few errors.
+func (r *Report) fail(err error) {
+	r.Failed++
+	if len(r.Errors) < maxErrors {
+		r.Errors = append(r.Errors, err.Error())
+	}
 }
 
 // notifications are the entries announcing objs as created, in the shape
