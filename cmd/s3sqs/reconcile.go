@@ -15,7 +15,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
-const reconcileUsage = `usage: s3sqs reconcile -bucket B -prefix P -claims-table T (-dry-run | -send-to INGEST_QUEUE_URL) [flags]
+const reconcileUsage = `usage: s3sqs reconcile (-bucket B -prefix P | -manifest s3://...) -claims-table T (-dry-run | -send-to INGEST_QUEUE_URL) [flags]
 
 Compares every object version under the prefix with what s3ingest recorded
 as ingested in its claims table (CLAIMS_TABLE), and lists the versions it
@@ -23,7 +23,9 @@ never ingested (-dry-run) or sends their notifications to the ingest queue
 (-send-to), so that s3ingest ingests them as it would have. The markers are
 kept for the claims' TTL (CLAIMS_TTL, 7d by default): versions older than
 -max-age (by default that TTL) are skipped and counted, since an ingested
-one would look missing. Prints a JSON report on stdout and a summary on
+one would look missing. -manifest compares the objects of an S3 Inventory
+report (or a Batch Operations CSV manifest) instead, with -max-age off: its
+rows carry no date reconcile reads. Prints a JSON report on stdout and a summary on
 stderr. Each version costs one strongly consistent GetItem.`
 
 // reconcileCmd is the command line of s3sqs reconcile.
@@ -31,6 +33,7 @@ type reconcileCmd struct {
 	flags       *cmdFlags
 	bucket      string
 	prefix      string
+	manifest    string
 	table       string
 	dryRun      bool
 	sendTo      string
@@ -67,7 +70,11 @@ func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 // summary is the report in a sentence.
 func summary(r reconcile.Report) string {
-	s := fmt.Sprintf("s3://%s/%s: %d object versions seen, %d already ingested, %d missing", r.Bucket, r.Prefix, r.Seen, r.Ingested, r.Missing)
+	from := "s3://" + r.Bucket + "/" + r.Prefix
+	if r.Manifest != "" {
+		from = r.Manifest
+	}
+	s := fmt.Sprintf("%s: %d object versions seen, %d already ingested, %d missing", from, r.Seen, r.Ingested, r.Missing)
 	if r.DryRun {
 		s += " (dry run: nothing sent)"
 	} else {
@@ -82,6 +89,7 @@ func newReconcileCmd(stderr io.Writer) *reconcileCmd {
 	fs := c.flags
 	fs.StringVar(&c.bucket, "bucket", "", "the `bucket` to reconcile")
 	fs.StringVar(&c.prefix, "prefix", "", "the key `prefix` to reconcile (\"\" for the whole bucket)")
+	fs.StringVar(&c.manifest, "manifest", "", "compare the objects of this S3 Inventory manifest.json or CSV manifest (`s3://bucket/key`) instead of a prefix")
 	fs.text(settings.ClaimsTable, &c.table, "s3ingest's claims `table` (its CLAIMS_TABLE)")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "list the missing object versions, send nothing")
 	fs.StringVar(&c.sendTo, "send-to", "", "send each missing version's notification to this ingest queue `URL`")
@@ -104,9 +112,13 @@ func (c *reconcileCmd) parse(args []string, bad func(string, ...any) int) (int, 
 	switch {
 	case c.flags.NArg() > 0:
 		return bad("unexpected arguments %q", c.flags.Args()), false
-	case c.bucket == "":
-		return bad("-bucket is required"), false
-	case dataset.CheckBucket(c.bucket) != nil:
+	case c.manifest != "" && (c.bucket != "" || c.flags.given()["prefix"]):
+		return bad("give -bucket and -prefix, or -manifest, not both"), false
+	case c.manifest != "" && c.maxAge != "off" && c.maxAge != "0" && c.maxAge != "none":
+		return bad("-manifest needs -max-age off: a report's rows carry no date to skip the objects older than the claims' TTL by"), false
+	case c.manifest == "" && c.bucket == "":
+		return bad("-bucket (with -prefix) or -manifest is required"), false
+	case c.manifest == "" && dataset.CheckBucket(c.bucket) != nil:
 		return bad("-bucket: %v", dataset.CheckBucket(c.bucket)), false
 	case c.table == "":
 		return bad("-claims-table is required: reconcile reads what s3ingest recorded there"), false
@@ -117,7 +129,14 @@ func (c *reconcileCmd) parse(args []string, bad func(string, ...any) int) (int, 
 	case c.concurrency <= 0:
 		return bad("-concurrency: %d is not a positive count", c.concurrency), false
 	}
-	c.opts = reconcile.Options{Bucket: c.bucket, Prefix: c.prefix, Format: f, Concurrency: c.concurrency, RunID: fanout.NewRunID()}
+	if c.manifest != "" {
+		b, _, err := dataset.ParseS3URI(c.manifest)
+		if err != nil {
+			return bad("-manifest: %v", err), false
+		}
+		c.bucket = b
+	}
+	c.opts = reconcile.Options{Bucket: c.bucket, Prefix: c.prefix, Manifest: c.manifest, Format: f, Concurrency: c.concurrency, RunID: fanout.NewRunID()}
 	if c.maxAge != "" {
 		age, err := settings.MaxFileAge.Parse(c.maxAge)
 		if err != nil {

@@ -219,6 +219,25 @@ func TestReconcile(t *testing.T) {
 	if rep.SkippedTooOld != 6 || rep.Missing != 0 || rep.Ingested != 0 || !strings.Contains(summary, "6 older than 1ns") {
 		t.Errorf("-max-age 1ns: %+v, %q; want all 6 skipped as too old", rep, summary)
 	}
+
+	// A Batch Operations CSV manifest naming an ingested object and one
+	// outside the prefix that no notification ever named.
+	manifest := e.bucket + ",in/c.json\n" + e.bucket + ",out/elsewhere.json\n"
+	if _, err := e.s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(e.bucket), Key: aws.String("manifests/m.csv"), Body: strings.NewReader(manifest)}); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"reconcile", "-manifest", "s3://" + e.bucket + "/manifests/m.csv", "-max-age", "off", "-claims-table", e.table, "-s3-path-style", "-dry-run"}
+	if code := run(t.Context(), args, nil, &stdout, &stderr, false); code != 0 {
+		t.Fatalf("-manifest: exit %d: %s", code, stderr.String())
+	}
+	rep = reconcile.Report{}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if got := missingKeys(rep); rep.Seen != 2 || rep.Ingested != 1 || !slices.Equal(got, []string{"out/elsewhere.json"}) {
+		t.Errorf("-manifest: %+v; want 2 seen, in/c.json ingested, out/elsewhere.json missing", rep)
+	}
 }
 
 // TestReconcileErrors holds reconcile to refusing bad command lines (exit
@@ -234,6 +253,7 @@ func TestReconcileErrors(t *testing.T) {
 		{[]string{"-dry-run", "-notification-format", "xml"}, "-notification-format"},
 		{[]string{"-dry-run", "-max-age", "soon"}, "-max-age"},
 		{[]string{"-dry-run", "extra"}, "unexpected arguments"},
+		{[]string{"-dry-run", "-manifest", "s3://b/m.csv"}, "not both"},
 	} {
 		_, stderr := e.reconcile(2, tc.args...)
 		if !strings.Contains(stderr, tc.want) {
@@ -243,6 +263,10 @@ func TestReconcileErrors(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run(t.Context(), []string{"reconcile", "-bucket", e.bucket, "-dry-run"}, nil, &stdout, &stderr, false); code != 2 || !strings.Contains(stderr.String(), "-claims-table is required") {
 		t.Errorf("no table: exit %d, %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run(t.Context(), []string{"reconcile", "-manifest", "s3://b/m.csv", "-claims-table", e.table, "-dry-run"}, nil, &stdout, &stderr, false); code != 2 || !strings.Contains(stderr.String(), "-max-age off") {
+		t.Errorf("-manifest without -max-age off: exit %d, %q", code, stderr.String())
 	}
 	stderr.Reset()
 	if code := run(t.Context(), []string{"reconcile", "-bucket", e.bucket, "-claims-table", "no-such-table", "-dry-run", "-s3-path-style"}, nil, &stdout, &stderr, false); code != 1 || !strings.Contains(stderr.String(), "-claims-table no-such-table") {

@@ -17,9 +17,11 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -28,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3sqs/s3sqs/pkg/claims"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
@@ -38,6 +41,7 @@ const DefaultConcurrency = 16
 
 // ListAPI is the part of the S3 client Run uses. *s3.Client satisfies it.
 type ListAPI interface {
+	dataset.ListAPI
 	ListObjectVersions(ctx context.Context, params *s3.ListObjectVersionsInput, optFns ...func(*s3.Options)) (*s3.ListObjectVersionsOutput, error)
 }
 
@@ -54,6 +58,11 @@ var _ Ingested = (*claims.Table)(nil)
 type Options struct {
 	// Bucket and Prefix name the object versions to compare.
 	Bucket, Prefix string
+	// Manifest, when set, is the s3:// URI of an S3 Inventory manifest.json
+	// or a Batch Operations CSV manifest whose objects are compared instead
+	// of the versions under Prefix (Bucket then only names the report). Its
+	// rows carry no date that Run reads: MaxAge must be negative.
+	Manifest string
 	// MaxAge skips versions last modified longer ago than it, whose
 	// markers the claims table may have expired; zero means
 	// claims.DefaultTTL, a negative value compares every version.
@@ -77,6 +86,8 @@ type Options struct {
 type Report struct {
 	Bucket string `json:"bucket"`
 	Prefix string `json:"prefix"`
+	// Manifest is Options.Manifest.
+	Manifest string `json:"manifest,omitempty"`
 	// MaxAge is the oldest a version may be and be compared ("0s": all).
 	MaxAge string `json:"maxAge"`
 	// Seen counts the object versions listed (delete markers apart).
@@ -104,6 +115,8 @@ type Report struct {
 
 // Object is one missing version.
 type Object struct {
+	// Bucket is set when it is not the Report's (a manifest's object).
+	Bucket       string    `json:"bucket,omitempty"`
 	Key          string    `json:"key"`
 	VersionID    string    `json:"versionId,omitempty"`
 	ETag         string    `json:"etag"`
@@ -125,14 +138,22 @@ func Run(ctx context.Context, s3c ListAPI, ingested Ingested, o Options) (Report
 	if o.MaxAge == 0 {
 		o.MaxAge = claims.DefaultTTL
 	}
+	if o.Manifest != "" && o.MaxAge > 0 {
+		return Report{}, errors.New("reconcile: a manifest's objects carry no date to skip the ones older than the claims' TTL by: compare them all (a negative MaxAge, -max-age off) and reconcile a report of recent objects")
+	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
 	c := &comparison{
 		ctx: ctx, o: o, ingested: ingested, sem: make(chan struct{}, o.Concurrency), missing: map[int]Object{},
-		rep: Report{Bucket: o.Bucket, Prefix: o.Prefix, MaxAge: max(o.MaxAge, 0).String(), DryRun: o.SendTo == nil, Objects: []Object{}},
+		rep: Report{Bucket: o.Bucket, Prefix: o.Prefix, Manifest: o.Manifest, MaxAge: max(o.MaxAge, 0).String(), DryRun: o.SendTo == nil, Objects: []Object{}},
 	}
-	listErr := c.list(s3c)
+	var listErr error
+	if o.Manifest != "" {
+		listErr = c.listManifest(s3c)
+	} else {
+		listErr = c.list(s3c)
+	}
 	c.wg.Wait()
 	rep := c.rep
 	if listErr != nil {
@@ -214,6 +235,22 @@ func (c *comparison) list(s3c ListAPI) error {
 	}
 }
 
+// listManifest reads the objects of o.Manifest, as fanout reads them
+// (pkg/dataset: an Inventory report's delete markers are left out), and
+// looks each one up.
+func (c *comparison) listManifest(s3c ListAPI) error {
+	for obj, err := range dataset.Objects(c.ctx, s3c, dataset.Source{Manifest: c.o.Manifest}) {
+		if err != nil {
+			return fmt.Errorf("reconcile: %w", err)
+		}
+		c.mu.Lock()
+		c.rep.Seen++
+		c.mu.Unlock()
+		c.check(Object{Bucket: obj.Bucket, Key: obj.Key, VersionID: obj.VersionID, ETag: obj.ETag, Size: obj.Size})
+	}
+	return nil
+}
+
 // check looks obj's marker up in a goroutine of its own, once fewer than
 // o.Concurrency are in flight.
 func (c *comparison) check(obj Object) {
@@ -227,7 +264,7 @@ func (c *comparison) check(obj Object) {
 		if pin == "" {
 			pin = obj.ETag
 		}
-		done, err := c.ingested.IsDone(c.ctx, claims.ObjectKey(c.o.Bucket, obj.Key, pin))
+		done, err := c.ingested.IsDone(c.ctx, claims.ObjectKey(cmp.Or(obj.Bucket, c.o.Bucket), obj.Key, pin))
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		switch {
@@ -258,7 +295,7 @@ func notifications(o Options, objs []Object) ([]sqsbatch.Entry, error) {
 	entries := make([]sqsbatch.Entry, len(objs))
 	for i, obj := range objs {
 		body, err := enc.Encode(s3event.Object{
-			Bucket: o.Bucket, Key: obj.Key, Size: obj.Size, ETag: obj.ETag, VersionID: obj.VersionID,
+			Bucket: cmp.Or(obj.Bucket, o.Bucket), Key: obj.Key, Size: obj.Size, ETag: obj.ETag, VersionID: obj.VersionID,
 			EventTime: o.Now(), Sequencer: s3event.ReplaySequencer(o.Now(), i),
 		})
 		if err != nil {
@@ -266,8 +303,8 @@ func notifications(o Options, objs []Object) ([]sqsbatch.Entry, error) {
 		}
 		entries[i] = sqsbatch.Entry{ID: fmt.Sprint(i), Body: string(body)}
 		if o.SendTo.FIFO() {
-			sum := sha256.Sum256([]byte(o.Bucket + "\x00" + obj.Key + "\x00" + obj.VersionID + "\x00" + obj.ETag))
-			entries[i].GroupID, entries[i].DeduplicationID = o.Bucket+"/"+obj.Key, hex.EncodeToString(sum[:])
+			sum := sha256.Sum256([]byte(cmp.Or(obj.Bucket, o.Bucket) + "\x00" + obj.Key + "\x00" + obj.VersionID + "\x00" + obj.ETag))
+			entries[i].GroupID, entries[i].DeduplicationID = cmp.Or(obj.Bucket, o.Bucket)+"/"+obj.Key, hex.EncodeToString(sum[:])
 		}
 	}
 	return entries, nil
