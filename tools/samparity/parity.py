@@ -506,6 +506,7 @@ CONTEXT_PARAMETERS = {
     "failOnError": ["FailOnError"],
     "maxRate": ["MaxRate"],
     "targetMaxBacklog": ["TargetMaxBacklog"],
+    "reconcileEveryMinutes": ["ReconcileEveryMinutes"],
     "report": ["Report"],
     "reportBucketName": ["ReportBucketName"],
     "reportPrefix": ["ReportPrefix"],
