@@ -442,6 +442,9 @@ func resolve(p *Props) (resolved, error) {
 	}
 
 	fo := &r.Fanout
+	if fo.Disabled && fo.ReconcileEveryMinutes != 0 {
+		bad("Fanout.ReconcileEveryMinutes needs the fanout path, which runs the reconcile")
+	}
 	if !fo.Disabled {
 		if fo.CodeDir == "" {
 			fo.CodeDir = DefaultFanoutCodeDir
