@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"time"
 
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
@@ -22,6 +23,7 @@ type config struct {
 	handler     fanouthandler.Options
 	s3PathStyle bool
 	claimsTable string
+	claimsTTL   time.Duration
 	tracing     tracing.Mode
 }
 
@@ -72,6 +74,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	h.Concurrency = cmp.Or(o.ChunkConcurrency, fanout.DefaultChunkConcurrency)
 	c.s3PathStyle = env.Bool(s.S3PathStyle, false)
 	c.claimsTable = lambdaenv.Get(env, s.ClaimsTable)
+	c.claimsTTL = lambdaenv.Get(env, s.ClaimsTTL)
+	h.Reconcile.QueueURL = lambdaenv.Get(env, s.ReconcileQueueURL)
+	h.Reconcile.MaxAge = c.claimsTTL
 	env.Offload(&c.runner)
 	c.tracing = env.Tracing()
 	return c, env.Err()
