@@ -16,6 +16,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -88,6 +89,7 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.text(settings.RunID, &req.RunID, "")
 	fs.choice(settings.Format, "auto", "", func(v string) { o.Plan.Format = dataset.Format(v) })
 	fs.choice(settings.Mode, "record", "", func(v string) { o.Mode = worktask.Mode(v) })
+	fs.choice(settings.NotificationFormat, "s3", "", func(v string) { o.NotificationFormat = s3event.Format(v) })
 	fs.text(settings.TargetQueueURL, &o.Target.URL, "")
 	fs.text(settings.TargetQueueName, &o.Target.Name, "")
 	fs.text(settings.TargetQueueOwner, &o.Target.OwnerAccountID, "")
@@ -214,6 +216,7 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner
 		c.opts.FailureWriter = failures
 	}
 	c.opts.Progress = &fanout.Progress{}
+	c.opts.Region = s3c.Options().Region
 	c.opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c.opts.IngestEncoder = ingesthandler.EncodeRecords
 	if c.opts.Claims, c.opts.Runs, err = claimStores(ctx, c.claimsTable); err != nil {
@@ -335,6 +338,8 @@ func queuedOverrides(fs *flag.FlagSet, targetURL string, opts fanout.Options, ch
 			ov.Format = opts.Plan.Format
 		case "mode":
 			ov.Mode = opts.Mode
+		case "notification-format":
+			ov.NotificationFormat = string(opts.NotificationFormat)
 		case "chunk-size":
 			ov.ChunkSize = worktask.SettingOf(chunkSize)
 		case "max-in-flight":

@@ -4,6 +4,7 @@
 //	s3sqs ingest [flags] [file] run s3ingest's logic on a notification or an object
 //	s3sqs parse [file]          show the S3 objects an SQS message body names
 //	s3sqs redrive SOURCE [flags] send failed work again: a run report, the failure output, a DLQ
+//	s3sqs reconcile -bucket B -prefix P -claims-table T (-dry-run | -send-to URL) find and resend what s3ingest missed
 //	s3sqs status -run-id R [flags] show how far a run is, from the claims table
 //	s3sqs pause|resume|cancel -run-id R [flags] steer a run
 //	s3sqs set -run-id R -max-rate N [flags] change a running run's rate
@@ -39,6 +40,9 @@ Commands:
            (-report), the failure output's records (-from-queue, -from-s3,
            -from-file), or a dead-letter queue's messages back to their
            queue (-dlq)
+  reconcile compare the object versions under a prefix with what s3ingest
+           ingested (its claims table) and list (-dry-run) or send again
+           (-send-to) the notifications of those it never ingested
   status   show how far a fanout run is: tasks, records, bytes, rate, time
            left and where its failures are, from the claims table (-watch)
   pause    pause a fanout run: its tasks go back on the work queue
@@ -74,6 +78,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runParse(args[1:], stdin, stdout, stderr)
 	case "redrive":
 		return runRedrive(ctx, args[1:], stdout, stderr, tty)
+	case "reconcile":
+		return runReconcile(ctx, args[1:], stdout, stderr)
 	case "status":
 		return runStatus(ctx, args[1:], stdout, stderr)
 	case "pause", "resume", "cancel", "set":
@@ -101,7 +107,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // commands are the names run knows.
-var commands = map[string]bool{"fanout": true, "ingest": true, "parse": true, "redrive": true,
+var commands = map[string]bool{"fanout": true, "ingest": true, "parse": true, "redrive": true, "reconcile": true,
 	"status": true, "pause": true, "resume": true, "cancel": true, "set": true}
 
 func isTerminal(f *os.File) bool {

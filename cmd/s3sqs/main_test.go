@@ -83,7 +83,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{}, "usage: s3sqs COMMAND"},
 		{[]string{"nope"}, `unknown command "nope"`},
-		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-mode", "fast"}, `-mode: "fast" is not record or chunk`},
+		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-mode", "fast"}, `-mode: "fast" is not record, chunk or notification`},
 		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-format", "xml"}, "-format"},
 		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-chunk-size", "huge"}, "-chunk-size"},
 		{[]string{"fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", q, "-chunk-size", "-1"}, "-chunk-size: -1 bytes is not a chunk size from 1KiB to 1GiB"},

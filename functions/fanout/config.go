@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"time"
 
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
@@ -9,6 +10,7 @@ import (
 	s "github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -21,6 +23,7 @@ type config struct {
 	handler     fanouthandler.Options
 	s3PathStyle bool
 	claimsTable string
+	claimsTTL   time.Duration
 	tracing     tracing.Mode
 }
 
@@ -47,6 +50,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	o.ReportS3URI = lambdaenv.Get(env, s.ReportS3URI)
 	o.Plan.Format = dataset.Format(lambdaenv.Get(env, s.Format))
 	o.Mode = worktask.Mode(lambdaenv.Get(env, s.Mode))
+	o.NotificationFormat = s3event.Format(lambdaenv.Get(env, s.NotificationFormat))
 	o.Plan.ChunkSize = lambdaenv.Get(env, s.ChunkSize)
 	o.Plan.CSV.NoQuotedNewlines = env.Bool(s.CSVNoQuotedNewlines, false)
 	o.Send.MaxInFlight = env.Int(s.MaxInFlight)
@@ -70,6 +74,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	h.Concurrency = cmp.Or(o.ChunkConcurrency, fanout.DefaultChunkConcurrency)
 	c.s3PathStyle = env.Bool(s.S3PathStyle, false)
 	c.claimsTable = lambdaenv.Get(env, s.ClaimsTable)
+	c.claimsTTL = lambdaenv.Get(env, s.ClaimsTTL)
+	h.Reconcile.QueueURL = lambdaenv.Get(env, s.ReconcileQueueURL)
+	h.Reconcile.MaxAge = c.claimsTTL
 	env.Offload(&c.runner)
 	c.tracing = env.Tracing()
 	return c, env.Err()

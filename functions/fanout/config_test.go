@@ -63,7 +63,7 @@ func TestLoadConfig(t *testing.T) {
 		{settings.ChunkSize.Env, "100", "100 bytes is not a chunk size from 1KiB to 1GiB"},
 		{settings.MaxInFlight.Env, "1e12", `"1e12" is not a whole number from 1 to 1000`},
 		{settings.MaxAttempts.Env, "101", "101 is not a whole number from 1 to 100"},
-		{settings.Mode.Env, "bogus", `"bogus" is not record or chunk`},
+		{settings.Mode.Env, "bogus", `"bogus" is not record, chunk or notification`},
 		{settings.EventTypes.Env, "ObjectCreate:*", `"ObjectCreate:*" is not an S3 event type`},
 		{settings.ReportS3URI.Env, "bucket/prefix", "is not an s3://bucket/prefix URI"},
 		{settings.ClaimsTable.Env, "arn:aws:dynamodb:us-east-1:111122223333:table/claims", "is not a DynamoDB table name"},

@@ -273,7 +273,7 @@ func TestRefusals(t *testing.T) {
 		{"bucket alone", `{"bucket":"lake"}`, "or all: true for every object in the bucket"},
 		{"negative chunk size", `{"bucket":"lake","prefix":"good/","chunkSize":-1}`, "chunkSize: -1 bytes is not a chunk size from 1KiB to 1GiB"},
 		{"huge in-flight", `{"bucket":"lake","prefix":"good/","maxInFlight":1e12}`, `maxInFlight: "1e12" is not a whole number from 1 to 1000`},
-		{"unknown mode", `{"bucket":"lake","prefix":"good/","mode":"bogus"}`, `mode: "bogus" is not record or chunk`},
+		{"unknown mode", `{"bucket":"lake","prefix":"good/","mode":"bogus"}`, `mode: "bogus" is not record, chunk or notification`},
 		{"wrong type", `{"bucket":"lake","prefix":["good/"]}`, "prefix: an array is not allowed here; want a string"},
 		{"target queue name as URL", `{"bucket":"lake","prefix":"good/","targetQueueUrl":"orders"}`, `targetQueueUrl: "orders" is not a queue URL`},
 		{"two datasets", `{"bucket":"lake","prefix":"good/","all":true}`, "the source names prefix and all"},
@@ -351,7 +351,7 @@ func TestRefusals(t *testing.T) {
 		if strings.Join(failed, ",") != "negative,overrides,reversed,unknown" {
 			t.Errorf("batchItemFailures %v; want every malformed task", failed)
 		}
-		for _, want := range []string{"chunk range [20,5) is not a range", "chunk range [-5,10) is not a range", `unknown field \"resume\"`, `overrides: mode: \"fast\" is not record or chunk`} {
+		for _, want := range []string{"chunk range [20,5) is not a range", "chunk range [-5,10) is not a range", `unknown field \"resume\"`, `overrides: mode: \"fast\" is not record, chunk or notification`} {
 			if !fn.WaitLogs(want, 5*time.Second) {
 				t.Errorf("the function's log does not say %q", want)
 			}

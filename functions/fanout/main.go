@@ -23,11 +23,12 @@ func main() {
 	// fanout's workers run the tasks s3ingest hands off, encoded as it
 	// sends records.
 	cfg.runner.IngestEncoder = ingesthandler.EncodeRecords
-	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, ClaimsTable: cfg.claimsTable, RunState: true, Name: "fanout", Tracing: cfg.tracing, QueueVariable: cfg.queueVariable}
+	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, ClaimsTable: cfg.claimsTable, ClaimsTTL: cfg.claimsTTL, RunState: true, Name: "fanout", Tracing: cfg.tracing, QueueVariable: cfg.queueVariable}
 	lambdaenv.Start(fn, err, func(r *fanout.Runner, s3c *s3.Client, log *slog.Logger) func(context.Context, json.RawMessage) (any, error) {
 		cfg.handler.Logger, cfg.handler.Out = log, os.Stdout
 		// Lambda's own variable, as the runtime's memory limit reads it.
 		cfg.handler.MemoryMB = lambdaenv.MemoryMB(os.Getenv)
+		cfg.handler.Reconcile.S3 = s3c
 		return fanouthandler.New(r, s3c, cfg.handler).Invoke
 	})
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
 	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
@@ -20,6 +22,7 @@ type config struct {
 	ingest      ingesthandler.Options
 	s3PathStyle bool
 	claimsTable string
+	claimsTTL   time.Duration
 	tracing     tracing.Mode
 }
 
@@ -69,6 +72,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	in.DeadlineMargin = lambdaenv.Get(env, s.DeadlineMargin)
 	c.s3PathStyle = env.Bool(s.S3PathStyle, false)
 	c.claimsTable = lambdaenv.Get(env, s.ClaimsTable)
+	c.claimsTTL = lambdaenv.Get(env, s.ClaimsTTL)
 	env.Offload(&c.runner)
 	c.tracing = env.Tracing()
 	return c, env.Err()

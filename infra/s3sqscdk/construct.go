@@ -74,6 +74,10 @@ type S3SQS struct {
 	// invoke fanout, when FanoutProps.BatchOperations.Enabled; nil
 	// otherwise.
 	BatchOperationsRole awsiam.Role
+	// ReconcileScheduleRole is the role of the schedule that invokes
+	// fanout's reconcile, when FanoutProps.ReconcileEveryMinutes is set;
+	// nil otherwise.
+	ReconcileScheduleRole awsiam.Role
 
 	// ReportBucket receives fanout's run reports, when
 	// FanoutProps.Report.Enabled; nil otherwise.
@@ -143,6 +147,9 @@ func New(scope constructs.Construct, id string, props *Props) (*S3SQS, error) {
 	}
 	if !p.Ingest.Disabled {
 		s.buildIngest()
+	}
+	if !p.Fanout.Disabled && p.Fanout.ReconcileEveryMinutes > 0 {
+		s.buildReconcile()
 	}
 	s.buildMonitoring()
 	return s, nil

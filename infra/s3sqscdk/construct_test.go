@@ -824,6 +824,9 @@ func TestPropsErrors(t *testing.T) {
 			Fanout: s3sqscdk.FanoutProps{MinPollers: 201, MaxPollers: -1},
 		}, []string{"Ingest.MinPollers: 1 is not from 2 to 200", "Ingest.MaxPollers: 2001 is not from 2 to 2000",
 			"Fanout.MinPollers: 201 is not from 2 to 200", "Fanout.MaxPollers: -1 is not from 2 to 2000"}},
+		{"reconcile interval", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{ReconcileEveryMinutes: 7}}, []string{"Fanout.ReconcileEveryMinutes: 7 is not one of"}},
+		{"reconcile without fanout", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{Disabled: true, ReconcileEveryMinutes: 60}}, []string{"Fanout.ReconcileEveryMinutes needs the fanout path"}},
+		{"reconcile without claims", s3sqscdk.Props{DisableClaims: true, Fanout: s3sqscdk.FanoutProps{ReconcileEveryMinutes: 60}}, []string{"Fanout.ReconcileEveryMinutes needs the ingest path and the claims table"}},
 		{"more minimum than maximum pollers", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{MinPollers: 50, MaxPollers: 20}},
 			[]string{"Fanout.MinPollers: 50 is above MaxPollers 20"}},
 		{"pollers and maximum concurrency", s3sqscdk.Props{

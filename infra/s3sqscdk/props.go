@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,6 +94,10 @@ type Props struct {
 	// Tracing configures AWS X-Ray tracing of both functions. Default off.
 	Tracing TracingProps
 }
+
+// ReconcileIntervals are the intervals, in minutes, that
+// FanoutProps.ReconcileEveryMinutes may be (the template's AllowedValues).
+var ReconcileIntervals = []int{15, 30, 60, 180, 360, 720, 1440}
 
 // IngestProps configures the ingest path: source bucket → SNS topic →
 // ingest queue → s3ingest → output queue.
@@ -328,6 +333,13 @@ type FanoutProps struct {
 	// without counting toward the work DLQ. Default unset: no backlog
 	// limit.
 	TargetMaxBacklog int
+	// ReconcileEveryMinutes, one of ReconcileIntervals, runs a reconcile
+	// of the source bucket (under Ingest.KeyPrefix) that often, from an
+	// EventBridge Scheduler schedule: fanout compares the object versions
+	// with s3ingest's markers in the claims table and sends the
+	// notifications of the missing ones to the ingest queue. Needs the
+	// ingest path and the claims table. Default 0: no schedule.
+	ReconcileEveryMinutes int
 	// Environment holds more fanout variables (see its README table). The
 	// variables the construct sets cannot be overridden here.
 	Environment map[string]string
@@ -430,6 +442,9 @@ func resolve(p *Props) (resolved, error) {
 	}
 
 	fo := &r.Fanout
+	if fo.Disabled && fo.ReconcileEveryMinutes != 0 {
+		bad("Fanout.ReconcileEveryMinutes needs the fanout path, which runs the reconcile")
+	}
 	if !fo.Disabled {
 		if fo.CodeDir == "" {
 			fo.CodeDir = DefaultFanoutCodeDir
@@ -518,6 +533,14 @@ func resolve(p *Props) (resolved, error) {
 		}
 		if fo.MaxInFlight < 0 || fo.MaxInFlight > 1000 {
 			bad("Fanout.MaxInFlight: %d is not from 1 to 1000", fo.MaxInFlight)
+		}
+		if m := fo.ReconcileEveryMinutes; m != 0 {
+			switch {
+			case !slices.Contains(ReconcileIntervals, m):
+				bad("Fanout.ReconcileEveryMinutes: %d is not one of %v", m, ReconcileIntervals)
+			case r.Ingest.Disabled || r.DisableClaims:
+				bad("Fanout.ReconcileEveryMinutes needs the ingest path and the claims table")
+			}
 		}
 		if fo.MaxRate < 0 || fo.MaxRate > 10_000_000 {
 			bad("Fanout.MaxRate: %d is not from 1 to 10000000", fo.MaxRate)

@@ -31,7 +31,7 @@ func TestParse(t *testing.T) {
 		{"attempts", count(settings.MaxAttempts), "101", nil, "101 is not a whole number from 1 to 100"},
 		{"concurrency", count(settings.ChunkConcurrency), "65", nil, "65 is not a whole number from 1 to 64"},
 		{"mode", choice(settings.Mode), " Chunk", "chunk", ""},
-		{"mode unknown", choice(settings.Mode), "fast", nil, `"fast" is not record or chunk`},
+		{"mode unknown", choice(settings.Mode), "fast", nil, `"fast" is not record, chunk or notification`},
 		{"format alias", choice(settings.Format), "ndjson", "jsonl", ""},
 		{"format auto", choice(settings.Format), "auto", "", ""},
 		{"format unknown", choice(settings.Format), "xml", nil, `"xml" is not auto, jsonl, csv, text or parquet`},

@@ -25,8 +25,10 @@ var (
 	OffloadS3URI       = Text{Row{"OFFLOAD_S3_URI", Both, "offload-s3-uri", "", "write records too large for the target under `s3://bucket/prefix` and send SQS Extended Client pointers"}, CheckS3URI}
 	Offload            = Choice{Row{"OFFLOAD", Both, "offload", "", "`which` records to offload: large (over the queue's limit) or always"},
 		map[string]string{"": "", "large": "large", "always": "always"}, "large or always"}
-	OffloadKMSKeyID = Text{Row{"OFFLOAD_KMS_KEY_ID", Both, "offload-kms-key-id", "", "encrypt offloaded records with this KMS `key` (default SSE-S3)"}, nil}
-	ClaimsTable     = Text{Row{"CLAIMS_TABLE", Both, "claims-table", "", "the DynamoDB `table` of run-once claims and run state"}, checkTableName}
+	OffloadKMSKeyID   = Text{Row{"OFFLOAD_KMS_KEY_ID", Both, "offload-kms-key-id", "", "encrypt offloaded records with this KMS `key` (default SSE-S3)"}, nil}
+	ClaimsTable       = Text{Row{"CLAIMS_TABLE", Both, "claims-table", "", "the DynamoDB `table` of run-once claims and run state"}, checkTableName}
+	ReconcileQueueURL = Text{Row{"RECONCILE_QUEUE_URL", Fanout, "", "", "the ingest queue `URL` a reconcile request sends the notifications of missing objects to (the only one it may)"}, nil}
+	ClaimsTTL         = TTL{Row{"CLAIMS_TTL", Both, "", "", "how long the claims table keeps a claim, and s3ingest's marker of each object version it ingested (7d, 36h); s3sqs reconcile looks no further back"}}
 )
 
 // How records are read and sent.
@@ -35,8 +37,10 @@ var (
 		"": "", "auto": "", "jsonl": "jsonl", "ndjson": "jsonl", "json": "jsonl", "csv": "csv", "tsv": "csv",
 		"text": "text", "txt": "text", "lines": "text", "parquet": "parquet",
 	}, "auto, jsonl, csv, text or parquet"}
-	Mode = Choice{Row{"MODE", Fanout, "mode", "mode", "`mode`: record (a record per message) or chunk (many per message)"},
-		map[string]string{"": "", "record": "record", "chunk": "chunk"}, "record or chunk"}
+	Mode = Choice{Row{"MODE", Fanout, "mode", "mode", "`mode`: record (a record per message), chunk (many per message) or notification (an S3 notification per object, the object not read)"},
+		map[string]string{"": "", "record": "record", "chunk": "chunk", "notification": "notification"}, "record, chunk or notification"}
+	NotificationFormat = Choice{Row{"NOTIFICATION_FORMAT", Fanout, "notification-format", "notificationFormat", "the `shape` of notification mode's messages: s3, eventbridge or sns"},
+		map[string]string{"": "", "s3": "s3", "eventbridge": "eventbridge", "sns": "sns"}, "s3, eventbridge or sns"}
 	ChunkSize = Size{Row{"CHUNK_SIZE", Both, "chunk-size", "chunkSize", "chunk `size`"},
 		1 << 10, 1 << 30, "8MiB", "is not a chunk size from 1KiB to 1GiB"}
 	CSVNoQuotedNewlines      = Bool{Row{"CSV_NO_QUOTED_NEWLINES", Both, "csv-no-quoted-newlines", "", "promise that CSV objects can be split at line boundaries"}}
@@ -89,8 +93,8 @@ func Rows() []Row {
 	return []Row{
 		TargetQueueURL.Row, TargetQueueName.Row, TargetQueueOwner.Row, TargetMaxMessageSize.Row, WorkQueueURL.Row,
 		OutputQueueURL.Row, FanoutWorkQueueURL.Row, FailureQueueURL.Row, FailureS3URI.Row, ReportS3URI.Row,
-		OffloadS3URI.Row, Offload.Row, OffloadKMSKeyID.Row, ClaimsTable.Row,
-		Format.Row, Mode.Row, ChunkSize.Row, CSVNoQuotedNewlines.Row, MaxInFlight.Row, FixedInFlight.Row, MaxAttempts.Row, MaxRate.Row, TargetMaxBacklog.Row,
+		OffloadS3URI.Row, Offload.Row, OffloadKMSKeyID.Row, ClaimsTable.Row, ClaimsTTL.Row, ReconcileQueueURL.Row,
+		Format.Row, Mode.Row, NotificationFormat.Row, ChunkSize.Row, CSVNoQuotedNewlines.Row, MaxInFlight.Row, FixedInFlight.Row, MaxAttempts.Row, MaxRate.Row, TargetMaxBacklog.Row,
 		ChunkConcurrency.Row, ReadConcurrency.Row, InlineMaxBytes.Row, HandoffBytes.Row,
 		BodyField.Row, AttributesField.Row, GroupIDField.Row, DedupIDField.Row,
 		ReplaceInvalidCharacters.Row, PartitionColumns.Row, FileMetadata.Row, OnBadRecord.Row, RunID.Row,
@@ -117,6 +121,22 @@ func checkTableName(s string) error {
 		return fmt.Errorf("%q is not a DynamoDB table name (3 to 255 of A-Z a-z 0-9 _ . -)", s)
 	}
 	return nil
+}
+
+// TTL is how long something is kept: a number of days ("7d") or a Go
+// duration ("36h").
+type TTL struct{ Row }
+
+// Spec returns the row.
+func (t TTL) Spec() Row { return t.Row }
+
+// Parse reads a positive time as Age does, without Age's "off".
+func (t TTL) Parse(s string) (time.Duration, error) {
+	d, err := Age{t.Row}.Parse(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a time to keep such as 7d or 36h", s)
+	}
+	return d, nil
 }
 
 // Age is how old an event may be: a number of days ("7d"), a Go duration

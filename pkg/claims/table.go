@@ -3,6 +3,7 @@ package claims
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -203,4 +204,45 @@ func stringOf(v types.AttributeValue) string {
 		return ""
 	}
 	return s.Value
+}
+
+// ObjectKey is the key of the marker s3ingest keeps for each object
+// version it ingested: the bucket, the key and the pin (the version id, or
+// the ETag where the bucket keeps no versions). Unlike a task's claim key,
+// it holds nothing a listing does not know (no run id, no sequencer), so
+// that a reconcile can look a listed object up.
+func ObjectKey(bucket, key, pin string) string {
+	sum := sha256.Sum256([]byte(bucket + "\x00" + key + "\x00" + pin))
+	return "s3ingest-object/" + hex.EncodeToString(sum[:16])
+}
+
+// MarkDone records that the work key names is done, whoever did it: one
+// unconditional UpdateItem (one write unit), kept for the table's TTL.
+func (t *Table) MarkDone(ctx context.Context, key string) error {
+	_, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.name),
+		Key:                       t.key(key),
+		UpdateExpression:          aws.String("SET #state = :done, #expires = :expires"),
+		ExpressionAttributeNames:  map[string]string{"#state": stateAttr, "#expires": ExpiresAttribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":done": str(stateDone), ":expires": t.expires(t.now())},
+	})
+	if err != nil {
+		return fmt.Errorf("claims: mark %s done in table %s: %w", key, t.name, err)
+	}
+	return nil
+}
+
+// IsDone reports whether the work key names is recorded as done: one
+// strongly consistent GetItem (one read unit for an item this small). A
+// claim that is missing, open, or running (whether or not its lease
+// lasts) is not done.
+func (t *Table) IsDone(ctx context.Context, key string) (bool, error) {
+	out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(t.name), Key: t.key(key), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#state"), ExpressionAttributeNames: map[string]string{"#state": stateAttr},
+	})
+	if err != nil {
+		return false, fmt.Errorf("claims: read %s in table %s: %w", key, t.name, err)
+	}
+	return stringOf(out.Item[stateAttr]) == stateDone, nil
 }

@@ -51,7 +51,7 @@ func (a *aheadSet) start(work, readCtx context.Context, group int) dataset.GetAP
 			if !a.started[i] {
 				opened++
 			}
-		case !a.started[i] && work.Err() == nil:
+		case !a.started[i] && work.Err() == nil && !a.specs[i].notify:
 			if in, ok := firstInput(a.specs[i].task.Chunk); ok {
 				a.gets[i] = openAhead(work, readCtx, a.client, in)
 				opened++

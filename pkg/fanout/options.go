@@ -19,6 +19,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -59,7 +60,15 @@ type Options struct {
 	// Plan configures chunking and formats.
 	Plan dataset.PlanOptions
 	// Mode is how records become messages; "" means ModeRecord.
+	// ModeNotification sends each object's S3 notification instead of its
+	// records, without reading it.
 	Mode worktask.Mode
+	// NotificationFormat is the shape of ModeNotification's messages; ""
+	// means s3event.FormatS3.
+	NotificationFormat s3event.Format
+	// Region is the awsRegion ModeNotification's messages name, the
+	// buckets' region; "" writes an empty one.
+	Region string
 	// Mapping names the record fields that become message parts.
 	Mapping worktask.Mapping
 	// Send configures the senders (MaxInFlight, MaxAttempts, ...).
@@ -272,6 +281,13 @@ type Runner struct {
 	backlogs map[string]*backlog
 }
 
+// Claims returns the claims store of Options.Claims, nil when there is
+// none.
+func (r *Runner) Claims() claims.Store { return r.opts.Claims }
+
+// SQS returns the SQS client the Runner sends with.
+func (r *Runner) SQS() sqsbatch.API { return r.sqs }
+
 // New resolves the queues (once) and returns a Runner.
 func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runner, error) {
 	if opts.InlineMaxBytes <= 0 {
@@ -286,8 +302,11 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 	if opts.Mode == "" {
 		opts.Mode = worktask.ModeRecord
 	}
-	if opts.Mode != worktask.ModeRecord && opts.Mode != worktask.ModeChunk {
-		return nil, fmt.Errorf("fanout: unknown mode %q (want record or chunk)", opts.Mode)
+	if opts.Mode != worktask.ModeRecord && opts.Mode != worktask.ModeChunk && opts.Mode != worktask.ModeNotification {
+		return nil, fmt.Errorf("fanout: unknown mode %q (want record, chunk or notification)", opts.Mode)
+	}
+	if _, err := s3event.ParseFormat(string(opts.NotificationFormat)); err != nil {
+		return nil, fmt.Errorf("fanout: %w", err)
 	}
 	log := opts.Logger
 	if log == nil {

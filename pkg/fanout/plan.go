@@ -198,7 +198,11 @@ func (r *Runner) planner(ctx context.Context, runID string, ov worktask.Override
 		opts.ChunkSize = n
 	}
 	planner := dataset.NewPlanner(r.s3, opts)
+	notify := r.notifyModeOf(&ov)
 	return func(ctx context.Context, obj dataset.Object) ([]worktask.Task, int, error) {
+		if notify {
+			return []worktask.Task{{RunID: runID, Chunk: notificationChunk(obj), Overrides: carry}}, 1, nil
+		}
 		chunks, err := planner.Plan(ctx, obj)
 		if _, ok := unreadable(err, ov.Ingest != nil); ok {
 			// Planning read the object and met what no retry fixes (a

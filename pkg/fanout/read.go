@@ -107,6 +107,14 @@ func (rd *reader) span(ioCtx context.Context) (context.Context, func()) {
 // returns how the read ended: stop or halt.
 func (rd *reader) records(ioCtx context.Context) step {
 	tr := rd.tr
+	if tr.notify {
+		// The object's notification is its one record; the object is not
+		// read.
+		if tr.from > tr.task.Chunk.Start {
+			return stop
+		}
+		return rd.record(records.Record{Offset: tr.task.Chunk.Start})
+	}
 	for rec, err := range records.Read(ioCtx, rd.client, tr.task.Chunk, records.Options{}) {
 		var next step
 		var re *records.RecordError

@@ -34,7 +34,7 @@ func TestDecodeRequest(t *testing.T) {
 		{"huge in flight", `{"bucket":"b","key":"k","maxInFlight":1e12}`, `maxInFlight: "1e12" is not a whole number from 1 to 1000`},
 		{"zero attempts", `{"bucket":"b","key":"k","maxAttempts":0}`, "maxAttempts: 0 is not a whole number from 1 to 100"},
 		{"in flight as bool", `{"bucket":"b","key":"k","maxInFlight":true}`, "maxInFlight: a bool is not allowed here; want a number"},
-		{"bad mode", `{"bucket":"b","key":"k","mode":"bogus"}`, `mode: "bogus" is not record or chunk`},
+		{"bad mode", `{"bucket":"b","key":"k","mode":"bogus"}`, `mode: "bogus" is not record, chunk or notification`},
 		{"bad format", `{"bucket":"b","key":"k","format":"xml"}`, `format: "xml" is not auto, jsonl, csv, text or parquet`},
 		{"bad target", `{"bucket":"b","key":"k","targetQueueUrl":"arn:aws:sqs:us-east-1:1:q"}`, "that is an ARN"},
 		{"mapping field of wrong type", `{"bucket":"b","key":"k","groupIdField":3}`, "groupIdField: a number is not allowed here; want a string"},

@@ -160,6 +160,9 @@ type taskSpec struct {
 	chunkMax int
 	// ingest is set for s3ingest's objects (see worktask.IngestEncoding).
 	ingest bool
+	// notify is set in notification mode: the chunk is not read, and its
+	// one entry is its object's notification (see notificationEntries).
+	notify bool
 	// from is where the read starts: the task's ResumeAt, or later where
 	// an earlier attempt's claim says it stopped.
 	from  int64
@@ -192,6 +195,9 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 		}
 		s.ingest = true
 		s.encode = encodedEntries(r.opts.IngestEncoder(ctx, c, *ov.Ingest, r.log), c.Object, fifo)
+	case mode == worktask.ModeNotification:
+		s.notify = true
+		s.encode = r.notificationEntries(t.RunID, ov.NotificationFormat, c, fifo)
 	case mode == worktask.ModeChunk:
 		s.chunkMax = sender.MaxMessageSize()
 	default:

@@ -58,6 +58,16 @@
 // ignoreFileDeletion (inverted as KeepDeletions), shouldSortFiles
 // (SortByTime), fileNameOnly.
 //
+// # Writing notifications
+//
+// Encoder writes the other way: an object version announced as created, in
+// the S3 event, EventBridge or SNS-wrapped shape (Format), for replaying
+// objects that already exist to a consumer of notifications. Parse reads
+// what it writes back to the same object. Its messages carry ReplayMarker in
+// fields S3 leaves to the configuration or to itself (s3.configurationId,
+// EventBridge detail.request-id and detail.requester), so a consumer can
+// tell them from S3's; ReplaySequencer orders the replayed versions of a key.
+//
 // # moto_server
 //
 // moto (5.2.1) differs from AWS in ways this package absorbs: it writes

@@ -20,9 +20,12 @@ import (
 // read from JSON once, where the request or message is decoded, and then
 // used as they are.
 type Overrides struct {
-	Format         dataset.Format `json:"format,omitempty"`
-	Mode           Mode           `json:"mode,omitempty"`
-	TargetQueueURL string         `json:"targetQueueUrl,omitempty"`
+	Format dataset.Format `json:"format,omitempty"`
+	Mode   Mode           `json:"mode,omitempty"`
+	// NotificationFormat is the shape of ModeNotification's messages
+	// (NOTIFICATION_FORMAT): "s3", "eventbridge" or "sns".
+	NotificationFormat string `json:"notificationFormat,omitempty"`
+	TargetQueueURL     string `json:"targetQueueUrl,omitempty"`
 	// ChunkSize is the run's chunk size in bytes (CHUNK_SIZE).
 	ChunkSize Setting `json:"chunkSize,omitzero"`
 	// MaxInFlight is the run's ceiling of requests in flight to its
@@ -50,6 +53,9 @@ const (
 	ModeRecord Mode = "record"
 	// ModeChunk sends many records per message, newline-delimited.
 	ModeChunk Mode = "chunk"
+	// ModeNotification sends one S3 event notification per object,
+	// without reading the object (see s3event.Encoder).
+	ModeNotification Mode = "notification"
 )
 
 // Mapping names the record fields that become parts of a message. Empty
@@ -162,6 +168,13 @@ func (ov *Overrides) Validate() error {
 			return fmt.Errorf("mode: %w", err)
 		}
 		ov.Mode = Mode(m)
+	}
+	if ov.NotificationFormat != "" {
+		f, err := settings.NotificationFormat.Parse(ov.NotificationFormat)
+		if err != nil {
+			return fmt.Errorf("notificationFormat: %w", err)
+		}
+		ov.NotificationFormat = f
 	}
 	if ov.TargetQueueURL != "" {
 		if err := settings.CheckQueueURL(ov.TargetQueueURL); err != nil {

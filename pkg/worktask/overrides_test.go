@@ -86,7 +86,7 @@ func TestMalformedOverrides(t *testing.T) {
 		{`{"runId":"r",` + chunk + `,"overrides":{"chunkSize":"big"}}`, `overrides: chunkSize: "big" is not a size such as 8MiB`},
 		{`{"runId":"r",` + chunk + `,"overrides":{"maxInFlight":0}}`, "overrides: maxInFlight: 0 is not a whole number from 1 to 1000"},
 		{`{"runId":"r",` + chunk + `,"overrides":{"maxAttempts":true}}`, "maxAttempts: a bool is not allowed here; want a number"},
-		{`{"runId":"r",` + chunk + `,"overrides":{"mode":"fast"}}`, `overrides: mode: "fast" is not record or chunk`},
+		{`{"runId":"r",` + chunk + `,"overrides":{"mode":"fast"}}`, `overrides: mode: "fast" is not record, chunk or notification`},
 		{`{"runId":"r",` + chunk + `,"overrides":{"colour":1}}`, `unknown field "colour"`},
 		{`{"runId":"r",` + chunk + `,"overrides":{"ingest":{"partitions":"yes"}}}`, `ingest.partitions: "yes" is not string or typed`},
 		{`{"runId":"r","plan":{"bucket":"b","prefix":"p/"},"cursor":{},"step":2,"overrides":{"targetQueueUrl":"orders"}}`, `targetQueueUrl: "orders" is not a queue URL`},

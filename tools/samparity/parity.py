@@ -506,6 +506,7 @@ CONTEXT_PARAMETERS = {
     "failOnError": ["FailOnError"],
     "maxRate": ["MaxRate"],
     "targetMaxBacklog": ["TargetMaxBacklog"],
+    "reconcileEveryMinutes": ["ReconcileEveryMinutes"],
     "report": ["Report"],
     "reportBucketName": ["ReportBucketName"],
     "reportPrefix": ["ReportPrefix"],
@@ -636,6 +637,11 @@ GUARDS = {
     # infra/context.go: "fanout is enabled but can read no dataset".
     "FanoutNeedsDataset": ({"Fn::Equals": [{"Ref": "Fanout"}, "true"]},
                            {"Fn::Not": [{"Fn::Equals": [{"Ref": "DatasetBucket1"}, ""]}]}),
+    # infra/s3sqscdk/props.go: a reconcile schedule needs the ingest path
+    # and the claims table (and fanout, which runs it).
+    "ReconcileNeedsIngestFanoutClaims": ({"Fn::Not": [{"Fn::Equals": [{"Ref": "ReconcileEveryMinutes"}, "0"]}]},
+                                         {"Fn::And": [{"Fn::Equals": [{"Ref": "Ingest"}, "true"]}, {"Fn::Equals": [{"Ref": "Fanout"}, "true"]},
+                                                      {"Fn::Equals": [{"Ref": "Claims"}, "true"]}]}),
 }
 # infra/s3sqscdk/props.go (checkEventSource): provisioned mode is not
 # allowed with MaxConcurrency, and a poller count is 0 (unset) or at least

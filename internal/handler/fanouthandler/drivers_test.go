@@ -156,7 +156,7 @@ func TestBatchArguments(t *testing.T) {
 		{name: "another unknown key", args: map[string]string{"maxInFlight": "4", "queue": "q"}, wantErr: `userArguments: unknown field "queue"`},
 		{name: "chunk size out of range", args: map[string]string{"chunkSize": "2GiB"}, wantErr: "userArguments: chunkSize: 2GiB is not a chunk size from 1KiB to 1GiB"},
 		{name: "in-flight not a number", args: map[string]string{"maxInFlight": "lots"}, wantErr: `userArguments: maxInFlight: "lots" is not a whole number from 1 to 1000`},
-		{name: "unknown mode", args: map[string]string{"mode": "fast"}, wantErr: `userArguments: mode: "fast" is not record or chunk`},
+		{name: "unknown mode", args: map[string]string{"mode": "fast"}, wantErr: `userArguments: mode: "fast" is not record, chunk or notification`},
 		{name: "queue name for URL", args: map[string]string{"targetQueueUrl": "orders"}, wantErr: `userArguments: targetQueueUrl: "orders" is not a queue URL`},
 		{name: "bad run id", args: map[string]string{"runId": "a/b"}, wantErr: `userArguments: runId: "a/b" may hold only letters`},
 		{name: "ingest", args: map[string]string{"ingest": "{}"}, wantErr: "userArguments: ingest"},

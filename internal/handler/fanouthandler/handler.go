@@ -44,6 +44,8 @@ type Options struct {
 	// MemoryMB is the function's memory, which a dry run's estimate uses
 	// unless the request gives one; zero means fanout.DefaultMemoryMB.
 	MemoryMB int
+	// Reconcile answers reconcile requests; its zero value refuses them.
+	Reconcile ReconcileOptions
 }
 
 // Handler answers the fanout Lambda function's invocations: a direct
@@ -120,6 +122,12 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 		return h.HandleSQS(ctx, ev)
 	case kindNotification:
 		return h.HandleNotification(ctx, s3event.Message{Body: string(payload)})
+	case kindReconcile:
+		req, err := decodeReconcile(payload)
+		if err != nil {
+			return nil, h.undecoded(ctx, kindReconcile, err)
+		}
+		return h.HandleReconcile(ctx, req)
 	}
 	req, err := fanout.DecodeRequest(payload)
 	if err != nil {
@@ -139,6 +147,9 @@ func kindOf(payload []byte) string {
 	}
 	if _, ok := probe["invocationSchemaVersion"]; ok {
 		return kindBatchOperations
+	}
+	if isReconcile(probe) {
+		return kindReconcile
 	}
 	if raw, ok := probe["Items"]; ok && len(raw) > 0 && raw[0] == '[' {
 		return kindDistributedMap

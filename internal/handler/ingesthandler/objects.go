@@ -127,6 +127,7 @@ func (inv *invocation) messages(ctx context.Context, msgs []events.SQSMessage) [
 		concurrency = 1
 	}
 	inv.deliver(ctx, objs, concurrency)
+	inv.markIngested(ctx, objs)
 	for _, o := range objs {
 		if o.failed != "" && errs[o.msg] == nil {
 			why := failObject
@@ -209,6 +210,35 @@ func (inv *invocation) deliver(ctx context.Context, objs []*objectRun, concurren
 		}
 		if o.failed == "" && o.skipped == "" && !o.handoff {
 			o.bytes = o.obj.Size
+		}
+	}
+}
+
+// marker is the part of a claims store that keeps the markers of the
+// object versions s3ingest ingested (*claims.Table).
+type marker interface {
+	MarkDone(ctx context.Context, key string) error
+}
+
+// markIngested records each object of objs that needs nothing more (its
+// records sent, or handed to fanout's workers, which run them once with
+// the failure output) under claims.ObjectKey, so that s3sqs reconcile can
+// tell it from an object whose notification never came. A marker not
+// written is logged: the object then looks missing to a reconcile, which
+// sends its notification again, and its records arrive twice.
+func (inv *invocation) markIngested(ctx context.Context, objs []*objectRun) {
+	m, ok := inv.h.runner.Claims().(marker)
+	if !ok {
+		return
+	}
+	ctx = partialbatch.SendContext(ctx)
+	for _, o := range objs {
+		if o.obj.Deletion || o.failed != "" || (o.skipped != "" && o.skipped != reasonDone) {
+			continue
+		}
+		p := o.pinned()
+		if err := m.MarkDone(ctx, claims.ObjectKey(p.Bucket, p.Key, p.Pin())); err != nil {
+			inv.h.log.WarnContext(ctx, "object's ingested marker not written; a reconcile will send it again", "object", p.String(), "err", err)
 		}
 	}
 }

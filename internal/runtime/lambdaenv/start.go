@@ -1,6 +1,7 @@
 package lambdaenv
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
@@ -29,7 +31,7 @@ import (
 // claimsStore returns the claims store in table, and the client it reads
 // it with, after one read that shows the table is there and readable, so
 // that a wrong name or a missing permission fails at init.
-func claimsStore(ctx context.Context, cfg aws.Config, table string) (*claims.Table, *dynamodb.Client, error) {
+func claimsStore(ctx context.Context, cfg aws.Config, table string, ttl time.Duration) (*claims.Table, *dynamodb.Client, error) {
 	client := dynamodb.NewFromConfig(cfg)
 	_, err := client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(table),
@@ -38,7 +40,7 @@ func claimsStore(ctx context.Context, cfg aws.Config, table string) (*claims.Tab
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: cannot read DynamoDB table %s: %w", settings.ClaimsTable.Env, table, err)
 	}
-	return claims.NewTable(client, table, claims.TableOptions{}), client, nil
+	return claims.NewTable(client, table, claims.TableOptions{TTL: ttl}), client, nil
 }
 
 // Function is what a function's start-up needs from its configuration.
@@ -53,6 +55,9 @@ type Function struct {
 	S3PathStyle bool
 	// ClaimsTable, when set, is the claims store's DynamoDB table.
 	ClaimsTable string
+	// ClaimsTTL is how long a claim is kept (CLAIMS_TTL); zero means
+	// claims.DefaultTTL.
+	ClaimsTTL time.Duration
 	// RunState keeps the runs' shared state (fanout.Options.Runs) in the
 	// claims table, when there is one: their control, rate budget,
 	// counters and parked tasks.
@@ -113,7 +118,7 @@ func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Cl
 			log.Warn(settings.MaxRate.Env + " without " + settings.ClaimsTable.Env + " paces each invocation on its own: the rate of a queued run is this many messages per second per concurrent invocation, not for the whole run")
 		}
 	} else {
-		store, client, err := claimsStore(ctx, cfg, fn.ClaimsTable)
+		store, client, err := claimsStore(ctx, cfg, fn.ClaimsTable, fn.ClaimsTTL)
 		if err != nil {
 			return nil, err
 		}
@@ -124,6 +129,9 @@ func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Cl
 		log.Info("each task and notified object version runs once", "claimsTable", fn.ClaimsTable)
 	}
 	fn.Runner.Logger = log
+	// Notification mode names the region the function runs in, its
+	// buckets' (the SDK's, from Lambda's AWS_REGION).
+	fn.Runner.Region = cmp.Or(fn.Runner.Region, cfg.Region)
 	runner, err := fanout.New(ctx, s3c, sqsc, fn.Runner)
 	if err != nil {
 		var qe *fanout.QueueError

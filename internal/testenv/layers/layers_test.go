@@ -45,10 +45,13 @@ var rooms = []room{
 	// (clients, the words for a queue that cannot be used), apart from the
 	// Lambda runtime so that the CLI links none of it.
 	{"awssetup", []string{"internal/awssetup"}, []string{"leaf"}},
+	// reconcile compares a listing with s3ingest's markers, for the CLI and
+	// fanout's handler alike.
+	{"reconcile", []string{"internal/reconcile"}, []string{"leaf"}},
 	{"runtime", []string{"internal/runtime/"}, []string{"leaf", "settings", "wire", "engine", "awssetup", "runtime"}},
-	{"handler", []string{"internal/handler/"}, []string{"leaf", "settings", "wire", "engine", "runtime"}},
+	{"handler", []string{"internal/handler/"}, []string{"leaf", "settings", "wire", "engine", "runtime", "reconcile"}},
 	{"redrive", []string{"internal/redrive"}, []string{"leaf", "settings", "wire", "engine"}},
-	{"bootstrap", []string{"functions/", "cmd/"}, []string{"leaf", "settings", "wire", "engine", "awssetup", "runtime", "handler", "redrive"}},
+	{"bootstrap", []string{"functions/", "cmd/"}, []string{"leaf", "settings", "wire", "engine", "awssetup", "runtime", "handler", "redrive", "reconcile"}},
 	{"testenv", []string{"internal/testenv/"}, []string{"*"}},
 	{"tools", []string{"tools/"}, []string{"*"}},
 }
@@ -213,6 +216,7 @@ func TestRoomOf(t *testing.T) {
 		"functions/fanout":               "bootstrap",
 		"internal/redrive":               "redrive",
 		"internal/redrivex":              "",
+		"internal/reconcile":             "reconcile",
 		"cmd/s3sqs":                      "bootstrap",
 	} {
 		r, _ := roomOf(path)

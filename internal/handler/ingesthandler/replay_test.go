@@ -1,0 +1,69 @@
+package ingesthandler
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
+)
+
+// TestIngestReplay replays a prefix with fanout's notification mode, in
+// each format, to a queue, and hands the queue's messages to s3ingest as
+// the SQS event Lambda would build of them: every record of every object
+// under the prefix arrives once, and nothing fails.
+func TestIngestReplay(t *testing.T) {
+	for _, format := range s3event.Formats {
+		t.Run(string(format), func(t *testing.T) {
+			f := newFixture(t, "", nil)
+			objs := []object{
+				f.put("events/date=2024-01-01/part 0001.jsonl", `{"id":1}`+"\n"+`{"id":2}`+"\n"),
+				f.put("events/date=2024-01-02/kind=a+b/x%y.csv", "k,v\r\n1,x\r\n2,y\r\n"),
+				f.put("events/ünïcödé 日本語.jsonl", `{"n":"ü"}`+"\n"),
+			}
+			f.put("elsewhere/not-replayed.jsonl", `{"id":9}`+"\n")
+			replayQueue := localaws.CreateQueue(t, f.sqs, "-replay", nil)
+			runner, err := fanout.New(t.Context(), f.s3, f.sqs, fanout.Options{
+				Target: sqsbatch.Queue{URL: replayQueue}, FailureQueueURL: f.failure,
+				Mode: worktask.ModeNotification, NotificationFormat: format, Region: localaws.Region,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := runner.Run(t.Context(), fanout.Request{Source: dataset.Source{Bucket: testBucket, Prefix: "events/"}})
+			if err != nil || rep.RecordsSent != int64(len(objs)) {
+				t.Fatalf("replay: %+v, %v; want %d notifications", rep, err, len(objs))
+			}
+			var msgs []msg
+			times := map[string]time.Time{}
+			for i, m := range localaws.Drain(t, f.sqs, replayQueue, time.Second) {
+				body := aws.ToString(m.Body)
+				n, err := s3event.Parse([]byte(body))
+				if err != nil || len(n.Objects) != 1 {
+					t.Fatalf("replayed message %s: %+v, %v", body, n, err)
+				}
+				times[n.Objects[0].Key] = n.Objects[0].EventTime
+				msgs = append(msgs, msg{id: fmt.Sprintf("m%d", i), body: body})
+			}
+			for i := range objs {
+				// _file.eventTime is the replayed notification's.
+				objs[i].EventTime = times[objs[i].Key]
+			}
+			resp, err := f.handler(f.defaults(), nil, nil).Handle(t.Context(), sqsEvent(msgs...))
+			if err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("Handle: %v, failures %v", err, failures(resp))
+			}
+			checkOutput(t, f.sqs, f.out, wantRecords(t, objs...))
+			if got := f.failed(time.Second); len(got) != 0 {
+				t.Errorf("failure output holds %v", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,97 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/s3sqs/s3sqs/internal/reconcile"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/pkg/claims"
+)
+
+// failing wraps the claims table and fails the reads of one key's
+// markers, as a throttled table would.
+type failing struct {
+	*claims.Table
+	key string
+}
+
+func (f failing) IsDone(ctx context.Context, key string) (bool, error) {
+	if key == f.key {
+		return false, errors.New("throttled")
+	}
+	return f.Table.IsDone(ctx, key)
+}
+
+// TestRunVersions: in a versioned bucket each version is compared by its
+// version id, delete markers are counted and skipped, a read that fails is
+// counted as failed (not missing), and versions older than MaxAge are
+// skipped unless MaxAge is negative.
+func TestRunVersions(t *testing.T) {
+	s3c := s3.NewFromConfig(localaws.Moto(t), func(o *s3.Options) { o.UsePathStyle = true })
+	ddb, name := localaws.ClaimsTable(t)
+	table := claims.NewTable(ddb, name, claims.TableOptions{})
+	ctx := t.Context()
+	bucket := fmt.Sprintf("reconcile-v-%d", time.Now().UnixNano())
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	put := func(key, body string) string {
+		out, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(out.VersionId)
+	}
+	v1 := put("p/a", "1\n")
+	v2 := put("p/a", "2\n")
+	gone := put("p/gone", "x\n")
+	bad := put("p/bad", "y\n")
+	if _, err := s3c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: aws.String("p/gone")}); err != nil {
+		t.Fatal(err)
+	}
+	// The first version of p/a was ingested; its second was not.
+	if err := table.MarkDone(ctx, claims.ObjectKey(bucket, "p/a", v1)); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := reconcile.Run(ctx, s3c, failing{table, claims.ObjectKey(bucket, "p/bad", bad)}, reconcile.Options{Bucket: bucket, Prefix: "p/", Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := map[string]string{}
+	for _, o := range rep.Objects {
+		missing[o.VersionID] = o.Key
+	}
+	if rep.Seen != 4 || rep.Ingested != 1 || rep.Missing != 2 || rep.Failed != 1 || rep.SkippedDeleteMarkers != 1 || !rep.DryRun ||
+		missing[v2] != "p/a" || missing[gone] != "p/gone" || len(rep.Errors) != 1 || !strings.Contains(rep.Errors[0], "throttled") {
+		t.Errorf("report %+v; want 4 versions seen, v1 ingested, v2 and p/gone's version missing, p/bad failed, 1 delete marker", rep)
+	}
+
+	// An hour from now, with a 30-minute window, every version is too old;
+	// a negative window compares them all again.
+	later := func() time.Time { return time.Now().Add(time.Hour) }
+	rep, err = reconcile.Run(ctx, s3c, table, reconcile.Options{Bucket: bucket, Prefix: "p/", MaxAge: 30 * time.Minute, Now: later})
+	if err != nil || rep.SkippedTooOld != 4 || rep.Missing != 0 || rep.MaxAge != "30m0s" {
+		t.Errorf("30m window an hour later: %+v, %v; want all 4 skipped as too old", rep, err)
+	}
+	rep, err = reconcile.Run(ctx, s3c, table, reconcile.Options{Bucket: bucket, Prefix: "p/", MaxAge: -1, Now: later})
+	if err != nil || rep.SkippedTooOld != 0 || rep.Missing != 3 || rep.MaxAge != "0s" {
+		t.Errorf("no window: %+v, %v; want 3 missing, none skipped", rep, err)
+	}
+
+	if _, err := reconcile.Run(ctx, s3c, table, reconcile.Options{Bucket: bucket + "-none"}); err == nil || !strings.Contains(err.Error(), "list versions") {
+		t.Errorf("a missing bucket: %v; want the listing's error", err)
+	}
+}
