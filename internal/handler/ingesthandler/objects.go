@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/s3sqs/s3sqs/internal/awserr"
 	"github.com/s3sqs/s3sqs/pkg/claims"
@@ -232,15 +233,24 @@ func (inv *invocation) markIngested(ctx context.Context, objs []*objectRun) {
 		return
 	}
 	ctx = partialbatch.SendContext(ctx)
+	// The markers are written as the objects were read, ReadConcurrency at
+	// once, so that a batch's markers cost the invocation one round trip
+	// to DynamoDB per ReadConcurrency objects, not one per object.
+	var g errgroup.Group
+	g.SetLimit(inv.h.opts.ReadConcurrency)
 	for _, o := range objs {
 		if o.obj.Deletion || o.failed != "" || (o.skipped != "" && o.skipped != reasonDone) {
 			continue
 		}
 		p := o.pinned()
-		if err := m.MarkDone(ctx, claims.ObjectKey(p.Bucket, p.Key, p.Pin())); err != nil {
-			inv.h.log.WarnContext(ctx, "object's ingested marker not written; a reconcile will send it again", "object", p.String(), "err", err)
-		}
+		g.Go(func() error {
+			if err := m.MarkDone(ctx, claims.ObjectKey(p.Bucket, p.Key, p.Pin())); err != nil {
+				inv.h.log.WarnContext(ctx, "object's ingested marker not written; a reconcile will send it again", "object", p.String(), "err", err)
+			}
+			return nil
+		})
 	}
+	g.Wait()
 }
 
 // overrides are how an object's records are sent: encoded as s3ingest
