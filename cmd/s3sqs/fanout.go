@@ -85,6 +85,7 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.StringVar(&req.Suffix, "suffix", "", "keep keys ending with `suffix`")
 	fs.StringVar(&req.Glob, "glob", "", "keep keys matching `pattern` (path.Match)")
 	fs.BoolVar(&req.IncludeHidden, "include-hidden", false, "keep _SUCCESS, _* and .* objects")
+	fs.BoolVar(&req.Versions, "versions", false, "every version of each key, oldest first, with -mode notification (on a FIFO queue in order, in the key's message group)")
 	fs.BoolVar(&c.allowEmpty, "allow-empty", false, "exit 0 when the dataset holds no object (default: that is an error, as a mistyped -prefix would be)")
 	fs.text(settings.RunID, &req.RunID, "")
 	fs.choice(settings.Format, "auto", "", func(v string) { o.Plan.Format = dataset.Format(v) })

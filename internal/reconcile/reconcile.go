@@ -40,10 +40,7 @@ import (
 const DefaultConcurrency = 16
 
 // ListAPI is the part of the S3 client Run uses. *s3.Client satisfies it.
-type ListAPI interface {
-	dataset.ListAPI
-	ListObjectVersions(ctx context.Context, params *s3.ListObjectVersionsInput, optFns ...func(*s3.Options)) (*s3.ListObjectVersionsOutput, error)
-}
+type ListAPI = dataset.ListAPI
 
 // Ingested tells whether s3ingest recorded the work key names as done.
 // *claims.Table satisfies it.

@@ -76,6 +76,11 @@ type Source struct {
 	// IncludeHidden keeps what listings skip by default: _SUCCESS and
 	// keys whose last segment starts with "_" or ".".
 	IncludeHidden bool `json:"includeHidden,omitempty"`
+	// Versions lists every version of each key, oldest first, with
+	// ListObjectVersions, instead of the current version alone (key, keys,
+	// prefix and all sources; a manifest names its versions itself).
+	// Delete markers are left out, and so is a key that has only them.
+	Versions bool `json:"versions,omitempty"`
 }
 
 // Validate reports a source that does not name exactly one dataset, or
@@ -100,6 +105,8 @@ func (s Source) Validate() error {
 		return errors.New("dataset: bucket is missing")
 	case s.Manifest != "" && s.Bucket != "":
 		return errors.New("dataset: bucket is not used with manifest: the manifest names its objects' buckets")
+	case s.Manifest != "" && s.Versions:
+		return errors.New("dataset: versions is not used with manifest: a manifest names the versions it holds; list a prefix or keys for every version")
 	}
 	if s.Bucket != "" {
 		if err := CheckBucket(s.Bucket); err != nil {
@@ -159,12 +166,14 @@ type ListAPI interface {
 	ListObjectsV2(ctx context.Context, params *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 	HeadObject(ctx context.Context, params *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	GetObject(ctx context.Context, params *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	ListObjectVersions(ctx context.Context, params *s3.ListObjectVersionsInput, optFns ...func(*s3.Options)) (*s3.ListObjectVersionsOutput, error)
 }
 
 var _ ListAPI = (*s3.Client)(nil)
 
 // Objects yields the objects of the dataset src names, pinned, as it lists
-// them: a prefix of any size is listed page by page. A single key or a key
+// them (with Source.Versions, each version): a prefix of any size is listed
+// page by page. A single key or a key
 // list is pinned with HeadObject; a missing one is an error naming it.
 // Listing stops at the first error, which is yielded last.
 func Objects(ctx context.Context, client ListAPI, src Source) iter.Seq2[Object, error] {
@@ -176,8 +185,16 @@ func Objects(ctx context.Context, client ListAPI, src Source) iter.Seq2[Object, 
 			if err == nil {
 				err = l.Err
 			}
-			if !yield(l.Object, err) || err != nil {
-				return
+			if err != nil || len(l.Versions) == 0 {
+				if !yield(l.Object, err) || err != nil {
+					return
+				}
+				continue
+			}
+			for _, v := range l.Versions {
+				if !yield(v, nil) {
+					return
+				}
 			}
 		}
 	}
@@ -215,6 +232,9 @@ type Listed struct {
 	// manifest made earlier may name objects deleted since. A key the
 	// source names itself (Key, Keys) that is missing ends the listing.
 	Err error
+	// Versions is, with Source.Versions, every version of the key, oldest
+	// first; Object is then the newest of them.
+	Versions []Object
 }
 
 // Mark reports whether l names no object: the listing passed over keys
@@ -264,12 +284,22 @@ func List(ctx context.Context, client ListAPI, src Source, from Cursor, opts Lis
 			}
 		case src.Manifest != "":
 			listManifest(ctx, client, src, from, yield)
+		case src.Versions:
+			listPrefixVersions(ctx, client, src, from, yield)
 		default:
 			listPrefix(ctx, client, src, from, yield)
 		}
 	}
 	pin := func(ctx context.Context, l Listed) (Listed, error) {
 		if l.Mark() || l.Size >= 0 {
+			return l, nil
+		}
+		if src.Versions {
+			vs, err := Versions(ctx, client, l.Bucket, l.Key)
+			if err != nil {
+				return l, err
+			}
+			l.Object, l.Versions = vs[len(vs)-1], vs
 			return l, nil
 		}
 		obj, err := Head(ctx, client, l.Bucket, l.Key, l.VersionID)
@@ -311,6 +341,32 @@ func listPrefix(ctx context.Context, client ListAPI, src Source, from Cursor, yi
 		if passed != "" && !yield(Listed{Next: Cursor{After: passed}}, nil) {
 			return
 		}
+	}
+}
+
+// listPrefixVersions lists every version under src's prefix, a key at a
+// time (see keyVersions), marking at most every markEvery keys left out.
+func listPrefixVersions(ctx context.Context, client ListAPI, src Source, from Cursor, yield func(Listed, error) bool) {
+	passed, skipped := "", 0
+	for k, err := range keyVersions(ctx, client, src.Bucket, src.Prefix, from.After) {
+		if err != nil {
+			yield(Listed{}, err)
+			return
+		}
+		if !src.keep(k.key) || len(k.versions) == 0 {
+			passed, skipped = k.key, skipped+1
+			if skipped%markEvery == 0 && !yield(Listed{Next: Cursor{After: passed}}, nil) {
+				return
+			}
+			continue
+		}
+		passed = ""
+		if !yield(Listed{Object: k.versions[len(k.versions)-1], Versions: k.versions, Next: Cursor{After: k.key}}, nil) {
+			return
+		}
+	}
+	if passed != "" {
+		yield(Listed{Next: Cursor{After: passed}}, nil)
 	}
 }
 

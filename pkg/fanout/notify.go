@@ -1,6 +1,8 @@
 package fanout
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -27,30 +29,75 @@ func notificationChunk(obj dataset.Object) dataset.Chunk {
 	return dataset.Chunk{Object: obj, Count: 1, End: obj.Size, Format: dataset.FormatText}
 }
 
-// notificationEntries returns the encoder of a notification-mode task's one
-// entry: the notification of c's object, in format (empty is the runner's
+// notificationEntries returns the encoder of a notification-mode task's
+// entries: the notification of s's object, or, for a Versions task, of the
+// version at the record's offset, in format (empty is the runner's
 // NotificationFormat), marked with run runID. Its eventTime is when it is
-// encoded: the object is announced as if S3 had just announced it.
-func (r *Runner) notificationEntries(runID string, format string, c dataset.Chunk, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
+// encoded: the object is announced as if S3 had just announced it. Each
+// version's record id is the one its own task would give it.
+func (r *Runner) notificationEntries(runID string, format string, s *taskSpec, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
 	enc := s3event.Encoder{Format: r.opts.NotificationFormat, RunID: runID}
 	if format != "" {
 		enc.Format = s3event.Format(format)
 	}
+	c := s.task.Chunk
 	ids := newRecordIDs(c.Object)
 	group := GroupID(c.Object)
 	return func(rec records.Record) (sqsbatch.Entry, error) {
-		body, err := enc.Encode(s3event.Object{Bucket: c.Bucket, Key: c.Key, Size: c.Size, ETag: c.ETag,
-			VersionID: c.VersionID, EventTime: time.Now(), Region: r.opts.Region})
+		obj, id := c.Object, ""
+		if s.task.Versions {
+			obj = s.versions[rec.Offset]
+			id = newRecordIDs(obj).ID(0)
+		} else {
+			id = ids.ID(rec.Offset)
+		}
+		body, err := enc.Encode(s3event.Object{Bucket: obj.Bucket, Key: obj.Key, Size: obj.Size, ETag: obj.ETag,
+			VersionID: obj.VersionID, EventTime: time.Now(), Region: r.opts.Region})
 		if err != nil {
 			return sqsbatch.Entry{}, err
 		}
-		id := ids.ID(rec.Offset)
 		e := sqsbatch.Entry{Body: string(body), Attributes: map[string]types.MessageAttributeValue{AttrRecordID: stringAttr(id)}}
 		if fifo {
 			e.GroupID, e.DeduplicationID = group, id
 		}
 		return e, nil
 	}
+}
+
+// errVersionsMode refuses a request for every version in another mode than
+// notification's: record and chunk mode read an object's current version.
+var errVersionsMode = errors.New("versions replays every version of each key as notifications: it needs mode notification")
+
+// validate reports what req.Validate does, and a request for every version
+// in a run that is not in notification mode by the runner's mode.
+func (r *Runner) validate(req *Request) error {
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	if req.Versions && !r.notifyModeOf(&req.Overrides) {
+		return errVersionsMode
+	}
+	return nil
+}
+
+// versionTasks returns the tasks of l, a key and its versions oldest first
+// (dataset.Source.Versions), in notification mode: on a FIFO target one
+// task that announces them all, in order, in the key's message group
+// (worktask.Task.Versions); else a task per version, as for any object.
+func (r *Runner) versionTasks(ctx context.Context, runID string, ov *worktask.Overrides, l dataset.Listed) ([]worktask.Task, error) {
+	sender, _, err := r.sender(ctx, ov)
+	if err != nil {
+		return nil, err
+	}
+	if sender.FIFO() {
+		c := dataset.Chunk{Object: l.Object, Count: 1, End: int64(len(l.Versions)), Format: dataset.FormatText}
+		return []worktask.Task{{RunID: runID, Chunk: c, Overrides: ov, Versions: true}}, nil
+	}
+	ts := make([]worktask.Task, len(l.Versions))
+	for i, v := range l.Versions {
+		ts[i] = worktask.Task{RunID: runID, Chunk: notificationChunk(v), Overrides: ov}
+	}
+	return ts, nil
 }
 
 // notifyModeOf returns whether a run with overrides ov is in notification

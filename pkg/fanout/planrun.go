@@ -85,6 +85,7 @@ func (r *Runner) plan(ctx context.Context, objs iter.Seq2[dataset.Listed, error]
 	if err != nil {
 		return pr.rep, err
 	}
+	ov := pr.ov // what a key's version tasks carry
 	// Objects a listing found (a prefix, a manifest, a bucket) may be gone
 	// by the time they are planned, or a manifest may name objects deleted
 	// since it was made: those are skipped and counted. Keys a request
@@ -96,12 +97,19 @@ func (r *Runner) plan(ctx context.Context, objs iter.Seq2[dataset.Listed, error]
 			return planned{next: l.Next, mark: true}, nil
 		case l.Err != nil:
 			return planned{next: l.Next, obj: l.Object, missing: l.Err}, nil
+		case len(l.Versions) > 0:
+			ts, err := r.versionTasks(ctx, pr.runID, &ov, l)
+			var size int64
+			for _, v := range l.Versions {
+				size += v.Size
+			}
+			return planned{next: l.Next, size: size, tasks: ts, count: len(ts), objects: len(l.Versions)}, err
 		}
 		ts, n, err := plan(ctx, l.Object)
 		if listedOnly && errors.Is(err, dataset.ErrNotFound) {
 			return planned{next: l.Next, obj: l.Object, missing: err}, nil
 		}
-		return planned{next: l.Next, size: l.Size, tasks: ts, count: n}, err
+		return planned{next: l.Next, size: l.Size, tasks: ts, count: n, objects: 1}, err
 	})
 	rep, err := to(ctx, pr, r.tasksOf(ctx, pr, plans))
 	if pr.planned {
@@ -115,8 +123,11 @@ type planned struct {
 	next  dataset.Cursor
 	size  int64
 	tasks []worktask.Task
-	count int  // chunks, which a chain plans as one task
-	mark  bool // no object: the listing moved past keys it leaves out
+	count int // chunks, which a chain plans as one task
+	// objects is how many objects the tasks are of: every version of a
+	// key (dataset.Source.Versions), else one.
+	objects int
+	mark    bool // no object: the listing moved past keys it leaves out
 	// missing is why the listed object obj was not found.
 	obj     dataset.Object
 	missing error
@@ -157,13 +168,13 @@ func (r *Runner) tasksOf(ctx context.Context, pr *planRun, plans iter.Seq2[plann
 
 // countPlanned counts the object p in pr's report and the progress.
 func (r *Runner) countPlanned(pr *planRun, p planned) {
-	pr.rep.Objects++
+	pr.rep.Objects += p.objects
 	pr.rep.Chunks += p.count
 	pr.tasks += len(p.tasks)
 	pr.rep.BytesPlanned += p.size
 	if pg := r.opts.Progress; pg != nil {
 		pg.BytesPlanned.Add(p.size)
-		pg.ObjectsPlanned.Add(1)
+		pg.ObjectsPlanned.Add(int64(p.objects))
 		pg.TasksPlanned.Add(int64(len(p.tasks)))
 	}
 }

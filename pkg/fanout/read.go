@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"go.opentelemetry.io/otel/attribute"
@@ -107,6 +108,9 @@ func (rd *reader) span(ioCtx context.Context) (context.Context, func()) {
 // returns how the read ended: stop or halt.
 func (rd *reader) records(ioCtx context.Context) step {
 	tr := rd.tr
+	if tr.notify && tr.task.Versions {
+		return rd.versions(ioCtx)
+	}
 	if tr.notify {
 		// The object's notification is its one record; the object is not
 		// read.
@@ -134,6 +138,30 @@ func (rd *reader) records(ioCtx context.Context) step {
 		if next != more {
 			return next
 		}
+	}
+	return stop
+}
+
+// versions lists the versions a Versions task announces and hands on their
+// notifications, oldest first, from the one the task resumes at: the
+// versions up to the task's own, or, when that one was deleted since it was
+// planned, as many as were planned.
+func (rd *reader) versions(ioCtx context.Context) step {
+	tr, c := rd.tr, rd.tr.task.Chunk
+	vs, err := dataset.Versions(ioCtx, rd.r.s3, c.Bucket, c.Key)
+	if err != nil {
+		return rd.readFailed(err)
+	}
+	n := min(int64(len(vs)), c.End)
+	if i := slices.IndexFunc(vs, func(v dataset.Object) bool { return v.VersionID == c.VersionID }); i >= 0 {
+		n = int64(i) + 1
+	}
+	tr.versions = vs[:n]
+	for i := range n {
+		if next := rd.record(records.Record{Offset: i}); next != more {
+			return next
+		}
+		rd.next = i + 1
 	}
 	return stop
 }

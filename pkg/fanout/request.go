@@ -31,6 +31,9 @@ func (r *Request) Validate() error {
 	if err := r.Overrides.Validate(); err != nil {
 		return err
 	}
+	if r.Versions && r.Mode != "" && r.Mode != worktask.ModeNotification {
+		return errVersionsMode
+	}
 	if o := r.DryRunOptions; o != nil {
 		if !r.DryRun {
 			return errDryRunOptions

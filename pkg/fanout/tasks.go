@@ -161,8 +161,11 @@ type taskSpec struct {
 	// ingest is set for s3ingest's objects (see worktask.IngestEncoding).
 	ingest bool
 	// notify is set in notification mode: the chunk is not read, and its
-	// one entry is its object's notification (see notificationEntries).
-	notify bool
+	// one entry is its object's notification (see notificationEntries);
+	// a Versions task's entries are those of versions, which its read
+	// lists.
+	notify   bool
+	versions []dataset.Object
 	// from is where the read starts: the task's ResumeAt, or later where
 	// an earlier attempt's claim says it stopped.
 	from  int64
@@ -197,7 +200,7 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 		s.encode = encodedEntries(r.opts.IngestEncoder(ctx, c, *ov.Ingest, r.log), c.Object, fifo)
 	case mode == worktask.ModeNotification:
 		s.notify = true
-		s.encode = r.notificationEntries(t.RunID, ov.NotificationFormat, c, fifo)
+		s.encode = r.notificationEntries(t.RunID, ov.NotificationFormat, s, fifo)
 	case mode == worktask.ModeChunk:
 		s.chunkMax = sender.MaxMessageSize()
 	default:

@@ -36,6 +36,12 @@ type Task struct {
 	// Next), queued or run only once this one is sent. It is how records
 	// reach a FIFO queue in their order in the object.
 	Chain *Chain `json:"chain,omitempty"`
+	// Versions, in notification mode, makes the task announce every
+	// version of the chunk's key up to the chunk's own (the newest when it
+	// was planned), oldest first, each as the record at its offset: the
+	// chunk's End is how many there were. A FIFO queue so gets each key's
+	// versions in one message group, in order (see dataset.Versions).
+	Versions bool `json:"versions,omitempty"`
 }
 
 // Chain is how a chained task finds the next chunk of its object.
@@ -69,6 +75,9 @@ func (t Task) Next() (next Task, ok bool) {
 func (t Task) ID() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "task\x00%s\x00%s", t.RunID, t.Chunk.ID())
+	if t.Versions {
+		h.Write([]byte("\x00versions"))
+	}
 	id := hex.EncodeToString(h.Sum(nil)[:16])
 	if t.ResumeAt > 0 {
 		return fmt.Sprintf("%s-%d", id, t.ResumeAt)
@@ -152,6 +161,8 @@ func (t Task) Validate() error {
 		return fmt.Errorf("resumeAt %d is negative", t.ResumeAt)
 	case t.Chain != nil && (t.Chain.Step < 1 || t.Chain.Total < c.End):
 		return fmt.Errorf("chain step %d total %d: want step >= 1 and total >= the chunk's end %d", t.Chain.Step, t.Chain.Total, c.End)
+	case t.Versions && (t.Chain != nil || c.Count != 1 || c.Start != 0 || c.End < 1):
+		return fmt.Errorf("versions task of chunk [%d,%d) %d of %d: want one unchained chunk [0,n) of n >= 1 versions", c.Start, c.End, c.Index, c.Count)
 	}
 	if f, err := dataset.ParseFormat(string(c.Format)); err != nil || f != c.Format {
 		return fmt.Errorf("chunk.format %q is not jsonl, csv, text or parquet", c.Format)

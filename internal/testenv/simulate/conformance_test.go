@@ -354,5 +354,40 @@ func TestConformanceS3(t *testing.T) {
 	get(getCase{name: "deleted, plain", bucket: plain, key: "b/four.txt"})
 	list(s3.ListObjectsV2Input{Bucket: aws.String(versioned)})
 	list(s3.ListObjectsV2Input{Bucket: aws.String(plain)})
+
+	// Versions and delete markers, by key and newest first, page by page:
+	// version ids differ, so each is written as its place in its key.
+	listVersions := func(in s3.ListObjectVersionsInput) {
+		pages := func(c interface {
+			ListObjectVersions(context.Context, *s3.ListObjectVersionsInput, ...func(*s3.Options)) (*s3.ListObjectVersionsOutput, error)
+		}) string {
+			var buf bytes.Buffer
+			in := in
+			for {
+				out, err := c.ListObjectVersions(ctx, &in)
+				if err != nil {
+					return "error " + errCode(err)
+				}
+				buf.WriteString("page:")
+				for _, v := range out.Versions {
+					fmt.Fprintf(&buf, " %s(%d,%s,latest=%v,null=%v)", aws.ToString(v.Key), aws.ToInt64(v.Size), aws.ToString(v.ETag), aws.ToBool(v.IsLatest), aws.ToString(v.VersionId) == "null")
+				}
+				for _, d := range out.DeleteMarkers {
+					fmt.Fprintf(&buf, " marker %s(latest=%v)", aws.ToString(d.Key), aws.ToBool(d.IsLatest))
+				}
+				buf.WriteString("\n")
+				if !aws.ToBool(out.IsTruncated) {
+					return buf.String()
+				}
+				in.KeyMarker, in.VersionIdMarker = out.NextKeyMarker, out.NextVersionIdMarker
+			}
+		}
+		if r, m := pages(real), pages(model); r != m {
+			t.Errorf("ListObjectVersions prefix %q max-keys %d: stand-in\n%s model\n%s", aws.ToString(in.Prefix), aws.ToInt32(in.MaxKeys), r, m)
+		}
+	}
+	listVersions(s3.ListObjectVersionsInput{Bucket: aws.String(versioned)})
+	listVersions(s3.ListObjectVersionsInput{Bucket: aws.String(versioned), MaxKeys: aws.Int32(1)})
+	listVersions(s3.ListObjectVersionsInput{Bucket: aws.String(plain), Prefix: aws.String("a/")})
 	put(plain, "b/four.txt", "back", "", "*")
 }

@@ -497,3 +497,15 @@ func shortDeadline(ctx context.Context) bool {
 	d, ok := ctx.Deadline()
 	return ok && time.Until(d) < 5*time.Second
 }
+
+// ListObjectVersions implements fanout.S3API.
+func (c *FaultS3) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersionsInput, o ...func(*s3.Options)) (*s3.ListObjectVersionsOutput, error) {
+	if err := c.F.tick(ctx); err != nil {
+		return nil, err
+	}
+	if !c.F.healed.Load() && c.F.rng("ListObjectVersions", aws.ToString(in.Bucket), aws.ToString(in.Prefix), aws.ToString(in.KeyMarker), aws.ToString(in.VersionIdMarker)).Float64() < c.F.rates.S3500 {
+		c.F.count(&c.F.Stats.S3500)
+		return nil, s3Error(500, "InternalError", "injected")
+	}
+	return c.M.ListObjectVersions(ctx, in, o...)
+}

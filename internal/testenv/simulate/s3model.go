@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -361,5 +362,62 @@ func (m *S3Model) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, 
 		out.Contents = append(out.Contents, types.Object{Key: aws.String(k), Size: aws.Int64(int64(len(v.body))), ETag: aws.String(v.etag), LastModified: aws.Time(v.modified)})
 	}
 	out.KeyCount = aws.Int32(int32(len(out.Contents)))
+	return out, nil
+}
+
+// ListObjectVersions lists the versions and delete markers of keys under
+// Prefix, by key and then newest first, after KeyMarker (and, with it,
+// VersionIdMarker), MaxKeys (default 1000) entries at a time. An
+// unversioned bucket's objects have the version id "null", as on S3.
+func (m *S3Model) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersionsInput, _ ...func(*s3.Options)) (*s3.ListObjectVersionsOutput, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.buckets[aws.ToString(in.Bucket)]
+	if b == nil {
+		return nil, s3Error(404, "NoSuchBucket", "The specified bucket does not exist")
+	}
+	prefix, after, afterVersion := aws.ToString(in.Prefix), aws.ToString(in.KeyMarker), aws.ToString(in.VersionIdMarker)
+	maxKeys := int(aws.ToInt32(in.MaxKeys))
+	if maxKeys <= 0 || maxKeys > 1000 {
+		maxKeys = 1000
+	}
+	var keys []string
+	for k := range b.objects {
+		if strings.HasPrefix(k, prefix) && (k > after || k == after && afterVersion != "") {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	out := &s3.ListObjectVersionsOutput{Name: in.Bucket, Prefix: in.Prefix, IsTruncated: aws.Bool(false)}
+	n := 0
+	for _, k := range keys {
+		vs := b.objects[k]
+		skip := k == after // resume after afterVersion, newest first
+		for i := len(vs) - 1; i >= 0; i-- {
+			v := vs[i]
+			id := cmp.Or(v.id, "null")
+			if skip {
+				skip = id != afterVersion
+				continue
+			}
+			if n == maxKeys {
+				out.IsTruncated = aws.Bool(true)
+				return out, nil
+			}
+			n++
+			out.NextKeyMarker, out.NextVersionIdMarker = aws.String(k), aws.String(id)
+			latest := i == len(vs)-1
+			if v.deleted {
+				out.DeleteMarkers = append(out.DeleteMarkers, types.DeleteMarkerEntry{Key: aws.String(k), VersionId: aws.String(id), IsLatest: aws.Bool(latest), LastModified: aws.Time(v.modified)})
+				continue
+			}
+			out.Versions = append(out.Versions, types.ObjectVersion{Key: aws.String(k), VersionId: aws.String(id), IsLatest: aws.Bool(latest),
+				Size: aws.Int64(int64(len(v.body))), ETag: aws.String(v.etag), LastModified: aws.Time(v.modified)})
+		}
+	}
+	out.NextKeyMarker, out.NextVersionIdMarker = nil, nil
 	return out, nil
 }

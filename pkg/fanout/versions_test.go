@@ -1,0 +1,212 @@
+package fanout_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
+)
+
+// versionedStack is a stack whose bucket is a versioned one on moto, with
+// keys of several versions under h/ (one since deleted, one a prefix of
+// another). It returns each key's version ids, oldest first.
+func versionedStack(t *testing.T, targetSuffix string) (*fanoutstack.Stack, map[string][]string) {
+	t.Helper()
+	st := fanoutstack.New(t, targetSuffix)
+	st.S3 = localaws.S3Client(localaws.Endpoint(t, localaws.EnvMoto))
+	st.Bucket = fmt.Sprintf("history-%d", time.Now().UnixNano()%1e12)
+	ctx := t.Context()
+	if _, err := st.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(st.Bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.S3.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(st.Bucket),
+		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{}
+	for i := range 12 {
+		key := []string{"h/a.jsonl", "h/a.jsonl2", "h/b.jsonl", "h/gone.jsonl"}[i%4]
+		out, err := st.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String(key),
+			Body: strings.NewReader(fmt.Sprintf(`{"v":%d}`+"\n", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[key] = append(want[key], aws.ToString(out.VersionId))
+	}
+	if _, err := st.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String("h/gone.jsonl")}); err != nil {
+		t.Fatal(err)
+	}
+	return st, want
+}
+
+// announced returns, by key, the version ids the notifications in msgs
+// name, in the order received, and fails t when a record id comes twice.
+func announced(t *testing.T, msgs []sqstypes.Message) map[string][]string {
+	t.Helper()
+	got := map[string][]string{}
+	if _, ids := fanoutstack.Received(msgs); len(ids) != len(msgs) {
+		t.Errorf("%d record ids in %d messages, want each once", len(ids), len(msgs))
+	}
+	for _, m := range msgs {
+		b := aws.ToString(m.Body)
+		n, err := s3event.Parse([]byte(b))
+		if err != nil || len(n.Objects) != 1 {
+			t.Fatalf("Parse = %+v, %v\n%s", n, err, b)
+		}
+		o := n.Objects[0]
+		got[o.Key] = append(got[o.Key], o.VersionID)
+	}
+	return got
+}
+
+// TestReplayVersionsFIFO replays every version under a prefix to a FIFO
+// target, inline and through the work queue: each key's versions, the
+// deleted key's too, arrive once each, oldest first, in the key's one
+// message group.
+func TestReplayVersionsFIFO(t *testing.T) {
+	for _, queued := range []bool{false, true} {
+		t.Run(fmt.Sprint("queued=", queued), func(t *testing.T) {
+			st, want := versionedStack(t, ".fifo")
+			opts := fanout.Options{Mode: worktask.ModeNotification}
+			if queued {
+				opts.InlineMaxBytes = 1
+			}
+			h, _ := st.Handler(t, opts, nil)
+			rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{
+				"bucket": st.Bucket, "prefix": "h/", "versions": true, "runId": "history"})
+			if rep.Objects != 12 || rep.Queued != queued {
+				t.Errorf("report %+v; want 12 object versions, queued %v", rep, queued)
+			}
+			if queued {
+				var batch events.SQSEvent
+				for i, m := range localaws.Drain(t, st.SQS, st.Work, time.Second) {
+					batch.Records = append(batch.Records, taskMessage(fmt.Sprint("t", i), aws.ToString(m.Body)))
+				}
+				if len(batch.Records) != 4 {
+					t.Fatalf("%d tasks on the work queue, want one per key", len(batch.Records))
+				}
+				resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), batch)
+				if len(resp.BatchItemFailures) != 0 {
+					t.Fatalf("failures %v", resp.BatchItemFailures)
+				}
+			}
+			msgs := localaws.Drain(t, st.SQS, st.Target, 2*time.Second)
+			groups := map[string]string{}
+			for _, m := range msgs {
+				n, _ := s3event.Parse([]byte(aws.ToString(m.Body)))
+				key, group := n.Objects[0].Key, m.Attributes["MessageGroupId"]
+				if g, ok := groups[key]; ok && g != group {
+					t.Errorf("%s in groups %s and %s, want one", key, g, group)
+				}
+				groups[key] = group
+			}
+			if diff := cmp.Diff(want, announced(t, msgs)); diff != "" {
+				t.Errorf("versions announced by key, in order (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestReplayVersionsStandard replays every version of named keys to a
+// standard queue: one task and one notification per version, each once.
+func TestReplayVersionsStandard(t *testing.T) {
+	st, want := versionedStack(t, "")
+	h, _ := st.Handler(t, fanout.Options{}, nil)
+	keys := []string{"h/a.jsonl", "h/gone.jsonl"}
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{
+		"bucket": st.Bucket, "keys": keys, "versions": true, "mode": "notification", "runId": "history"})
+	if rep.Objects != 6 || rep.Chunks != 6 || rep.RecordsSent != 6 {
+		t.Errorf("report %+v; want 6 versions, a task each, 6 sent", rep)
+	}
+	got := announced(t, localaws.Drain(t, st.SQS, st.Target, 2*time.Second))
+	for _, k := range keys {
+		slices.Sort(got[k])
+		slices.Sort(want[k])
+		if !slices.Equal(got[k], want[k]) {
+			t.Errorf("%s: announced %v, want %v", k, got[k], want[k])
+		}
+	}
+	if len(got) != len(keys) {
+		t.Errorf("announced %v, want only %v", got, keys)
+	}
+}
+
+// TestReplayVersionsRefused refuses every version outside notification
+// mode and with a manifest, before anything is listed.
+func TestReplayVersionsRefused(t *testing.T) {
+	st, _ := versionedStack(t, "")
+	for _, c := range []struct {
+		name string
+		opts fanout.Options
+		req  map[string]any
+		want string
+	}{
+		{"record mode", fanout.Options{}, map[string]any{"bucket": st.Bucket, "prefix": "h/", "versions": true}, "needs mode notification"},
+		{"chunk mode asked", fanout.Options{Mode: worktask.ModeNotification}, map[string]any{"bucket": st.Bucket, "prefix": "h/", "versions": true, "mode": "chunk"}, "needs mode notification"},
+		{"manifest", fanout.Options{Mode: worktask.ModeNotification}, map[string]any{"manifest": "s3://" + st.Bucket + "/m.json", "versions": true}, "versions is not used with manifest"},
+	} {
+		h, _ := st.Handler(t, c.opts, nil)
+		payload, err := json.Marshal(c.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Invoke(t.Context(), payload); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Invoke = %v, want %q", c.name, err, c.want)
+		}
+	}
+	if msgs := localaws.Drain(t, st.SQS, st.Target, time.Second); len(msgs) != 0 {
+		t.Errorf("target holds %d messages, want none", len(msgs))
+	}
+}
+
+// TestDryRunNotification dry-runs replays, of the current versions and of
+// every version, to a standard and a FIFO queue: the counts are the real
+// run's, and the dry run sends nothing.
+func TestDryRunNotification(t *testing.T) {
+	for _, c := range []struct {
+		fifo     string
+		versions bool
+		objects  int
+	}{{"", false, 3}, {"", true, 12}, {".fifo", false, 3}, {".fifo", true, 12}} {
+		t.Run(fmt.Sprintf("fifo=%q versions=%v", c.fifo, c.versions), func(t *testing.T) {
+			st, _ := versionedStack(t, c.fifo)
+			h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeNotification}, nil)
+			req := map[string]any{"bucket": st.Bucket, "prefix": "h/", "versions": c.versions, "dryRun": true}
+			dry := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), req)
+			d := dry.DryRun
+			if d == nil || d.Counted != fanout.CountedExact || d.Objects != c.objects {
+				t.Fatalf("dry run %+v, report %+v; want exact counts of %d objects", d, dry, c.objects)
+			}
+			if msgs := localaws.Drain(t, st.SQS, st.Target, time.Second); len(msgs) != 0 {
+				t.Fatalf("the dry run sent %d messages", len(msgs))
+			}
+			delete(req, "dryRun")
+			rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), req)
+			got := [][2]int64{{d.Records, rep.RecordsRead}, {d.Messages, rep.Messages}, {d.Requests, rep.Requests},
+				{int64(d.Chunks), int64(rep.Chunks)}, {int64(d.Objects), int64(rep.Objects)}, {d.Messages, int64(len(localaws.Drain(t, st.SQS, st.Target, time.Second)))}}
+			for i, name := range []string{"records", "messages", "requests", "chunks", "objects", "messages received"} {
+				if got[i][0] != got[i][1] {
+					t.Errorf("%s: dry run %d, real run %d", name, got[i][0], got[i][1])
+				}
+			}
+			if d.Messages != int64(c.objects) {
+				t.Errorf("dry run counts %d messages, want one per object version (%d)", d.Messages, c.objects)
+			}
+		})
+	}
+}
