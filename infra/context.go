@@ -25,6 +25,7 @@ const (
 	ctxAlarmTopicARN         = "alarmTopicArn"
 	ctxNag                   = "nag"
 	ctxClaims                = "claims"
+	ctxClaimsTTL             = "claimsTtl"
 	ctxOffload               = "offload"
 	ctxOffloadBucketName     = "offloadBucketName"
 	ctxOffloadPrefix         = "offloadPrefix"
@@ -73,6 +74,7 @@ const (
 	ctxReportDays            = "reportExpirationDays"
 	ctxFanoutFormat          = "fanoutFormat"
 	ctxFanoutMode            = "fanoutMode"
+	ctxNotificationFormat    = "notificationFormat"
 	ctxChunkSize             = "chunkSize"
 	ctxMaxInFlight           = "maxInFlight"
 	ctxFailOnError           = "failOnError"
@@ -127,6 +129,7 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	}
 	p.MaxReceiveCount = r.integer(ctxMaxReceiveCount)
 	p.DisableClaims = !r.boolean(ctxClaims, true)
+	p.ClaimsTTL = r.str(ctxClaimsTTL, "")
 	p.DisableDashboard = !r.boolean(ctxDashboard, true)
 	p.Tracing = s3sqscdk.TracingProps{Enabled: r.boolean(ctxTracing, false), CollectorLayerARN: r.str(ctxTracingLayer, "")}
 	p.Offload = s3sqscdk.OffloadProps{
@@ -200,6 +203,7 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	}
 	fo.Format = r.str(ctxFanoutFormat, "")
 	fo.Mode = r.str(ctxFanoutMode, "")
+	fo.NotificationFormat = r.str(ctxNotificationFormat, "")
 	fo.ChunkSize = r.str(ctxChunkSize, "")
 	fo.MaxInFlight = r.integer(ctxMaxInFlight)
 	fo.FailOnError = r.boolean(ctxFailOnError, false)

@@ -106,9 +106,10 @@ func TestContext(t *testing.T) {
 				"report": "true", "reportBucketName": "runs", "reportPrefix": "fanout/", "reportExpirationDays": "30",
 				"batchOperations": "true", "batchManifestBucketName": "inventory", "batchManifestPrefix": "jobs/",
 				"batchReportBucketName": "job-reports", "batchReportPrefix": "done/",
+				"fanoutMode": "notification", "notificationFormat": "sns", "claimsTtl": " 36h ",
 			},
 			want: appConfig{stackName: "Lake", alarmTopicARN: "arn:aws:sns:eu-west-1:111122223333:ops", props: s3sqscdk.Props{
-				Encryption: s3sqscdk.EncryptionKMS, MaxReceiveCount: 8, LogRetention: awslogs.RetentionDays_THREE_MONTHS,
+				Encryption: s3sqscdk.EncryptionKMS, MaxReceiveCount: 8, LogRetention: awslogs.RetentionDays_THREE_MONTHS, ClaimsTTL: "36h",
 				Ingest: s3sqscdk.IngestProps{
 					CodeDir: "../dist/s3ingest", ExistingBucketName: "landing", KeyPrefix: "in/", Timeout: 90 * time.Second,
 					MaxBatchingWindow: 20 * time.Second, BatchSize: 100, MaxConcurrency: 5, HandoffBytes: "64MiB",
@@ -120,14 +121,16 @@ func TestContext(t *testing.T) {
 						{Bucket: "lake", Prefixes: []string{"exports/", "backfill/"}, KeyARN: "arn:aws:kms:eu-west-1:111122223333:key/lake"},
 						{Bucket: "other"},
 					},
-					Timeout:           10 * time.Minute,
-					MaxBatchingWindow: 30 * time.Second,
-					MinPollers:        10,
-					MaxPollers:        100,
-					FailOnError:       true,
-					MaxRate:           500,
-					TargetMaxBacklog:  100000,
-					Report:            s3sqscdk.ReportProps{Enabled: true, ExistingBucketName: "runs", Prefix: "fanout/", ExpirationDays: 30},
+					Timeout:            10 * time.Minute,
+					MaxBatchingWindow:  30 * time.Second,
+					MinPollers:         10,
+					MaxPollers:         100,
+					FailOnError:        true,
+					Mode:               "notification",
+					NotificationFormat: "sns",
+					MaxRate:            500,
+					TargetMaxBacklog:   100000,
+					Report:             s3sqscdk.ReportProps{Enabled: true, ExistingBucketName: "runs", Prefix: "fanout/", ExpirationDays: 30},
 					BatchOperations: s3sqscdk.BatchOperationsProps{Enabled: true, ManifestBucketName: "inventory", ManifestPrefix: "jobs/",
 						ReportBucketName: "job-reports", ReportPrefix: "done/"},
 				},
@@ -277,7 +280,8 @@ func TestStack(t *testing.T) {
 }
 
 // TestStackDatasetRead checks that the datasets context gives fanout's role
-// s3:GetObject on the dataset's objects and s3:ListBucket on its bucket.
+// s3:GetObject on the dataset's objects, s3:ListBucket and
+// s3:ListBucketVersions on its bucket.
 func TestStackDatasetRead(t *testing.T) {
 	ctx := codeDirs(t)
 	ctx["datasets"] = "lake/exports/"
@@ -303,15 +307,15 @@ func TestStackDatasetRead(t *testing.T) {
 				continue
 			}
 			for _, st := range r.Properties.PolicyDocument.Statement {
-				acts, res := fmt.Sprint(st["Action"]), fmt.Sprint(st["Resource"])
-				for _, a := range []string{"s3:GetObject", "s3:ListBucket"} {
-					if strings.Contains(acts, a) && strings.Contains(res, "s3:::lake") {
-						granted[a] = true
-					}
+				if !strings.Contains(fmt.Sprint(st["Resource"]), "s3:::lake") {
+					continue
+				}
+				for _, a := range strings.Fields(strings.Trim(fmt.Sprint(st["Action"]), "[]")) {
+					granted[a] = true
 				}
 			}
 		}
-		for _, a := range []string{"s3:GetObject", "s3:ListBucket"} {
+		for _, a := range []string{"s3:GetObject", "s3:ListBucket", "s3:ListBucketVersions"} {
 			if !granted[a] {
 				t.Errorf("fanout's role has no %s on the dataset bucket lake", a)
 			}

@@ -322,7 +322,9 @@ func (s *S3SQS) buildClaims() {
 }
 
 // useClaims gives a function the claims table: its name in CLAIMS_TABLE,
-// and the two calls pkg/claims and pkg/runstate make (a cancelled run's
+// Props.ClaimsTTL in CLAIMS_TTL (the same in both functions, since
+// fanout's reconcile looks back as far as s3ingest's markers live), and
+// the two calls pkg/claims and pkg/runstate make (a cancelled run's
 // parked tasks are written with UpdateItem too; pausing, resuming and
 // reading a run are the CLI's, with its user's credentials).
 func (s *S3SQS) useClaims(own map[string]string) func(role awsiam.Role) {
@@ -330,6 +332,7 @@ func (s *S3SQS) useClaims(own map[string]string) func(role awsiam.Role) {
 		return func(awsiam.Role) {}
 	}
 	own["CLAIMS_TABLE"] = *s.ClaimsTable.TableName()
+	own["CLAIMS_TTL"] = s.p.ClaimsTTL
 	return func(role awsiam.Role) {
 		role.AddToPolicy(allow([]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, s.ClaimsTable.TableArn()))
 	}

@@ -416,9 +416,12 @@ func TestIAM(t *testing.T) {
 		want = append(want, grants([]string{"s3:GetObject", "s3:GetObjectVersion"}, []any{
 			s3ARN("lake-landing", "/in/*"), s3ARN("lake", "/exports/*"), s3ARN("lake", "/backfill/2024/*"), s3ARN("other", "/*"),
 		}, nil)...)
-		want = append(want, grants([]string{"s3:ListBucket"}, []any{s3ARN("lake-landing", "")}, map[string]any{"StringLike": map[string]any{"s3:prefix": []any{"in/*"}}})...)
-		want = append(want, grants([]string{"s3:ListBucket"}, []any{s3ARN("lake", "")}, map[string]any{"StringLike": map[string]any{"s3:prefix": []any{"exports/*", "backfill/2024/*"}}})...)
-		want = append(want, grants([]string{"s3:ListBucket"}, []any{s3ARN("other", "")}, nil)...)
+		// Listing objects and their versions (a request with "versions"),
+		// under the same prefixes.
+		list := []string{"s3:ListBucket", "s3:ListBucketVersions"}
+		want = append(want, grants(list, []any{s3ARN("lake-landing", "")}, map[string]any{"StringLike": map[string]any{"s3:prefix": []any{"in/*"}}})...)
+		want = append(want, grants(list, []any{s3ARN("lake", "")}, map[string]any{"StringLike": map[string]any{"s3:prefix": []any{"exports/*", "backfill/2024/*"}}})...)
+		want = append(want, grants(list, []any{s3ARN("other", "")}, nil)...)
 		want = append(want, grants([]string{"kms:Decrypt"}, []any{p.Ingest.ExistingBucketKeyARN, p.Fanout.Datasets[0].KeyARN}, nil)...)
 		want = append(want, grants([]string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, []any{getAtt(f.id(f.s.ClaimsTable))}, nil)...)
 		if d := diffGrants(f.roleGrants(f.role(t, f.s.FanoutFunction)), want); d != "" {
@@ -824,6 +827,21 @@ func TestPropsErrors(t *testing.T) {
 			Fanout: s3sqscdk.FanoutProps{MinPollers: 201, MaxPollers: -1},
 		}, []string{"Ingest.MinPollers: 1 is not from 2 to 200", "Ingest.MaxPollers: 2001 is not from 2 to 2000",
 			"Fanout.MinPollers: 201 is not from 2 to 200", "Fanout.MaxPollers: -1 is not from 2 to 2000"}},
+		{"notification format without notification mode", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{Mode: "chunk", NotificationFormat: "sns"}},
+			[]string{`Fanout.NotificationFormat: "sns" needs Mode "notification"`}},
+		{"notification format unset mode", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{NotificationFormat: "s3"}},
+			[]string{`Fanout.NotificationFormat: "s3" needs Mode "notification"`}},
+		{"notification format unknown", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{Mode: "notification", NotificationFormat: "cloudevents"}},
+			[]string{`Fanout.NotificationFormat: "cloudevents" is not s3, eventbridge or sns`}},
+		{"claims TTL not a time", s3sqscdk.Props{ClaimsTTL: "0"}, []string{`ClaimsTTL: "0" is not a time to keep`}},
+		{"claims TTL off", s3sqscdk.Props{ClaimsTTL: "off"}, []string{`ClaimsTTL: "off" is not a time to keep`}},
+		{"claims TTL in weeks", s3sqscdk.Props{ClaimsTTL: "2w"}, []string{`ClaimsTTL: "2w" is not a time to keep`}},
+		{"claims TTL of zero days", s3sqscdk.Props{ClaimsTTL: "0d"}, []string{`ClaimsTTL: "0d" is not a time to keep`}},
+		{"claims TTL without claims", s3sqscdk.Props{DisableClaims: true, ClaimsTTL: "7d"}, []string{"ClaimsTTL: needs the claims table"}},
+		{"claims TTL and notification format are the props'", s3sqscdk.Props{
+			Ingest: s3sqscdk.IngestProps{Environment: map[string]string{"CLAIMS_TTL": "1d"}},
+			Fanout: s3sqscdk.FanoutProps{Environment: map[string]string{"CLAIMS_TTL": "1d", "NOTIFICATION_FORMAT": "sns"}},
+		}, []string{"Ingest.Environment: CLAIMS_TTL", "Fanout.Environment: CLAIMS_TTL", "Fanout.Environment: NOTIFICATION_FORMAT"}},
 		{"reconcile interval", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{ReconcileEveryMinutes: 7}}, []string{"Fanout.ReconcileEveryMinutes: 7 is not one of"}},
 		{"reconcile without fanout", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{Disabled: true, ReconcileEveryMinutes: 60}}, []string{"Fanout.ReconcileEveryMinutes needs the fanout path"}},
 		{"reconcile without claims", s3sqscdk.Props{DisableClaims: true, Fanout: s3sqscdk.FanoutProps{ReconcileEveryMinutes: 60}}, []string{"Fanout.ReconcileEveryMinutes needs the ingest path and the claims table"}},
@@ -1048,6 +1066,7 @@ func TestHandoffWithoutIngest(t *testing.T) {
 	slices.Sort(s3)
 	want := []string{
 		"s3:GetObject " + canon(s3ARN("lake", "/*")), "s3:GetObjectVersion " + canon(s3ARN("lake", "/*")), "s3:ListBucket " + canon(s3ARN("lake", "")),
+		"s3:ListBucketVersions " + canon(s3ARN("lake", "")),
 	}
 	slices.Sort(want)
 	if !slices.Equal(s3, want) {

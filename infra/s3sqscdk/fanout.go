@@ -32,6 +32,7 @@ func (s *S3SQS) buildFanout() {
 		"FAILURE_QUEUE_URL":       *s.FailureQueue.QueueUrl(),
 		"FORMAT":                  fo.Format,
 		"MODE":                    fo.Mode,
+		"NOTIFICATION_FORMAT":     fo.NotificationFormat,
 		"CHUNK_SIZE":              fo.ChunkSize,
 	}
 	if fo.MaxInFlight > 0 {
@@ -96,7 +97,8 @@ func (s *S3SQS) buildFanout() {
 	}
 
 	// Read-only S3 on the datasets: objects (pinned reads ask for a
-	// version), and listing limited to the prefixes.
+	// version), and listing limited to the prefixes, of the objects and of
+	// their versions (a request with "versions" replays every version).
 	datasets := fo.Datasets
 	if !s.p.Ingest.Disabled && s.p.Ingest.HandoffBytes != "" {
 		var pre []string
@@ -113,7 +115,7 @@ func (s *S3SQS) buildFanout() {
 	for _, d := range datasets {
 		arn := bucketARN(d.Bucket)
 		objects = append(objects, objectARNs(arn, d.Prefixes...)...)
-		list := allow([]string{"s3:ListBucket"}, &arn)
+		list := allow([]string{"s3:ListBucket", "s3:ListBucketVersions"}, &arn)
 		if len(d.Prefixes) > 0 {
 			like := make([]string, len(d.Prefixes))
 			for i, p := range d.Prefixes {

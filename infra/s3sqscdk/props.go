@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -82,6 +83,13 @@ type Props struct {
 	// FanoutProps.MaxRate holds per invocation). Default: the table is
 	// created.
 	DisableClaims bool
+	// ClaimsTTL sets CLAIMS_TTL on both functions: how long the claims
+	// table keeps a claim, and s3ingest's marker of each object version it
+	// ingested, as a number of days ("7d") or a Go duration ("36h"). It
+	// is also how far back a reconcile looks by default (fanout's
+	// CLAIMS_TTL), so both functions get the same value. Needs the claims
+	// table. Default unset (7d).
+	ClaimsTTL string
 	// AlarmActions run when an alarm fires or clears (for example an
 	// awscloudwatchactions.SnsAction). Default none: the alarms exist and
 	// show in the console.
@@ -315,8 +323,13 @@ type FanoutProps struct {
 	Datasets []Dataset
 	// Format, Mode and ChunkSize set FORMAT, MODE and CHUNK_SIZE; zero
 	// values leave them unset (fanout's defaults: by extension, record,
-	// 8MiB).
+	// 8MiB). Mode is record, chunk or notification (an S3 event
+	// notification per object, the object not read).
 	Format, Mode, ChunkSize string
+	// NotificationFormat sets NOTIFICATION_FORMAT, the shape of
+	// notification mode's messages: s3, eventbridge or sns. Only with Mode
+	// "notification". Default unset (s3).
+	NotificationFormat string
 	// MaxInFlight sets MAX_IN_FLIGHT, the ceiling of the requests in flight. Default unset (256).
 	MaxInFlight int
 	// FailOnError sets FAIL_ON_ERROR=true. Default false.
@@ -346,8 +359,8 @@ type FanoutProps struct {
 }
 
 // Dataset is an S3 location fanout may read: s3:GetObject and
-// s3:GetObjectVersion on the prefixes' objects, s3:ListBucket limited to the
-// prefixes.
+// s3:GetObjectVersion on the prefixes' objects, s3:ListBucket and
+// s3:ListBucketVersions limited to the prefixes.
 type Dataset struct {
 	// Bucket name.
 	Bucket string
@@ -388,6 +401,14 @@ func resolve(p *Props) (resolved, error) {
 	}
 	if r.Ingest.Disabled && r.Fanout.Disabled {
 		bad("Ingest.Disabled and Fanout.Disabled: nothing left to build")
+	}
+	if r.ClaimsTTL != "" {
+		if r.DisableClaims {
+			bad("ClaimsTTL: needs the claims table (DisableClaims is set)")
+		}
+		if !validTTL(r.ClaimsTTL) {
+			bad("ClaimsTTL: %q is not a time to keep such as 7d or 36h (whole days from 1d, or a positive Go duration)", r.ClaimsTTL)
+		}
 	}
 
 	in := &r.Ingest
@@ -549,9 +570,17 @@ func resolve(p *Props) (resolved, error) {
 			bad("Fanout.TargetMaxBacklog: %d is not from 1 to 1000000000", fo.TargetMaxBacklog)
 		}
 		switch fo.Mode {
-		case "", "record", "chunk":
+		case "", "record", "chunk", "notification":
 		default:
-			bad("Fanout.Mode: %q is not record or chunk", fo.Mode)
+			bad("Fanout.Mode: %q is not record, chunk or notification", fo.Mode)
+		}
+		switch fo.NotificationFormat {
+		case "", "s3", "eventbridge", "sns":
+		default:
+			bad("Fanout.NotificationFormat: %q is not s3, eventbridge or sns", fo.NotificationFormat)
+		}
+		if fo.NotificationFormat != "" && fo.Mode != "notification" {
+			bad("Fanout.NotificationFormat: %q needs Mode \"notification\" (Mode is %q); it shapes notification mode's messages only", fo.NotificationFormat, fo.Mode)
 		}
 		checkEnv("Fanout.Environment", fo.Environment, fanoutReservedEnv, bad)
 	}
@@ -575,13 +604,25 @@ func resolve(p *Props) (resolved, error) {
 
 // The variables the construct sets, which Environment may not override.
 var (
-	ingestReservedEnv = []string{"OUTPUT_QUEUE_URL", "FORMAT", "KEY_PREFIX", "KEY_SUFFIX", "HANDOFF_BYTES", "FANOUT_WORK_QUEUE_URL", "CLAIMS_TABLE", "OFFLOAD_S3_URI", "OFFLOAD", "TRACING"}
+	ingestReservedEnv = []string{"OUTPUT_QUEUE_URL", "FORMAT", "KEY_PREFIX", "KEY_SUFFIX", "HANDOFF_BYTES", "FANOUT_WORK_QUEUE_URL", "CLAIMS_TABLE", "CLAIMS_TTL", "OFFLOAD_S3_URI", "OFFLOAD", "TRACING"}
 	fanoutReservedEnv = []string{"TARGET_QUEUE_URL", "TARGET_QUEUE_NAME", "TARGET_QUEUE_OWNER_ACCOUNT_ID", "TARGET_MAX_MESSAGE_SIZE",
-		"WORK_QUEUE_URL", "FAILURE_QUEUE_URL", "FAILURE_S3_URI", "FORMAT", "MODE", "CHUNK_SIZE", "MAX_IN_FLIGHT", "FAIL_ON_ERROR", "MAX_RATE", "TARGET_MAX_BACKLOG", "CLAIMS_TABLE",
+		"WORK_QUEUE_URL", "FAILURE_QUEUE_URL", "FAILURE_S3_URI", "FORMAT", "MODE", "NOTIFICATION_FORMAT", "CHUNK_SIZE", "MAX_IN_FLIGHT", "FAIL_ON_ERROR", "MAX_RATE", "TARGET_MAX_BACKLOG", "CLAIMS_TABLE", "CLAIMS_TTL",
 		"OFFLOAD_S3_URI", "OFFLOAD", "TRACING", "REPORT_S3_URI"}
 	offloadPrefix = regexp.MustCompile(`^[A-Za-z0-9./_-]{1,895}$`)
 	reportPrefix  = regexp.MustCompile(`^[^/*?][^*?]*/$`)
 )
+
+// validTTL reports whether s is a CLAIMS_TTL the functions accept (their
+// settings.TTL): a whole number of days from 1d to 100000d, or a positive
+// Go duration.
+func validTTL(s string) bool {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		return err == nil && days > 0 && days <= 100000
+	}
+	d, err := time.ParseDuration(s)
+	return err == nil && d > 0
+}
 
 // checkDays returns days, or def when it is zero, and reports a value
 // outside 1 to 3650 (what an S3 lifecycle rule takes here).

@@ -426,8 +426,8 @@ INTENDED = [
     "existing bucket: CDK adds the notification (with keyPrefix/keySuffix) through its notifications custom resource "
     "(a Python function with AWSLambdaBasicExecutionRole); SAM creates no code of its own and leaves the notification "
     "to the user, as docs/deploy-sam.md shows (drop_notifications_handler)",
-    "IAM statements: CDK writes one s3:ListBucket statement per dataset bucket listing its prefixes, SAM one per bucket "
-    "slot; both grant the same (action, resource, condition) triples (conditions())",
+    "IAM statements: CDK writes one s3:ListBucket and s3:ListBucketVersions statement per dataset bucket listing its "
+    "prefixes, SAM one per bucket slot; both grant the same (action, resource, condition) triples (conditions())",
     "limits SAM has and CDK has not: up to 3 dataset buckets with up to 4 prefixes each (CloudFormation cannot loop "
     "over a list; more prefixes are not granted: AccessDenied, never wider); timeouts of 30, 60, 120, 180, 300, 600 "
     "or 900 s and batching windows of 0-300 s in steps (the VisibilityFor table: no arithmetic in CloudFormation)",
@@ -462,6 +462,7 @@ CONTEXT_PARAMETERS = {
     "logRetentionDays": ["LogRetentionDays"],
     "alarmTopicArn": ["AlarmTopicArn"],
     "claims": ["Claims"],
+    "claimsTtl": ["ClaimsTtl"],
     "offload": ["Offload"],
     "offloadBucketName": ["OffloadBucketName"],
     "offloadPrefix": ["OffloadPrefix"],
@@ -501,6 +502,7 @@ CONTEXT_PARAMETERS = {
     "datasetKeys": ["DatasetKeyArn%d" % i for i in (1, 2, 3)],
     "fanoutFormat": ["FanoutFormat"],
     "fanoutMode": ["FanoutMode"],
+    "notificationFormat": ["FanoutNotificationFormat"],
     "chunkSize": ["ChunkSize"],
     "maxInFlight": ["MaxInFlight"],
     "failOnError": ["FailOnError"],
@@ -642,6 +644,12 @@ GUARDS = {
     "ReconcileNeedsIngestFanoutClaims": ({"Fn::Not": [{"Fn::Equals": [{"Ref": "ReconcileEveryMinutes"}, "0"]}]},
                                          {"Fn::And": [{"Fn::Equals": [{"Ref": "Ingest"}, "true"]}, {"Fn::Equals": [{"Ref": "Fanout"}, "true"]},
                                                       {"Fn::Equals": [{"Ref": "Claims"}, "true"]}]}),
+    # infra/s3sqscdk/props.go: a notification format needs notification
+    # mode, and a claims TTL the claims table.
+    "NotificationFormatNeedsNotificationMode": ({"Fn::Not": [{"Fn::Equals": [{"Ref": "FanoutNotificationFormat"}, ""]}]},
+                                                {"Fn::Equals": [{"Ref": "FanoutMode"}, "notification"]}),
+    "ClaimsTtlNeedsClaims": ({"Fn::Not": [{"Fn::Equals": [{"Ref": "ClaimsTtl"}, ""]}]},
+                             {"Fn::Equals": [{"Ref": "Claims"}, "true"]}),
 }
 # infra/s3sqscdk/props.go (checkEventSource): provisioned mode is not
 # allowed with MaxConcurrency, and a poller count is 0 (unset) or at least
@@ -763,6 +771,13 @@ def _drifts():
     yield "s3ingest loses kms:Decrypt on an existing bucket's key", "non-default", bucket_key_dropped
     yield "fanout's MAX_IN_FLIGHT dropped", "non-default", lambda t: env("FanoutFunction", t).pop("MAX_IN_FLIGHT")
     yield "fanout's MAX_RATE dropped", "non-default", lambda t: env("FanoutFunction", t).pop("MAX_RATE")
+    yield "fanout's NOTIFICATION_FORMAT dropped", "non-default", lambda t: env("FanoutFunction", t).pop("NOTIFICATION_FORMAT")
+    yield "s3ingest's CLAIMS_TTL dropped", "non-default", lambda t: env("S3IngestFunction", t).pop("CLAIMS_TTL")
+
+    def dataset_no_list_versions(t):
+        _if_statement(_fanout_statements(t), "HasDataset1")["Action"].remove("s3:ListBucketVersions")
+
+    yield "a dataset loses s3:ListBucketVersions (replaying every version)", "non-default", dataset_no_list_versions
 
     def esm(fn, event, t):
         return _res(t, fn)["Events"][event]["Properties"]
