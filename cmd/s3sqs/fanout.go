@@ -176,6 +176,10 @@ func (c *fanoutCmd) parse(args []string, bad func(string, ...any) int) (int, boo
 		// FIXED_IN_FLIGHT; a request cannot carry it.
 		return bad("-fixed-in-flight applies to sends made here, and with -work-queue-url the deployed function sends (set its FIXED_IN_FLIGHT)"), false
 	}
+	if req.Versions && o.Mode != worktask.ModeNotification {
+		// Record and chunk mode read an object's current version.
+		return bad("-versions replays every version of each key as notifications: give -mode notification"), false
+	}
 	o.Target.MaxMessageSize = int(c.maxMsgSize)
 	if err := req.Source.Validate(); err != nil {
 		return bad("%s (name the dataset with -bucket and one of -key, -prefix, -keys or -all, or with -manifest)", strings.TrimPrefix(err.Error(), "dataset: ")), false

@@ -134,7 +134,7 @@ func marshalForSQS(f Failure) []byte {
 	return bytes.ReplaceAll(b, []byte("\uffff"), []byte(`\uffff`))
 }
 
-func failureFrom(runID string, obj dataset.Object, e *sqsbatch.EntryError, offset int64) Failure {
+func failureFrom(runID string, e *sqsbatch.EntryError, obj dataset.Object, offset int64) Failure {
 	return Failure{
 		RunID: runID, Source: obj.URI(), Version: obj.Pin(), Offset: offset, RecordID: aws.ToString(e.Entry.Attributes[AttrRecordID].StringValue),
 		Code: e.Code, Message: e.Message, SenderFault: e.SenderFault, Attempts: e.Attempts, Body: e.Entry.Body,

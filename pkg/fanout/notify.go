@@ -100,6 +100,17 @@ func (r *Runner) versionTasks(ctx context.Context, runID string, ov *worktask.Ov
 	return ts, nil
 }
 
+// failedAt returns the object version and offset a failure of the record
+// at offset off of s's task names: a Versions task's record off is the
+// notification of its version off, which its own task would send as
+// offset 0, and a redrive finds it there.
+func (s *taskSpec) failedAt(off int64) (dataset.Object, int64) {
+	if s.task.Versions && off >= 0 && off < int64(len(s.versions)) {
+		return s.versions[off], 0
+	}
+	return s.task.Chunk.Object, off
+}
+
 // notifyModeOf returns whether a run with overrides ov is in notification
 // mode.
 func (r *Runner) notifyModeOf(ov *worktask.Overrides) bool {

@@ -350,8 +350,8 @@ func (rd *reader) offloaded(e sqsbatch.Entry, held span) (out sqsbatch.Entry, ok
 		return e, false
 	case err != nil:
 		var invalid *sqsextended.InvalidEntryError
-		c := tr.task.Chunk
-		tr.fails = append(tr.fails, Failure{RunID: tr.task.RunID, Source: c.URI(), Version: c.Pin(), Offset: held.offset, RecordID: id,
+		obj, off := tr.failedAt(held.offset)
+		tr.fails = append(tr.fails, Failure{RunID: tr.task.RunID, Source: obj.URI(), Version: obj.Pin(), Offset: off, RecordID: id,
 			Code: "OffloadFailed", Message: err.Error(), SenderFault: errors.As(err, &invalid)})
 		tr.res.RecordsFailed += int64(held.count)
 		return e, false
@@ -362,9 +362,10 @@ func (rd *reader) offloaded(e sqsbatch.Entry, held span) (out sqsbatch.Entry, ok
 }
 
 // refuse puts a record that cannot be sent on the failure output.
-func (rd *reader) refuse(off int64, code, msg, body string) {
-	tr, c := rd.tr, rd.tr.task.Chunk
-	tr.fails = append(tr.fails, Failure{RunID: tr.task.RunID, Source: c.URI(), Version: c.Pin(), Offset: off, RecordID: RecordID(c.Object, off),
+func (rd *reader) refuse(at int64, code, msg, body string) {
+	tr := rd.tr
+	obj, off := tr.failedAt(at)
+	tr.fails = append(tr.fails, Failure{RunID: tr.task.RunID, Source: obj.URI(), Version: obj.Pin(), Offset: off, RecordID: RecordID(obj, off),
 		Code: code, Message: msg, SenderFault: true, Body: body})
 	tr.res.RecordsFailed++
 }

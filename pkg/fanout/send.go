@@ -235,7 +235,8 @@ func (r *Runner) charge(runs []*taskRun, gs *groupSend, res sqsbatch.Result, err
 			tr.notAccepted(ref.offset)
 			continue
 		}
-		tr.fails = append(tr.fails, failureFrom(tr.task.RunID, tr.task.Chunk.Object, f, ref.offset))
+		obj, off := tr.failedAt(ref.offset)
+		tr.fails = append(tr.fails, failureFrom(tr.task.RunID, f, obj, off))
 	}
 	if err == nil {
 		return

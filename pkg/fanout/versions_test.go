@@ -17,8 +17,11 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/internal/testenv/sqsfault"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -208,5 +211,45 @@ func TestDryRunNotification(t *testing.T) {
 				t.Errorf("dry run counts %d messages, want one per object version (%d)", d.Messages, c.objects)
 			}
 		})
+	}
+}
+
+// TestReplayVersionRefused has SQS refuse the newest version's
+// notification of one key on a FIFO target: the failure names that
+// version, at offset 0, under its own record id, as a task of that
+// version alone would; the other versions arrive.
+func TestReplayVersionRefused(t *testing.T) {
+	st, want := versionedStack(t, ".fifo")
+	poison := want["h/b.jsonl"][len(want["h/b.jsonl"])-1]
+	refuse := func(api sqsbatch.API) sqsbatch.API {
+		return &sqsfault.Client{API: api, EntryErr: sqsfault.SenderFault("InvalidParameterValue", func(body string) bool {
+			// The notification, not the failure that carries it.
+			return strings.HasPrefix(body, `{"Records"`) && strings.Contains(body, poison)
+		})}
+	}
+	h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeNotification}, refuse)
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "h/", "versions": true, "runId": "refused"})
+	if rep.RecordsSent != 11 || rep.RecordsFailed != 1 {
+		t.Errorf("report %+v; want 11 sent, 1 failed", rep)
+	}
+	failed := localaws.Drain(t, st.SQS, st.Failure, time.Second)
+	if len(failed) != 1 {
+		t.Fatalf("%d failures, want 1", len(failed))
+	}
+	var fl fanout.Failure
+	if err := json.Unmarshal([]byte(aws.ToString(failed[0].Body)), &fl); err != nil {
+		t.Fatal(err)
+	}
+	head, err := st.S3.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String("h/b.jsonl"), VersionId: aws.String(poison)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := dataset.Object{Bucket: st.Bucket, Key: "h/b.jsonl", VersionID: poison, ETag: strings.Trim(aws.ToString(head.ETag), `"`)}
+	if fl.Source != obj.URI() || fl.Version != poison || fl.Offset != 0 || fl.RecordID != fanout.RecordID(obj, 0) || fl.Code != "InvalidParameterValue" {
+		t.Errorf("failure %+v; want version %s at offset 0", fl, poison)
+	}
+	want["h/b.jsonl"] = want["h/b.jsonl"][:len(want["h/b.jsonl"])-1]
+	if diff := cmp.Diff(want, announced(t, localaws.Drain(t, st.SQS, st.Target, 2*time.Second))); diff != "" {
+		t.Errorf("versions announced (-want +got):\n%s", diff)
 	}
 }
