@@ -9,7 +9,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/go-cmp/cmp"
 
@@ -31,14 +30,7 @@ func TestReplayVersions(t *testing.T) {
 	ctx := t.Context()
 	s3c := localaws.S3Client(moto)
 	sqsc := sqs.NewFromConfig(localaws.SQS(t))
-	bucket := fmt.Sprintf("history-%d", time.Now().UnixNano()%1e12)
-	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s3c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
-		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
-		t.Fatal(err)
-	}
+	bucket := localaws.VersionedBucket(t, s3c, "history")
 	want := map[string][]string{}
 	for i, key := range []string{"h/orders.json", "h/prices.json", "h/orders.json", "h/old.json", "h/orders.json", "h/prices.json"} {
 		out, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(fmt.Sprintf(`{"v":%d}`, i))})

@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
@@ -33,14 +32,7 @@ func (c smallPages) ListObjectVersions(ctx context.Context, in *s3.ListObjectVer
 func versionedBucket(t *testing.T) (*s3.Client, string, map[string][]dataset.Object) {
 	t.Helper()
 	c := localaws.S3Client(localaws.Endpoint(t, localaws.EnvMoto))
-	bucket := fmt.Sprintf("versions-%d", time.Now().UnixNano()%1e12)
-	if _, err := c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.PutBucketVersioning(t.Context(), &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
-		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
-		t.Fatal(err)
-	}
+	bucket := localaws.VersionedBucket(t, c, "versions")
 	want := map[string][]dataset.Object{}
 	put := func(key, body string) {
 		out, err := c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(body)})

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
@@ -32,15 +31,8 @@ func versionedStack(t *testing.T, targetSuffix string) (*fanoutstack.Stack, map[
 	t.Helper()
 	st := fanoutstack.New(t, targetSuffix)
 	st.S3 = localaws.S3Client(localaws.Endpoint(t, localaws.EnvMoto))
-	st.Bucket = fmt.Sprintf("history-%d", time.Now().UnixNano()%1e12)
+	st.Bucket = localaws.VersionedBucket(t, st.S3, "history")
 	ctx := t.Context()
-	if _, err := st.S3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(st.Bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.S3.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(st.Bucket),
-		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
-		t.Fatal(err)
-	}
 	want := map[string][]string{}
 	for i := range 12 {
 		key := []string{"h/a.jsonl", "h/a.jsonl2", "h/b.jsonl", "h/gone.jsonl"}[i%4]
