@@ -79,7 +79,9 @@ type Source struct {
 	// Versions lists every version of each key, oldest first, with
 	// ListObjectVersions, instead of the current version alone (key, keys,
 	// prefix and all sources; a manifest names its versions itself).
-	// Delete markers are left out, and so is a key that has only them.
+	// Delete markers are left out, and so is a listed key that has only
+	// them; a key the source names itself that has only them is missing,
+	// as HeadObject says of a deleted key.
 	Versions bool `json:"versions,omitempty"`
 }
 
@@ -173,9 +175,9 @@ var _ ListAPI = (*s3.Client)(nil)
 
 // Objects yields the objects of the dataset src names, pinned, as it lists
 // them (with Source.Versions, each version): a prefix of any size is listed
-// page by page. A single key or a key
-// list is pinned with HeadObject; a missing one is an error naming it.
-// Listing stops at the first error, which is yielded last.
+// page by page. A single key or a key list is pinned with HeadObject (with
+// Source.Versions, listed with ListObjectVersions); a missing one is an
+// error naming it. Listing stops at the first error, which is yielded last.
 func Objects(ctx context.Context, client ListAPI, src Source) iter.Seq2[Object, error] {
 	return func(yield func(Object, error) bool) {
 		for l, err := range List(ctx, client, src, Cursor{}, ListOptions{}) {
@@ -345,28 +347,24 @@ func listPrefix(ctx context.Context, client ListAPI, src Source, from Cursor, yi
 }
 
 // listPrefixVersions lists every version under src's prefix, a key at a
-// time (see keyVersions), marking at most every markEvery keys left out.
+// time (see keyVersions), with a mark for each key left out: a key's
+// versions may fill pages, and a step that meets only such keys must still
+// move its cursor on.
 func listPrefixVersions(ctx context.Context, client ListAPI, src Source, from Cursor, yield func(Listed, error) bool) {
-	passed, skipped := "", 0
 	for k, err := range keyVersions(ctx, client, src.Bucket, src.Prefix, from.After) {
-		if err != nil {
+		var l Listed
+		switch {
+		case err != nil:
 			yield(Listed{}, err)
 			return
+		case !src.keep(k.key) || len(k.versions) == 0:
+			l = Listed{Next: Cursor{After: k.key}}
+		default:
+			l = Listed{Object: k.versions[len(k.versions)-1], Versions: k.versions, Next: Cursor{After: k.key}}
 		}
-		if !src.keep(k.key) || len(k.versions) == 0 {
-			passed, skipped = k.key, skipped+1
-			if skipped%markEvery == 0 && !yield(Listed{Next: Cursor{After: passed}}, nil) {
-				return
-			}
-			continue
-		}
-		passed = ""
-		if !yield(Listed{Object: k.versions[len(k.versions)-1], Versions: k.versions, Next: Cursor{After: k.key}}, nil) {
+		if !yield(l, nil) {
 			return
 		}
-	}
-	if passed != "" {
-		yield(Listed{Next: Cursor{After: passed}}, nil)
 	}
 }
 

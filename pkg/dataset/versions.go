@@ -36,6 +36,8 @@ func Versions(ctx context.Context, client ListAPI, bucket, key string) ([]Object
 	return checkVersions(bucket, key, out)
 }
 
+// checkVersions returns vs, the versions of key, or, when there are none,
+// the error that says so.
 func checkVersions(bucket, key string, vs []Object) ([]Object, error) {
 	if len(vs) == 0 {
 		return nil, fmt.Errorf("dataset: no version of %s: %w", Object{Bucket: bucket, Key: key}, ErrNotFound)

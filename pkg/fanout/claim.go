@@ -18,10 +18,16 @@ const (
 	leaseWithoutDeadline = 15 * time.Minute
 )
 
-// ClaimKey is the key of a task in the claims store: its run and chunk,
-// and not where it resumes, so that a task, its continuations and every
-// delivery of each share one claim.
-func ClaimKey(t worktask.Task) string { return t.RunID + "/" + t.Chunk.ID() }
+// ClaimKey is the key of a task in the claims store: its run and chunk
+// (and whether it announces every version, as its ID says), and not where
+// it resumes, so that a task, its continuations and every delivery of each
+// share one claim.
+func ClaimKey(t worktask.Task) string {
+	if t.Versions {
+		return t.RunID + "/" + t.Chunk.ID() + "/versions"
+	}
+	return t.RunID + "/" + t.Chunk.ID()
+}
 
 // claim takes the claim of s's task, when a claims store is set, and moves
 // s's start to where an earlier attempt stopped. It fails with

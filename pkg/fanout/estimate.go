@@ -203,20 +203,26 @@ type tally struct {
 	bytes                               int64
 	records, messages, requests, billed int64
 	offloaded, failed                   int64
+	// objects counts, in notification mode, the object versions the
+	// chunks announce: a notification's size is not its object's.
+	objects int64
 	// unfilled is the share of a request missing from the last request
 	// of each sender, which the end of the reads cut short.
 	unfilled float64
 }
 
 // scale sets d's target counts from t, the tally of the chunks read: as
-// they are when every chunk was read, else scaled by bytes (by chunks when
-// the chunks read held no bytes).
+// they are when every chunk was read, else scaled by object versions in
+// notification mode, by bytes in the others (by chunks when the chunks
+// read held no bytes).
 func (d *DryRun) scale(t tally) {
 	d.SampledChunks, d.SampledBytes = t.chunks, t.bytes
 	f := 1.0
 	switch {
 	case t.chunks >= d.Chunks:
 		d.Counted = CountedExact
+	case t.objects > 0:
+		f = float64(d.Objects) / float64(t.objects)
 	case t.bytes > 0:
 		f = float64(d.Bytes) / float64(t.bytes)
 	case t.chunks > 0:

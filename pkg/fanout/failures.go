@@ -39,6 +39,12 @@ type Failure struct {
 	Body        string `json:"body,omitempty"`
 	// Truncated is set when Body was cut to fit the failure queue.
 	Truncated bool `json:"truncated,omitempty"`
+
+	// at is the record's offset in its task, where the task resumes to
+	// send it again: Offset, except in a Versions task, whose record at is
+	// the notification of version (see failedAt).
+	at      int64
+	version *dataset.Object
 }
 
 // failureSink writes failures to the configured output: a queue, an S3
@@ -80,7 +86,7 @@ func (s *failureSink) write(ctx context.Context, runID, name string, fs []Failur
 				f.Body, f.Truncated = textcut.Prefix(f.Body, len(f.Body)-(len(b)-limit)-16), true
 				b = marshalForSQS(f)
 			}
-			entries[i] = sqsbatch.Entry{ID: fmt.Sprint(i), Body: string(b), GroupID: runID, DeduplicationID: fmt.Sprintf("%s-%s-%d", name, f.Code, f.Offset)}
+			entries[i] = sqsbatch.Entry{ID: fmt.Sprint(i), Body: string(b), GroupID: runID, DeduplicationID: fmt.Sprintf("%s-%s-%d", name, f.Code, f.at)}
 			if !s.queue.FIFO() {
 				entries[i].GroupID, entries[i].DeduplicationID = "", ""
 			}
@@ -134,9 +140,8 @@ func marshalForSQS(f Failure) []byte {
 	return bytes.ReplaceAll(b, []byte("\uffff"), []byte(`\uffff`))
 }
 
-func failureFrom(runID string, e *sqsbatch.EntryError, obj dataset.Object, offset int64) Failure {
-	return Failure{
-		RunID: runID, Source: obj.URI(), Version: obj.Pin(), Offset: offset, RecordID: aws.ToString(e.Entry.Attributes[AttrRecordID].StringValue),
-		Code: e.Code, Message: e.Message, SenderFault: e.SenderFault, Attempts: e.Attempts, Body: e.Entry.Body,
-	}
+func failureFrom(f Failure, e *sqsbatch.EntryError) Failure {
+	f.RecordID = aws.ToString(e.Entry.Attributes[AttrRecordID].StringValue)
+	f.Code, f.Message, f.SenderFault, f.Attempts, f.Body = e.Code, e.Message, e.SenderFault, e.Attempts, e.Entry.Body
+	return f
 }

@@ -45,9 +45,8 @@ func (r *Runner) notificationEntries(runID string, format string, s *taskSpec, f
 	group := GroupID(c.Object)
 	return func(rec records.Record) (sqsbatch.Entry, error) {
 		obj, id := c.Object, ""
-		if s.task.Versions {
-			obj = s.versions[rec.Offset]
-			id = newRecordIDs(obj).ID(0)
+		if v := s.version(rec.Offset); v != nil {
+			obj, id = *v, newRecordIDs(*v).ID(0)
 		} else {
 			id = ids.ID(rec.Offset)
 		}
@@ -90,8 +89,12 @@ func (r *Runner) versionTasks(ctx context.Context, runID string, ov *worktask.Ov
 		return nil, err
 	}
 	if sender.FIFO() {
+		// The task says its mode, so that a function whose MODE is
+		// another refuses it rather than read the key's bytes.
+		vo := *ov
+		vo.Mode = worktask.ModeNotification
 		c := dataset.Chunk{Object: l.Object, Count: 1, End: int64(len(l.Versions)), Format: dataset.FormatText}
-		return []worktask.Task{{RunID: runID, Chunk: c, Overrides: ov, Versions: true}}, nil
+		return []worktask.Task{{RunID: runID, Chunk: c, Overrides: &vo, Versions: true}}, nil
 	}
 	ts := make([]worktask.Task, len(l.Versions))
 	for i, v := range l.Versions {
@@ -100,15 +103,35 @@ func (r *Runner) versionTasks(ctx context.Context, runID string, ov *worktask.Ov
 	return ts, nil
 }
 
-// failedAt returns the object version and offset a failure of the record
-// at offset off of s's task names: a Versions task's record off is the
-// notification of its version off, which its own task would send as
-// offset 0, and a redrive finds it there.
-func (s *taskSpec) failedAt(off int64) (dataset.Object, int64) {
-	if s.task.Versions && off >= 0 && off < int64(len(s.versions)) {
-		return s.versions[off], 0
+// failure returns the failure of the record at offset at of s's task,
+// where it comes from filled in. A Versions task's record at is the
+// notification of one version, which that version's own task would send
+// as its offset 0: the failure names it so, for a redrive to find it.
+func (s *taskSpec) failure(at int64) Failure {
+	obj, off := s.task.Chunk.Object, at
+	f := Failure{RunID: s.task.RunID, at: at}
+	if v := s.version(at); v != nil {
+		obj, off, f.version = *v, 0, v
 	}
-	return s.task.Chunk.Object, off
+	f.Source, f.Version, f.Offset = obj.URI(), obj.Pin(), off
+	return f
+}
+
+// recordID returns the record id of the record at offset at of s's task.
+func (s *taskSpec) recordID(at int64) string {
+	if v := s.version(at); v != nil {
+		return RecordID(*v, 0)
+	}
+	return RecordID(s.task.Chunk.Object, at)
+}
+
+// version returns the version a Versions task announces as its record at,
+// or nil.
+func (s *taskSpec) version(at int64) *dataset.Object {
+	if !s.task.Versions || at < 0 || at >= int64(len(s.versions)) || s.versions[at].Key == "" {
+		return nil
+	}
+	return &s.versions[at]
 }
 
 // notifyModeOf returns whether a run with overrides ov is in notification

@@ -143,25 +143,35 @@ func (rd *reader) records(ioCtx context.Context) step {
 }
 
 // versions lists the versions a Versions task announces and hands on their
-// notifications, oldest first, from the one the task resumes at: the
-// versions up to the task's own, or, when that one was deleted since it was
-// planned, as many as were planned.
+// notifications, oldest first, from the one the task resumes at. Offsets
+// count back from the task's own version, the newest when it was planned,
+// as the chunk's last (End-1): an older version deleted since leaves its
+// offset empty instead of moving the others, so that an attempt resumes at
+// the version it stopped at. When the task's own version was deleted, the
+// oldest End versions stand for the planned ones.
 func (rd *reader) versions(ioCtx context.Context) step {
 	tr, c := rd.tr, rd.tr.task.Chunk
 	vs, err := dataset.Versions(ioCtx, rd.r.s3, c.Bucket, c.Key)
 	if err != nil {
 		return rd.readFailed(err)
 	}
-	n := min(int64(len(vs)), c.End)
-	if i := slices.IndexFunc(vs, func(v dataset.Object) bool { return v.VersionID == c.VersionID }); i >= 0 {
-		n = int64(i) + 1
+	base := int64(0)
+	if i := slices.IndexFunc(vs, func(v dataset.Object) bool { return v.Pin() == c.Pin() }); i >= 0 {
+		base = int64(i) - (c.End - 1)
 	}
-	tr.versions = vs[:n]
-	for i := range n {
-		if next := rd.record(records.Record{Offset: i}); next != more {
+	tr.versions = make([]dataset.Object, c.End)
+	for k := range c.End {
+		if j := base + k; j >= 0 && j < int64(len(vs)) {
+			tr.versions[k] = vs[j]
+		}
+	}
+	for k, v := range tr.versions {
+		if v.Key == "" {
+			continue
+		}
+		if next := rd.record(records.Record{Offset: int64(k)}); next != more {
 			return next
 		}
-		rd.next = i + 1
 	}
 	return stop
 }
@@ -350,9 +360,9 @@ func (rd *reader) offloaded(e sqsbatch.Entry, held span) (out sqsbatch.Entry, ok
 		return e, false
 	case err != nil:
 		var invalid *sqsextended.InvalidEntryError
-		obj, off := tr.failedAt(held.offset)
-		tr.fails = append(tr.fails, Failure{RunID: tr.task.RunID, Source: obj.URI(), Version: obj.Pin(), Offset: off, RecordID: id,
-			Code: "OffloadFailed", Message: err.Error(), SenderFault: errors.As(err, &invalid)})
+		f := tr.failure(held.offset)
+		f.RecordID, f.Code, f.Message, f.SenderFault = id, "OffloadFailed", err.Error(), errors.As(err, &invalid)
+		tr.fails = append(tr.fails, f)
 		tr.res.RecordsFailed += int64(held.count)
 		return e, false
 	case offloaded:
@@ -364,9 +374,9 @@ func (rd *reader) offloaded(e sqsbatch.Entry, held span) (out sqsbatch.Entry, ok
 // refuse puts a record that cannot be sent on the failure output.
 func (rd *reader) refuse(at int64, code, msg, body string) {
 	tr := rd.tr
-	obj, off := tr.failedAt(at)
-	tr.fails = append(tr.fails, Failure{RunID: tr.task.RunID, Source: obj.URI(), Version: obj.Pin(), Offset: off, RecordID: RecordID(obj, off),
-		Code: code, Message: msg, SenderFault: true, Body: body})
+	f := tr.failure(at)
+	f.RecordID, f.Code, f.Message, f.SenderFault, f.Body = tr.recordID(at), code, msg, true, body
+	tr.fails = append(tr.fails, f)
 	tr.res.RecordsFailed++
 }
 

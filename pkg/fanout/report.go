@@ -98,9 +98,29 @@ func (rp *reporter) failed(ctx context.Context, t worktask.Task, name string, fs
 	if rp == nil || len(fs) == 0 {
 		return nil
 	}
+	if t.Versions {
+		return rp.failedVersions(ctx, t, name, fs)
+	}
 	ft := FailedTask{Task: t}
 	for _, f := range fs {
 		ft.Failures = append(ft.Failures, FailedRecord{Offset: f.Offset, Code: f.Code, Message: f.Message})
 	}
 	return rp.put(ctx, t.RunID+"/failed/"+name+".json", ft)
+}
+
+// failedVersions writes each failed version of Versions task t as the
+// failed task of that version alone, its notification at offset 0: what a
+// redrive runs again, announcing the one version.
+func (rp *reporter) failedVersions(ctx context.Context, t worktask.Task, name string, fs []Failure) error {
+	for _, f := range fs {
+		if f.version == nil {
+			continue // only a version's notification fails
+		}
+		vt := worktask.Task{RunID: t.RunID, Chunk: notificationChunk(*f.version), Overrides: t.Overrides}
+		ft := FailedTask{Task: vt, Failures: []FailedRecord{{Offset: 0, Code: f.Code, Message: f.Message}}}
+		if err := rp.put(ctx, fmt.Sprintf("%s/failed/%s-v%d.json", t.RunID, name, f.at), ft); err != nil {
+			return err
+		}
+	}
+	return nil
 }

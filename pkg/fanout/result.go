@@ -64,7 +64,7 @@ func (tr *taskRun) notAccepted(offset int64) {
 // attempt must start at the first of them, to fail it again.
 func (tr *taskRun) unwritten() {
 	for _, f := range tr.fails {
-		tr.notAccepted(f.Offset)
+		tr.notAccepted(f.at)
 	}
 }
 
@@ -158,7 +158,7 @@ func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 func (r *Runner) writeFailures(ctx context.Context, tr *taskRun, before int64) error {
 	fs := tr.fails
 	if before >= 0 {
-		fs = slices.DeleteFunc(slices.Clone(fs), func(f Failure) bool { return f.Offset >= before })
+		fs = slices.DeleteFunc(slices.Clone(fs), func(f Failure) bool { return f.at >= before })
 	}
 	name := attemptName(tr.task, tr.from)
 	if err := r.failures.write(ctx, tr.task.RunID, name, fs); err != nil {

@@ -235,8 +235,7 @@ func (r *Runner) charge(runs []*taskRun, gs *groupSend, res sqsbatch.Result, err
 			tr.notAccepted(ref.offset)
 			continue
 		}
-		obj, off := tr.failedAt(ref.offset)
-		tr.fails = append(tr.fails, failureFrom(tr.task.RunID, f, obj, off))
+		tr.fails = append(tr.fails, failureFrom(tr.failure(ref.offset), f))
 	}
 	if err == nil {
 		return

@@ -161,10 +161,12 @@ type taskSpec struct {
 	// ingest is set for s3ingest's objects (see worktask.IngestEncoding).
 	ingest bool
 	// notify is set in notification mode: the chunk is not read, and its
-	// one entry is its object's notification (see notificationEntries);
-	// a Versions task's entries are those of versions, which its read
-	// lists.
-	notify   bool
+	// one entry is its object's notification (see notificationEntries).
+	notify bool
+	// versions is what a Versions task announces, by offset (a version
+	// deleted since planning is the zero Object). Its read lists them
+	// before it makes the first entry, the one exception to the rule
+	// above: the entries, and so the sends and failures, come after.
 	versions []dataset.Object
 	// from is where the read starts: the task's ResumeAt, or later where
 	// an earlier attempt's claim says it stopped.
@@ -198,6 +200,8 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 		}
 		s.ingest = true
 		s.encode = encodedEntries(r.opts.IngestEncoder(ctx, c, *ov.Ingest, r.log), c.Object, fifo)
+	case t.Versions && mode != worktask.ModeNotification:
+		return nil, &worktask.MalformedError{Err: fmt.Errorf("task %s announces every version of %s, which only notification mode does; this task runs in %s mode", t.ID(), c.URI(), mode)}
 	case mode == worktask.ModeNotification:
 		s.notify = true
 		s.encode = r.notificationEntries(t.RunID, ov.NotificationFormat, s, fifo)

@@ -2,6 +2,7 @@ package fanout_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -219,7 +220,7 @@ func TestReplayVersionRefused(t *testing.T) {
 			return strings.HasPrefix(body, `{"Records"`) && strings.Contains(body, poison)
 		})}
 	}
-	h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeNotification}, refuse)
+	h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeNotification, ReportS3URI: "s3://" + st.Bucket + "/runs/"}, refuse)
 	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "h/", "versions": true, "runId": "refused"})
 	if rep.RecordsSent != 11 || rep.RecordsFailed != 1 {
 		t.Errorf("report %+v; want 11 sent, 1 failed", rep)
@@ -243,5 +244,94 @@ func TestReplayVersionRefused(t *testing.T) {
 	want["h/b.jsonl"] = want["h/b.jsonl"][:len(want["h/b.jsonl"])-1]
 	if diff := cmp.Diff(want, announced(t, localaws.Drain(t, st.SQS, st.Target, 2*time.Second))); diff != "" {
 		t.Errorf("versions announced (-want +got):\n%s", diff)
+	}
+
+	// The run report holds the failed version as a task of its own, which
+	// run again announces that version alone.
+	list, err := st.S3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(st.Bucket), Prefix: aws.String("runs/refused/failed/")})
+	if err != nil || len(list.Contents) != 1 {
+		t.Fatalf("failed tasks in the run report: %v, %v; want 1", list, err)
+	}
+	got, err := st.S3.GetObject(t.Context(), &s3.GetObjectInput{Bucket: aws.String(st.Bucket), Key: list.Contents[0].Key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Body.Close()
+	var ft fanout.FailedTask
+	if err := json.NewDecoder(got.Body).Decode(&ft); err != nil {
+		t.Fatal(err)
+	}
+	if ft.Task.Versions || ft.Task.Chunk.VersionID != poison || ft.Task.Chunk.ETag != obj.ETag || ft.Task.Chunk.Key != obj.Key || len(ft.Failures) != 1 || ft.Failures[0].Offset != 0 {
+		t.Fatalf("failed task %+v; want the version's own task, its offset 0", ft)
+	}
+	r, err := fanout.New(t.Context(), st.S3, st.SQS, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, missing := r.RunRecords(t.Context(), ft.Task, []int64{0}); res.Err != nil || len(missing) != 0 || res.Stats.RecordsSent != 1 {
+		t.Fatalf("RunRecords = %+v, missing %v", res, missing)
+	}
+	again := announced(t, localaws.Drain(t, st.SQS, st.Target, 2*time.Second))
+	if !cmp.Equal(again, map[string][]string{"h/b.jsonl": {poison}}) {
+		t.Errorf("run again, the failed task announced %v; want %s alone", again, poison)
+	}
+}
+
+// TestReplayVersionsResume runs a key's versions task from where an
+// earlier attempt stopped, after the key's oldest version, already sent,
+// was deleted (as a lifecycle rule deletes noncurrent versions): the
+// attempt announces the versions after it, none skipped. A versions task
+// in record mode is refused, not read.
+func TestReplayVersionsResume(t *testing.T) {
+	st, want := versionedStack(t, ".fifo")
+	r, err := fanout.New(t.Context(), st.S3, st.SQS, fanout.Options{Mode: worktask.ModeNotification, Target: sqsbatch.Queue{URL: st.Target},
+		WorkQueueURL: st.Work, FailureQueueURL: st.Failure})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Queue(t.Context(), fanout.Request{Source: dataset.Source{Bucket: st.Bucket, Key: "h/a.jsonl", Versions: true}, RunID: "resume"}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := localaws.Drain(t, st.SQS, st.Work, time.Second)
+	if len(msgs) != 1 {
+		t.Fatalf("%d tasks queued, want 1", len(msgs))
+	}
+	task, err := worktask.Parse(aws.ToString(msgs[0].Body))
+	if err != nil || !task.Versions || task.Chunk.End != 3 {
+		t.Fatalf("task %+v, %v; want the key's 3 versions", task, err)
+	}
+	vs := want["h/a.jsonl"]
+	if _, err := st.S3.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String("h/a.jsonl"), VersionId: aws.String(vs[0])}); err != nil {
+		t.Fatal(err)
+	}
+	task.ResumeAt = 1
+	res := r.RunTasks(t.Context(), []worktask.Task{task}, 1)
+	if res[0].Err != nil || res[0].Stats.RecordsSent != 2 {
+		t.Fatalf("result %+v; want the 2 versions after the first sent", res[0])
+	}
+	if diff := cmp.Diff(map[string][]string{"h/a.jsonl": vs[1:]}, announced(t, localaws.Drain(t, st.SQS, st.Target, 2*time.Second))); diff != "" {
+		t.Errorf("announced (-want +got):\n%s", diff)
+	}
+
+	task.ResumeAt = 0
+	task.Overrides = &worktask.Overrides{Mode: worktask.ModeRecord}
+	var malformed *worktask.MalformedError
+	if res := r.RunTasks(t.Context(), []worktask.Task{task}, 1); !errors.As(res[0].Err, &malformed) || res[0].Stats.RecordsRead != 0 {
+		t.Errorf("a versions task in record mode: %+v; want it refused as malformed, nothing read", res[0])
+	}
+}
+
+// TestDryRunNotificationSampled estimates a replay of every version from
+// a sample of its keys: scaled by versions, not bytes, it counts what the
+// run would send.
+func TestDryRunNotificationSampled(t *testing.T) {
+	st, _ := versionedStack(t, ".fifo")
+	h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeNotification}, nil)
+	dry := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "h/", "versions": true,
+		"dryRun": true, "dryRunOptions": map[string]any{"sampleChunks": 2}})
+	d := dry.DryRun
+	// Every key has 3 versions: 2 of the 4 keys' tasks stand for all 12.
+	if d == nil || d.SampledChunks != 2 || d.Chunks != 4 || d.Messages != 12 || d.Records != 12 || d.Counted == fanout.CountedExact {
+		t.Errorf("dry run %+v; want 12 messages estimated from 2 of 4 tasks", d)
 	}
 }
