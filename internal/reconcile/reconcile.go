@@ -219,11 +219,8 @@ func (c *comparison) list(s3c ListAPI) error {
 			if tooOld {
 				continue
 			}
-			id := aws.ToString(v.VersionId)
-			if id == "null" {
-				id = "" // an unversioned object: s3ingest pins it by its ETag
-			}
-			c.check(Object{Key: aws.ToString(v.Key), VersionID: id, ETag: trimQuotes(aws.ToString(v.ETag)), Size: aws.ToInt64(v.Size), LastModified: lm.UTC()})
+			o := dataset.ListedVersion(c.o.Bucket, v)
+			c.check(Object{Key: o.Key, VersionID: o.VersionID, ETag: o.ETag, Size: o.Size, LastModified: lm.UTC()})
 		}
 		if !aws.ToBool(page.IsTruncated) {
 			return nil
@@ -305,13 +302,6 @@ func notifications(o Options, objs []Object) ([]sqsbatch.Entry, error) {
 		}
 	}
 	return entries, nil
-}
-
-func trimQuotes(s string) string {
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		return s[1 : len(s)-1]
-	}
-	return s
 }
 
 // Request is a reconcile asked of the fanout function, the value of a

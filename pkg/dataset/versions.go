@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
 // A listing of every version (Source.Versions) uses ListObjectVersions,
@@ -68,20 +69,20 @@ func keyVersions(ctx context.Context, client ListAPI, bucket, prefix, after stri
 				yield(keyVersion{}, fmt.Errorf("dataset: list versions of s3://%s/%s: %w", bucket, prefix, err))
 				return
 			}
-			for _, e := range pageEntries(page) {
-				if after != "" && e.key <= after {
+			for _, e := range pageEntries(bucket, page) {
+				if after != "" && e.obj.Key <= after {
 					continue // some stand-ins list the marker's key too; S3 starts after it
 				}
-				if started && e.key != cur.key {
+				if started && e.obj.Key != cur.key {
 					slices.Reverse(cur.versions)
 					if !yield(cur, nil) {
 						return
 					}
 					cur = keyVersion{}
 				}
-				started, cur.key = true, e.key
+				started, cur.key = true, e.obj.Key
 				if !e.deleted {
-					cur.versions = append(cur.versions, Object{Bucket: bucket, Key: e.key, Size: e.size, ETag: trimETag(e.etag), VersionID: e.versionID})
+					cur.versions = append(cur.versions, e.obj)
 				}
 			}
 			if !aws.ToBool(page.IsTruncated) {
@@ -96,36 +97,38 @@ func keyVersions(ctx context.Context, client ListAPI, bucket, prefix, after stri
 	}
 }
 
-// versionEntry is a version or a delete marker of a ListObjectVersions
-// page.
+// versionEntry is a version or a delete marker (of which only the key
+// counts) of a ListObjectVersions page.
 type versionEntry struct {
-	key, versionID, etag string
-	size                 int64
-	deleted              bool
+	obj     Object
+	deleted bool
 }
 
 // pageEntries returns page's versions and delete markers in S3's order:
 // by key, then newest first. S3 returns the two kinds in two lists, each in
 // that order; within a key only the versions' order matters, since delete
 // markers are left out, and a stable sort by key keeps it.
-func pageEntries(page *s3.ListObjectVersionsOutput) []versionEntry {
+func pageEntries(bucket string, page *s3.ListObjectVersionsOutput) []versionEntry {
 	es := make([]versionEntry, 0, len(page.Versions)+len(page.DeleteMarkers))
 	for _, v := range page.Versions {
-		es = append(es, versionEntry{key: aws.ToString(v.Key), versionID: versionID(v.VersionId), etag: aws.ToString(v.ETag), size: aws.ToInt64(v.Size)})
+		es = append(es, versionEntry{obj: ListedVersion(bucket, v)})
 	}
 	for _, d := range page.DeleteMarkers {
-		es = append(es, versionEntry{key: aws.ToString(d.Key), versionID: versionID(d.VersionId), deleted: true})
+		es = append(es, versionEntry{obj: Object{Bucket: bucket, Key: aws.ToString(d.Key)}, deleted: true})
 	}
-	slices.SortStableFunc(es, func(a, b versionEntry) int { return strings.Compare(a.key, b.key) })
+	slices.SortStableFunc(es, func(a, b versionEntry) int { return strings.Compare(a.obj.Key, b.obj.Key) })
 	return es
 }
 
-// versionID returns a listed version id, with S3's "null" (an object
-// written while the bucket kept no versions) as none: it is then pinned by
-// its ETag, as s3ingest and its ingested markers pin it.
-func versionID(id *string) string {
-	if s := aws.ToString(id); s != "null" {
-		return s
+// ListedVersion returns the object version v of a ListObjectVersions
+// page, in bucket, pinned as the engine pins what it lists: S3's version
+// id "null" (an object written while the bucket kept no versions) is none,
+// so that the version is pinned by its ETag, as s3ingest and its ingested
+// markers pin it.
+func ListedVersion(bucket string, v types.ObjectVersion) Object {
+	id := aws.ToString(v.VersionId)
+	if id == "null" {
+		id = ""
 	}
-	return ""
+	return Object{Bucket: bucket, Key: aws.ToString(v.Key), Size: aws.ToInt64(v.Size), ETag: trimETag(aws.ToString(v.ETag)), VersionID: id}
 }

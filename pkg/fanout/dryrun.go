@@ -142,15 +142,14 @@ func (r *Runner) dryRead(ctx context.Context, tasks []worktask.Task) (tally, err
 		}
 		groups[g] = append(groups[g], s)
 		t.chunks++
-		switch {
-		case task.Versions:
+		if task.Versions {
 			t.objects += task.Chunk.End // its range counts versions, not bytes
-		case s.notify:
-			t.objects++
-			t.bytes += chunkBytes(task.Chunk)
-		default:
-			t.bytes += chunkBytes(task.Chunk)
+			continue
 		}
+		if s.notify {
+			t.objects++
+		}
+		t.bytes += chunkBytes(task.Chunk)
 	}
 	order := make([]int, len(groups))
 	for i := range order {

@@ -40,15 +40,11 @@ func (r *Runner) notificationEntries(runID string, format string, s *taskSpec, f
 	if format != "" {
 		enc.Format = s3event.Format(format)
 	}
-	c := s.task.Chunk
-	ids := newRecordIDs(c.Object)
-	group := GroupID(c.Object)
+	group := GroupID(s.task.Chunk.Object)
 	return func(rec records.Record) (sqsbatch.Entry, error) {
-		obj, id := c.Object, ""
+		obj, id := s.task.Chunk.Object, s.recordID(rec.Offset)
 		if v := s.version(rec.Offset); v != nil {
-			obj, id = *v, newRecordIDs(*v).ID(0)
-		} else {
-			id = ids.ID(rec.Offset)
+			obj = *v
 		}
 		body, err := enc.Encode(s3event.Object{Bucket: obj.Bucket, Key: obj.Key, Size: obj.Size, ETag: obj.ETag,
 			VersionID: obj.VersionID, EventTime: time.Now(), Region: r.opts.Region})

@@ -164,12 +164,9 @@ func TestNotificationModeRefused(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	st.Put(t, "r/good.jsonl", "{}\n")
 	st.Put(t, "r/poison.jsonl", "{}\n")
-	refuse := func(api sqsbatch.API) sqsbatch.API {
-		return &sqsfault.Client{API: api, EntryErr: sqsfault.SenderFault("InvalidParameterValue", func(body string) bool {
-			return strings.Contains(body, `"key":"r/poison.jsonl"`)
-		})}
-	}
-	h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeNotification}, refuse)
+	h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeNotification}, refusing(func(body string) bool {
+		return strings.Contains(body, `"key":"r/poison.jsonl"`)
+	}))
 	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "r/", "runId": "refused"})
 	if rep.RecordsSent != 1 || rep.RecordsFailed != 1 {
 		t.Errorf("report %+v; want one notification sent, one failed", rep)
@@ -178,14 +175,7 @@ func TestNotificationModeRefused(t *testing.T) {
 	if len(sent) != 1 || !strings.Contains(aws.ToString(sent[0].Body), `"key":"r/good.jsonl"`) {
 		t.Errorf("target holds %v, want the good object's notification", localaws.Bodies(sent))
 	}
-	failed := localaws.Drain(t, st.SQS, st.Failure, time.Second)
-	if len(failed) != 1 {
-		t.Fatalf("%d failures, want 1", len(failed))
-	}
-	var fl fanout.Failure
-	if err := json.Unmarshal([]byte(aws.ToString(failed[0].Body)), &fl); err != nil {
-		t.Fatal(err)
-	}
+	fl := onlyFailure(t, st)
 	head, err := st.S3.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String("r/poison.jsonl")})
 	if err != nil {
 		t.Fatal(err)
@@ -195,4 +185,27 @@ func TestNotificationModeRefused(t *testing.T) {
 		!strings.Contains(fl.Body, "s3sqs-replay:refused") {
 		t.Errorf("failure %+v", fl)
 	}
+}
+
+// refusing has SQS refuse, for good (InvalidParameterValue), the entries
+// whose bodies match.
+func refusing(match func(body string) bool) func(sqsbatch.API) sqsbatch.API {
+	return func(api sqsbatch.API) sqsbatch.API {
+		return &sqsfault.Client{API: api, EntryErr: sqsfault.SenderFault("InvalidParameterValue", match)}
+	}
+}
+
+// onlyFailure drains st's failure queue and returns the one failure it
+// must hold.
+func onlyFailure(t *testing.T, st *fanoutstack.Stack) fanout.Failure {
+	t.Helper()
+	failed := localaws.Drain(t, st.SQS, st.Failure, time.Second)
+	if len(failed) != 1 {
+		t.Fatalf("%d failures, want 1", len(failed))
+	}
+	var fl fanout.Failure
+	if err := json.Unmarshal([]byte(aws.ToString(failed[0].Body)), &fl); err != nil {
+		t.Fatal(err)
+	}
+	return fl
 }

@@ -108,10 +108,10 @@ func (rd *reader) span(ioCtx context.Context) (context.Context, func()) {
 // returns how the read ended: stop or halt.
 func (rd *reader) records(ioCtx context.Context) step {
 	tr := rd.tr
-	if tr.notify && tr.task.Versions {
-		return rd.versions(ioCtx)
-	}
 	if tr.notify {
+		if tr.task.Versions {
+			return rd.versions(ioCtx)
+		}
 		// The object's notification is its one record; the object is not
 		// read.
 		if tr.from > tr.task.Chunk.Start {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
-	"github.com/s3sqs/s3sqs/internal/testenv/sqsfault"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
@@ -214,30 +213,19 @@ func TestDryRunNotification(t *testing.T) {
 func TestReplayVersionRefused(t *testing.T) {
 	st, want := versionedStack(t, ".fifo")
 	poison := want["h/b.jsonl"][len(want["h/b.jsonl"])-1]
-	refuse := func(api sqsbatch.API) sqsbatch.API {
-		return &sqsfault.Client{API: api, EntryErr: sqsfault.SenderFault("InvalidParameterValue", func(body string) bool {
-			// The notification, not the failure that carries it.
-			return strings.HasPrefix(body, `{"Records"`) && strings.Contains(body, poison)
-		})}
-	}
-	h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeNotification, ReportS3URI: "s3://" + st.Bucket + "/runs/"}, refuse)
+	h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeNotification, ReportS3URI: "s3://" + st.Bucket + "/runs/"}, refusing(func(body string) bool {
+		// The notification, not the failure that carries it.
+		return strings.HasPrefix(body, `{"Records"`) && strings.Contains(body, poison)
+	}))
 	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "h/", "versions": true, "runId": "refused"})
 	if rep.RecordsSent != 11 || rep.RecordsFailed != 1 {
 		t.Errorf("report %+v; want 11 sent, 1 failed", rep)
 	}
-	failed := localaws.Drain(t, st.SQS, st.Failure, time.Second)
-	if len(failed) != 1 {
-		t.Fatalf("%d failures, want 1", len(failed))
-	}
-	var fl fanout.Failure
-	if err := json.Unmarshal([]byte(aws.ToString(failed[0].Body)), &fl); err != nil {
-		t.Fatal(err)
-	}
-	head, err := st.S3.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String(st.Bucket), Key: aws.String("h/b.jsonl"), VersionId: aws.String(poison)})
+	fl := onlyFailure(t, st)
+	obj, err := dataset.Head(t.Context(), st.S3, st.Bucket, "h/b.jsonl", poison)
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj := dataset.Object{Bucket: st.Bucket, Key: "h/b.jsonl", VersionID: poison, ETag: strings.Trim(aws.ToString(head.ETag), `"`)}
 	if fl.Source != obj.URI() || fl.Version != poison || fl.Offset != 0 || fl.RecordID != fanout.RecordID(obj, 0) || fl.Code != "InvalidParameterValue" {
 		t.Errorf("failure %+v; want version %s at offset 0", fl, poison)
 	}
@@ -261,7 +249,7 @@ func TestReplayVersionRefused(t *testing.T) {
 	if err := json.NewDecoder(got.Body).Decode(&ft); err != nil {
 		t.Fatal(err)
 	}
-	if ft.Task.Versions || ft.Task.Chunk.VersionID != poison || ft.Task.Chunk.ETag != obj.ETag || ft.Task.Chunk.Key != obj.Key || len(ft.Failures) != 1 || ft.Failures[0].Offset != 0 {
+	if ft.Task.Versions || ft.Task.Chunk.Object != obj || len(ft.Failures) != 1 || ft.Failures[0].Offset != 0 {
 		t.Fatalf("failed task %+v; want the version's own task, its offset 0", ft)
 	}
 	r, err := fanout.New(t.Context(), st.S3, st.SQS, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}})
