@@ -55,8 +55,11 @@ SEEDS ?= 2000
 simulate: ## run SEEDS generated scenarios (default 2000) through the engine against in-process S3/SQS models with faults, and check each (SEED=n replays one; OFF=class,... turns classes off)
 	$(GO) test -count=1 -timeout 60m -run 'TestSimulate$$' ./internal/testenv/simulate -v -seeds=$(SEEDS) $(if $(SEED),-seed=$(SEED)) $(if $(OFF),-off=$(OFF))
 
-test: ## install and start the local AWS stand-ins, then vet and run every test with -race; then test-infra
-	tools/with-local-aws sh -c '$(GO) vet ./... && $(GO) test -race -count=1 -timeout 20m ./...'
+# The memory tests send a million entries: under -race they skip, and run
+# again without it.
+MEMORY_TESTS := TestKeptHeap
+test: ## install and start the local AWS stand-ins, then vet and run every test with -race (the memory tests without it); then test-infra
+	tools/with-local-aws sh -c '$(GO) vet ./... && $(GO) test -race -count=1 -timeout 20m ./... && $(GO) test -count=1 -run '"'"'$(MEMORY_TESTS)'"'"' -v ./pkg/fanout'
 	$(MAKE) --no-print-directory test-infra
 
 test-infra: $(CDK_CLI) ## vet and test the CDK app in infra/, cdk synth it offline (cdk-nag included) at each parity set, cfn-lint, then test-sam

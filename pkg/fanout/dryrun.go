@@ -189,7 +189,7 @@ func (r *Runner) dryGroup(ctx context.Context, specs []*taskSpec, t *tally) erro
 		if fail != nil {
 			// Refused by SQS's rules: the run puts its records on the
 			// failure output.
-			t.failed += int64(p.ref.count)
+			t.failed += int64(p.entry.Ref.Count)
 			t.messages--
 		}
 		count(b)

@@ -332,7 +332,8 @@ func (rd *reader) hand(e sqsbatch.Entry, held span) bool {
 			return tr.readErr == nil
 		}
 	}
-	if rd.pipe.put(rd.readCtx, pending{entry: e, ref: refOf(tr.group, held), weight: weight}) != nil {
+	e.Ref = refOf(tr.group, held)
+	if rd.pipe.put(rd.readCtx, pending{entry: e, weight: weight}) != nil {
 		rd.cut(held.offset)
 		return false
 	}

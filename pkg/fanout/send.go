@@ -14,29 +14,20 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
-// pending is an entry on its way to the sender, with the task of its group
-// that read it and the records it carries.
+// pending is an entry on its way to the sender. Its Entry.Ref leads it
+// back to the task of its group that read it (Source, the task's place in
+// the group) and the records it carries. The entry carries it to the send
+// and back in a failure, so that a send keeps nothing per entry: one
+// object in record mode is a million entries.
 type pending struct {
 	entry  sqsbatch.Entry
-	ref    entryRef
 	weight int64 // of the pipe's bytes it holds
 }
 
-// entryRef leads an entry back to its task and records: the task's place
-// in its group, and the offset of the first record the entry carries and
-// their number. The send keeps one per entry, in the order it took them,
-// so that a failure's Seq finds its entry's; it is kept small, since a
-// send may take millions.
-type entryRef struct {
-	offset int64
-	task   int32
-	count  int32
-}
-
-// refOf is the entryRef of an entry of the group's task-th task that
-// carries the records held.
-func refOf(task int, held span) entryRef {
-	return entryRef{offset: held.offset, task: int32(task), count: int32(held.count)}
+// refOf is the Ref of an entry of the group's task-th task that carries
+// the records held.
+func refOf(task int, held span) sqsbatch.Ref {
+	return sqsbatch.Ref{Offset: held.offset, Source: int32(task), Count: int32(held.count)}
 }
 
 // span is the records an entry carries: from offset, count of them.
@@ -66,9 +57,9 @@ func (r *Runner) runGroup(ctx context.Context, specs []*taskSpec, concurrency in
 	// What is left in the pipe was read and never sent. It is noted once
 	// the pipe is closed, when the readers, which note where they were
 	// cut, have all returned and handed back their tasks.
-	var unsent []entryRef
+	var unsent []sqsbatch.Ref
 	for p := range pipe.all() {
-		unsent = append(unsent, p.ref)
+		unsent = append(unsent, p.entry.Ref)
 	}
 	runs := make([]*taskRun, len(specs))
 	for tr := range done {
@@ -81,9 +72,9 @@ func (r *Runner) runGroup(ctx context.Context, specs []*taskSpec, concurrency in
 		runs[i].consumed = gs.consumed[i]
 	}
 	for _, ref := range unsent {
-		runs[ref.task].notAccepted(ref.offset)
+		runs[ref.Source].notAccepted(ref.Offset)
 	}
-	r.charge(runs, gs, res, err)
+	r.charge(runs, res, err)
 	return runs
 }
 
@@ -189,18 +180,16 @@ func lanes(specs []*taskSpec, fifo bool) [][]int {
 }
 
 // groupSend is what a group's send counts as it takes entries from the
-// pipe: the entries of each task, and the entry each Seq is.
+// pipe: the entries of each task.
 type groupSend struct {
 	consumed []int
-	refs     []entryRef
 }
 
 // entries yields the pipe's entries to the send.
 func (gs *groupSend) entries(pipe *entryPipe) iter.Seq[sqsbatch.Entry] {
 	return func(yield func(sqsbatch.Entry) bool) {
 		for p := range pipe.all() {
-			gs.consumed[p.ref.task]++
-			gs.refs = append(gs.refs, p.ref)
+			gs.consumed[p.entry.Ref.Source]++
 			if !yield(p.entry) {
 				return
 			}
@@ -211,19 +200,19 @@ func (gs *groupSend) entries(pipe *entryPipe) iter.Seq[sqsbatch.Entry] {
 // charge adds what the send did to runs: its totals to the first task,
 // what failed to its own, and, when it stopped with err, the failure of
 // each task not settled.
-func (r *Runner) charge(runs []*taskRun, gs *groupSend, res sqsbatch.Result, err error) {
+func (r *Runner) charge(runs []*taskRun, res sqsbatch.Result, err error) {
 	runs[0].res.Requests += int64(res.Requests)
 	runs[0].res.Retries += int64(res.Retries)
 	runs[0].res.BytesSent += res.Bytes
 	runs[0].res.PeakInFlight = max(runs[0].res.PeakInFlight, res.PeakInFlight)
 	runs[0].res.Throttled += int64(res.Throttled)
 	for _, f := range res.Failures {
-		if f.Seq < 0 || f.Seq >= len(gs.refs) {
+		ref := f.Entry.Ref
+		if ref.Source < 0 || int(ref.Source) >= len(runs) {
 			continue
 		}
-		ref := gs.refs[f.Seq]
-		tr := runs[ref.task]
-		tr.res.RecordsFailed += int64(ref.count)
+		tr := runs[ref.Source]
+		tr.res.RecordsFailed += int64(ref.Count)
 		tr.res.Messages--
 		if p := r.opts.Progress; p != nil {
 			p.Messages.Add(-1)
@@ -232,10 +221,10 @@ func (r *Runner) charge(runs []*taskRun, gs *groupSend, res sqsbatch.Result, err
 			// Not the record's fault (its send stopped, or an entry of
 			// its FIFO group failed with it): it is sent again by the
 			// task's next attempt, not put on the failure output.
-			tr.notAccepted(ref.offset)
+			tr.notAccepted(ref.Offset)
 			continue
 		}
-		tr.fails = append(tr.fails, failureFrom(tr.failure(ref.offset), f))
+		tr.fails = append(tr.fails, failureFrom(tr.failure(ref.Offset), f))
 	}
 	if err == nil {
 		return

@@ -28,6 +28,11 @@ type Entry struct {
 	// ID is the caller's identifier for the entry. It is not sent to SQS;
 	// it comes back in failures so the caller can tell which record failed.
 	ID string
+	// Ref leads the entry back to the records it carries, as the caller
+	// numbers them. It is not sent to SQS; it comes back in failures.
+	// Unlike ID it costs no allocation, so that a caller sending millions
+	// of entries need not keep anything per entry to place a failure.
+	Ref Ref
 	// Body is the message body. It must not be empty.
 	Body string
 	// Attributes are the message attributes, at most ten. DataType is
@@ -42,6 +47,19 @@ type Entry struct {
 	// DelaySeconds delays delivery (0 to 900). FIFO queues accept only a
 	// queue-level delay, so it must be zero there.
 	DelaySeconds int32
+}
+
+// Ref is a caller's reference to the records an entry carries: where they
+// come from, the place of the first and how many there are. A [Sender]
+// neither reads nor sends it. The zero value is no reference.
+type Ref struct {
+	// Offset is the place of the entry's first record in its source.
+	Offset int64
+	// Source is the caller's index of where the records come from, such
+	// as a file or a task.
+	Source int32
+	// Count is the number of records the entry carries.
+	Count int32
 }
 
 // Size returns the size SQS counts for the entry against the message and

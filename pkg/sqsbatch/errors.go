@@ -60,7 +60,8 @@ func (e *ValidationError) Error() string {
 // what [Result.Failures] holds.
 type EntryError struct {
 	// Entry is the entry as it would have been sent (after any character
-	// replacement), so that it can be written to a failure output.
+	// replacement), so that it can be written to a failure output. Its ID
+	// and Ref are the caller's, as given.
 	Entry Entry
 	// Seq is the entry's position in the input, from zero.
 	Seq int

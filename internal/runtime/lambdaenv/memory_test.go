@@ -9,8 +9,9 @@ func TestMemoryLimit(t *testing.T) {
 		want   int64
 		wantOK bool
 	}{
-		{"128 MB", map[string]string{FunctionMemory: "128"}, 128 << 20 * 8 / 10, true},
-		{"10 GB", map[string]string{FunctionMemory: "10240"}, 10240 << 20 * 8 / 10, true},
+		{"128 MB", map[string]string{FunctionMemory: "128"}, 100 << 20, true},
+		{"10 GB", map[string]string{FunctionMemory: "10240"}, 10212 << 20, true},
+		{"half at least", map[string]string{FunctionMemory: "40"}, 20 << 20, true},
 		{"GOMEMLIMIT wins", map[string]string{FunctionMemory: "128", "GOMEMLIMIT": "off"}, 0, false},
 		{"not in Lambda", map[string]string{}, 0, false},
 		{"not a number", map[string]string{FunctionMemory: "lots"}, 0, false},
