@@ -120,6 +120,9 @@ func (p *packing) add(it *item) []*item {
 	if len(p.batch) > 0 && p.bytes+it.size > p.maxBytes {
 		full = p.flush()
 	}
+	if p.batch == nil {
+		p.batch = make([]*item, 0, MaxBatchEntries)
+	}
 	p.batch = append(p.batch, it)
 	p.bytes += it.size
 	if len(p.batch) == MaxBatchEntries {

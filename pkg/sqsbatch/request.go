@@ -21,19 +21,20 @@ func failure(it *item, cause error) *EntryError {
 	return &EntryError{Entry: it.entry, Seq: it.seq, Code: codeOf(cause), Message: cause.Error(), Attempts: it.attempts, Err: cause}
 }
 
-// requestEntry builds the SQS request entry for e. Its Id is set per
-// request.
+// requestEntry builds the SQS request entry for e, pointing at e's own
+// strings, so that it allocates nothing: e must outlive the requests. Its
+// Id is set per request.
 func requestEntry(e *Entry) types.SendMessageBatchRequestEntry {
 	req := types.SendMessageBatchRequestEntry{
-		MessageBody:       aws.String(e.Body),
+		MessageBody:       &e.Body,
 		MessageAttributes: e.Attributes,
 		DelaySeconds:      e.DelaySeconds,
 	}
 	if e.GroupID != "" {
-		req.MessageGroupId = aws.String(e.GroupID)
+		req.MessageGroupId = &e.GroupID
 	}
 	if e.DeduplicationID != "" {
-		req.MessageDeduplicationId = aws.String(e.DeduplicationID)
+		req.MessageDeduplicationId = &e.DeduplicationID
 	}
 	return req
 }
@@ -52,20 +53,23 @@ var batchIDs = func() (ids [MaxBatchEntries]string) {
 func (s *Sender) sendBatch(ctx context.Context, batch []*item) *outcome {
 	o := &outcome{batch: batch}
 	pending := batch
+	// One input for every attempt: a retry sends fewer entries of the same.
+	var reqs [MaxBatchEntries]types.SendMessageBatchRequestEntry
+	in := &sqs.SendMessageBatchInput{QueueUrl: &s.queueURL}
 	for attempt := 1; ; attempt++ {
 		if ctx.Err() != nil {
 			o.fail(pending, context.Cause(ctx))
 			return o
 		}
-		reqs := make([]types.SendMessageBatchRequestEntry, len(pending))
 		for i, it := range pending {
 			it.attempts++
-			reqs[i] = it.req
-			reqs[i].Id = aws.String(batchIDs[i])
+			reqs[i] = requestEntry(&it.entry)
+			reqs[i].Id = &batchIDs[i]
 		}
+		in.Entries = reqs[:len(pending)]
 		o.requests++
 		timing := s.lim.begin()
-		out, err := s.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(s.queueURL), Entries: reqs}, exactBodies)
+		out, err := s.client.SendMessageBatch(ctx, in, exactBodies)
 
 		var retry []*item
 		switch {
@@ -122,7 +126,7 @@ func (s *Sender) sendBatch(ctx context.Context, batch []*item) *outcome {
 // and returns, in their original order, the entries worth retrying, each
 // with the code and message of its failure.
 func (o *outcome) settle(pending []*item, out *sqs.SendMessageBatchOutput) (retry []*item) {
-	answered := make([]bool, len(pending))
+	var answered [MaxBatchEntries]bool
 	for _, ok := range out.Successful {
 		i, err := strconv.Atoi(aws.ToString(ok.Id))
 		if err != nil || i < 0 || i >= len(pending) || answered[i] {
@@ -132,7 +136,7 @@ func (o *outcome) settle(pending []*item, out *sqs.SendMessageBatchOutput) (retr
 		o.sent++
 		o.bytes += int64(pending[i].size)
 	}
-	failed := make([]*types.BatchResultErrorEntry, len(pending))
+	var failed [MaxBatchEntries]*types.BatchResultErrorEntry
 	for j := range out.Failed {
 		f := &out.Failed[j]
 		i, err := strconv.Atoi(aws.ToString(f.Id))

@@ -5,18 +5,15 @@ import (
 	"iter"
 	"slices"
 	"sync"
-
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
-// item is an entry on its way: validated, with its request entry built once
-// so that every field survives retries.
+// item is an entry on its way: validated, and the source of its request
+// entry at every attempt, so that every field survives retries.
 type item struct {
 	seq      int
 	entry    Entry
 	size     int
 	attempts int
-	req      types.SendMessageBatchRequestEntry
 	// code and msg say why the entry's last attempt did not succeed, so
 	// that an entry whose attempts run out fails with its own reason, not
 	// that of another entry of its request.
@@ -91,7 +88,6 @@ func (r *run) pack(entries iter.Seq[Entry]) {
 				continue
 			}
 		}
-		it.req = requestEntry(&it.entry)
 		if full := p.add(it); full != nil {
 			r.dispatch(full)
 		}

@@ -219,7 +219,7 @@ func TestPartialBatchFailure(t *testing.T) {
 		in = append(in,
 			sqsbatch.Entry{ID: fmt.Sprint("ok-", i), Body: fmt.Sprint("ok-", i)},
 			sqsbatch.Entry{ID: fmt.Sprint("flaky-", i), Body: fmt.Sprint("flaky-", i), Attributes: delayed, DelaySeconds: 1},
-			sqsbatch.Entry{ID: fmt.Sprint("bad-", i), Body: fmt.Sprint("bad-", i)},
+			sqsbatch.Entry{ID: fmt.Sprint("bad-", i), Body: fmt.Sprint("bad-", i), Ref: sqsbatch.Ref{Offset: 1 << 40, Source: int32(i), Count: 3}},
 		)
 	}
 	res, err := s.SendEntries(t.Context(), in)
@@ -232,6 +232,10 @@ func TestPartialBatchFailure(t *testing.T) {
 	for _, f := range res.Failures {
 		if !strings.HasPrefix(f.Entry.ID, "bad-") || f.Code != "InvalidParameterValue" || !f.SenderFault || f.Attempts != 1 {
 			t.Errorf("failure %+v: want only bad-* entries, InvalidParameterValue, sender fault, one attempt", f)
+		}
+		// The caller's Ref comes back with its entry, as given.
+		if want := (sqsbatch.Ref{Offset: 1 << 40, Source: int32(f.Seq / 3), Count: 3}); f.Entry.Ref != want {
+			t.Errorf("failure %s came back with Ref %+v, want %+v", f.Entry.ID, f.Entry.Ref, want)
 		}
 	}
 	// Retried entries keep every field.

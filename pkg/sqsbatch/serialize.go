@@ -5,6 +5,9 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
+	"hash"
+	"strconv"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -62,20 +65,16 @@ func (bodyChecksums) HandleInitialize(ctx context.Context, in middleware.Initial
 	if !ok1 || !ok2 {
 		return out, meta, nil
 	}
-	bodies := make(map[string]*string, len(input.Entries))
-	for i := range input.Entries {
-		if id := input.Entries[i].Id; id != nil {
-			bodies[*id] = input.Entries[i].MessageBody
-		}
-	}
+	sums := md5Sums.Get().(*md5Sum)
+	defer md5Sums.Put(sums)
 	accepted := output.Successful[:0]
 	for _, ok := range output.Successful {
-		body := bodies[aws.ToString(ok.Id)]
+		body := bodyOf(input.Entries, aws.ToString(ok.Id))
 		if body == nil || ok.MD5OfMessageBody == nil {
 			accepted = append(accepted, ok)
 			continue
 		}
-		if sum := md5Hex(*body); sum != *ok.MD5OfMessageBody {
+		if sum := sums.hex(*body); string(sum) != *ok.MD5OfMessageBody {
 			output.Failed = append(output.Failed, types.BatchResultErrorEntry{
 				Id:   ok.Id,
 				Code: aws.String(CodeMD5Mismatch),
@@ -90,16 +89,43 @@ func (bodyChecksums) HandleInitialize(ctx context.Context, in middleware.Initial
 	return out, meta, nil
 }
 
-// md5Hex returns the MD5 of s in hex, copying s a little at a time.
-func md5Hex(s string) string {
-	h := md5.New()
-	var buf [8 << 10]byte
+// bodyOf returns the body of the entry of entries whose Id is id, or nil.
+// The Sender's ids are the entries' places, so it looks there first.
+func bodyOf(entries []types.SendMessageBatchRequestEntry, id string) *string {
+	if i, err := strconv.Atoi(id); err == nil && i >= 0 && i < len(entries) && aws.ToString(entries[i].Id) == id {
+		return entries[i].MessageBody
+	}
+	for i := range entries {
+		if aws.ToString(entries[i].Id) == id {
+			return entries[i].MessageBody
+		}
+	}
+	return nil
+}
+
+// md5Sums holds the digests of the MD5 checks with their buffers, so that
+// a check allocates nothing.
+var md5Sums = sync.Pool{New: func() any { return &md5Sum{h: md5.New()} }}
+
+// md5Sum computes MD5s in hex, copying what it reads a little at a time.
+type md5Sum struct {
+	h   hash.Hash
+	buf [8 << 10]byte
+	sum [md5.Size]byte
+	out [2 * md5.Size]byte
+}
+
+// hex returns the MD5 of s in hex, in m's own buffer: valid until the
+// next call.
+func (m *md5Sum) hex(s string) []byte {
+	m.h.Reset()
 	for len(s) > 0 {
-		n := copy(buf[:], s)
-		h.Write(buf[:n])
+		n := copy(m.buf[:], s)
+		m.h.Write(m.buf[:n])
 		s = s[n:]
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	hex.Encode(m.out[:], m.h.Sum(m.sum[:0]))
+	return m.out[:]
 }
 
 // exactBatchProtocol is the client's protocol, but for the bodies of

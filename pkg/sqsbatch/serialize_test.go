@@ -260,8 +260,10 @@ func TestBodyChecksums(t *testing.T) {
 	if f := failed["2"]; aws.ToString(f.Code) != "InvalidParameterValue" || len(failed) != 2 {
 		t.Errorf("failed %v, want entry 2 kept as SQS answered it", failed)
 	}
-	if md5Hex(strings.Repeat("x", 20000)) != md5Of(strings.Repeat("x", 20000)) {
-		t.Error("md5Hex differs from md5.Sum")
+	var m md5Sum
+	m.h = md5.New()
+	if string(m.hex(strings.Repeat("x", 20000))) != md5Of(strings.Repeat("x", 20000)) || string(m.hex("y")) != md5Of("y") {
+		t.Error("md5Sum.hex differs from md5.Sum")
 	}
 }
 
