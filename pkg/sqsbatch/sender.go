@@ -46,8 +46,10 @@ type Options struct {
 	// at most ten plus a request's worth per Send.
 	MaxBytesInFlight int64
 	// MaxAttempts is the most requests an entry is part of before it fails.
-	// If zero, DefaultMaxAttempts is used. The client's own retryer may
-	// retry each request underneath; these attempts come on top.
+	// If zero, DefaultMaxAttempts is used. A Sender that makes its own
+	// requests (see the package documentation) makes no others; one whose
+	// requests go through the client has the client's retryer retry each
+	// underneath, and these attempts come on top.
 	MaxAttempts int
 	// Backoff returns the wait before retry number attempt (from 1). If
 	// nil, exponential backoff with full jitter from DefaultBaseDelay,
@@ -66,6 +68,7 @@ type Options struct {
 // its controller learnt lasts from one call to the next.
 type Sender struct {
 	client      API
+	direct      *direct // nil: requests go through client
 	queueURL    string
 	limits      queueLimits
 	lim         *limiter
@@ -79,7 +82,10 @@ type Sender struct {
 // New resolves the queue (its URL once, with GetQueueUrl when only a name is
 // given, and its MaximumMessageSize and FifoQueue attributes unless
 // overridden) and returns a Sender for it. A failure to resolve is a
-// [*StopError] that wraps the AWS error.
+// [*StopError] that wraps the AWS error. When client is a *sqs.Client
+// that allows it, the Sender makes its SendMessageBatch requests itself,
+// with the client's endpoint, credentials, signer and HTTP client (see
+// the package documentation).
 func New(ctx context.Context, client API, q Queue, opts Options) (*Sender, error) {
 	url, limits, err := q.resolve(ctx, client)
 	if err != nil {
@@ -87,6 +93,7 @@ func New(ctx context.Context, client API, q Queue, opts Options) (*Sender, error
 	}
 	s := &Sender{
 		client:      client,
+		direct:      newDirect(ctx, client),
 		queueURL:    url,
 		limits:      limits,
 		maxInFlight: opts.MaxInFlight,
