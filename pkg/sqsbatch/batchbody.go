@@ -295,6 +295,10 @@ func (b *batchBody) sequence(s string) ([]byte, int) {
 	return append(b.seq[:0], s[:size]...), size
 }
 
+// Close does nothing: a body is read again for each attempt. With it a
+// body is an io.ReadCloser, which net/http takes as it is.
+func (b *batchBody) Close() error { return nil }
+
 // Len returns the bytes not yet read.
 func (b *batchBody) Len() int { return int(max(0, b.size-b.pos)) }
 

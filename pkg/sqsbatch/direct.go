@@ -3,7 +3,6 @@ package sqsbatch
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/schemas"
@@ -48,6 +48,7 @@ type direct struct {
 	region    string
 	creds     aws.CredentialsProvider
 	signer    sqs.HTTPSignerV4
+	sig       *sigV4 // when signer is the SDK's own and the endpoint plain, in its place
 	http      sqs.HTTPClient
 	protocol  smithyhttp.ClientProtocol
 	userAgent []string
@@ -100,7 +101,7 @@ func newDirect(ctx context.Context, client API) *direct {
 	if u.Path == "" {
 		u.Path = "/"
 	}
-	return &direct{
+	d := &direct{
 		url:       u.String(),
 		headers:   ep.Headers,
 		region:    o.Region,
@@ -111,6 +112,10 @@ func newDirect(ctx context.Context, client API) *direct {
 		checkMD5:  !o.DisableMessageChecksumValidation,
 		userAgent: []string{"aws-sdk-go-v2/" + aws.SDKVersion + " ua/2.1 api/sqs#" + sqs.ServiceAPIVersion + " lib/s3sqs-sqsbatch"},
 	}
+	if _, sdk := o.HTTPSignerV4.(*v4.Signer); sdk && len(ep.Headers) == 0 && u.Path == "/" && u.RawQuery == "" {
+		d.sig = &sigV4{region: o.Region}
+	}
+	return d
 }
 
 // hasInterceptors reports whether r holds an interceptor of any kind.
@@ -142,16 +147,11 @@ func (d *direct) send(ctx context.Context, in *sqs.SendMessageBatchInput) (*sqs.
 		return nil, fmt.Errorf("failed to retrieve credentials: %w", err)
 	}
 	body := newBatchBody(in)
-	h := sha256.New()
-	if _, err := io.Copy(h, body); err != nil {
+	payloadHash, err := payloadHashOf(body)
+	if err != nil {
 		return nil, err
 	}
-	var sum [sha256.Size]byte
-	payloadHash := hex.EncodeToString(h.Sum(sum[:0]))
-	if _, err := body.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, io.NopCloser(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, body)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +164,9 @@ func (d *direct) send(ctx context.Context, in *sqs.SendMessageBatchInput) (*sqs.
 	req.Header["X-Amz-Target"] = hdrTarget
 	req.Header["X-Amzn-Query-Mode"] = hdrQueryMode
 	req.Header["User-Agent"] = d.userAgent
-	if err := d.signer.SignHTTP(ctx, creds, req, payloadHash, "sqs", d.region, time.Now().UTC()); err != nil {
+	if d.sig != nil {
+		d.sig.sign(req, creds, payloadHash, time.Now())
+	} else if err := d.signer.SignHTTP(ctx, creds, req, payloadHash, "sqs", d.region, time.Now().UTC()); err != nil {
 		return nil, fmt.Errorf("failed to sign request: %w", err)
 	}
 	resp, err := d.http.Do(req)
@@ -197,6 +199,22 @@ func (d *direct) send(ctx context.Context, in *sqs.SendMessageBatchInput) (*sqs.
 		return nil, answerErr(&smithy.DeserializationError{Err: err, Snapshot: bytes.Clone(buf.Bytes()[:min(buf.Len(), 1024)])})
 	}
 	return out, nil
+}
+
+// payloadHashOf returns the hex SHA-256 of what body reads, and seeks it
+// back to its start.
+func payloadHashOf(body *batchBody) (string, error) {
+	b := signBufs.Get().(*signBuf)
+	defer signBufs.Put(b)
+	b.h.Reset()
+	if _, err := io.CopyBuffer(b.h, body, b.copy[:]); err != nil {
+		return "", err
+	}
+	hex.Encode(b.hex[:], b.h.Sum(b.sum[:0]))
+	if _, err := body.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	return string(b.hex[:]), nil
 }
 
 // answerBufs and answerParsers hold what reading an answer needs, so that

@@ -67,7 +67,7 @@ func (p *Packer) Add(e Entry) (*Batch, *EntryError) {
 		p.groups.block(fail.Entry.GroupID, seq, fail.Code)
 		return nil, fail
 	}
-	if fail := p.groups.failure(it); fail != nil {
+	if fail := p.groups.failure(&it); fail != nil {
 		return nil, fail
 	}
 	return batchOf(p.pack.add(it)), nil
@@ -92,15 +92,15 @@ func batchOf(items []*item) *Batch {
 // admit sanitizes e (with replace) and validates it, the seq-th entry of a
 // sequence, as every entry is before it is packed: its item, or its
 // failure.
-func admit(e Entry, seq int, limits queueLimits, replace bool) (*item, *EntryError) {
+func admit(e Entry, seq int, limits queueLimits, replace bool) (item, *EntryError) {
 	if replace {
 		sanitize(&e)
 	}
 	size := e.Size()
 	if verr := validate(&e, size, limits); verr != nil {
-		return nil, &EntryError{Entry: e, Seq: seq, Code: string(verr.Rule), Message: verr.Detail, SenderFault: true, Err: verr}
+		return item{}, &EntryError{Entry: e, Seq: seq, Code: string(verr.Rule), Message: verr.Detail, SenderFault: true, Err: verr}
 	}
-	return &item{seq: seq, entry: e, size: size}, nil
+	return item{seq: seq, entry: e, size: size}, nil
 }
 
 // packing is the one packing of admitted entries into requests, which
@@ -110,12 +110,17 @@ type packing struct {
 	maxBytes int
 	batch    []*item
 	bytes    int
+	// items are made MaxBatchEntries at a time, one allocation for a
+	// request's worth, and taken from the front. A request's items are
+	// never in another's allocation, which would keep their bodies, a
+	// MiB each in chunk mode, while the other is in flight.
+	items []item
 }
 
 // add adds it and returns the request it completes, if any: the one
 // packed so far when it does not fit beside it (it then starts the next),
 // or the one it fills to MaxBatchEntries.
-func (p *packing) add(it *item) []*item {
+func (p *packing) add(it item) []*item {
 	var full []*item
 	if len(p.batch) > 0 && p.bytes+it.size > p.maxBytes {
 		full = p.flush()
@@ -123,7 +128,12 @@ func (p *packing) add(it *item) []*item {
 	if p.batch == nil {
 		p.batch = make([]*item, 0, MaxBatchEntries)
 	}
-	p.batch = append(p.batch, it)
+	if len(p.items) == 0 {
+		p.items = make([]item, MaxBatchEntries)
+	}
+	p.items[0] = it
+	p.batch = append(p.batch, &p.items[0])
+	p.items = p.items[1:]
 	p.bytes += it.size
 	if len(p.batch) == MaxBatchEntries {
 		// A request just cut by bytes holds one entry, not ten.
@@ -135,7 +145,7 @@ func (p *packing) add(it *item) []*item {
 // flush returns what is packed and starts anew.
 func (p *packing) flush() []*item {
 	b := p.batch
-	p.batch, p.bytes = nil, 0
+	p.batch, p.bytes, p.items = nil, 0, nil
 	return b
 }
 

@@ -69,7 +69,7 @@ func (s *Sender) sendBatch(ctx context.Context, batch []*item) *outcome {
 		in.Entries = reqs[:len(pending)]
 		o.requests++
 		timing := s.lim.begin()
-		out, err := s.client.SendMessageBatch(ctx, in, exactBodies)
+		out, err := s.sendMessageBatch(ctx, in)
 
 		var retry []*item
 		switch {
@@ -120,6 +120,15 @@ func (s *Sender) sendBatch(ctx context.Context, batch []*item) *outcome {
 		o.retries += len(retry)
 		pending = retry
 	}
+}
+
+// sendMessageBatch makes one SendMessageBatch request: itself when the
+// client allows it (see direct), else through the client.
+func (s *Sender) sendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
+	if s.direct != nil {
+		return s.direct.sendMessageBatch(ctx, in)
+	}
+	return s.client.SendMessageBatch(ctx, in, exactBodies)
 }
 
 // settle records the accepted and permanently failed entries of a response

@@ -74,7 +74,7 @@ func (r *run) pack(entries iter.Seq[Entry]) {
 			continue
 		}
 		if r.limits.fifo {
-			if fail := r.failedGroups.failure(it); fail != nil {
+			if fail := r.failedGroups.failure(&it); fail != nil {
 				r.res.Failures = append(r.res.Failures, fail)
 				continue
 			}
@@ -83,7 +83,7 @@ func (r *run) pack(entries iter.Seq[Entry]) {
 			for r.inFlight[it.entry.GroupID] > 0 && r.stopErr == nil {
 				r.wait()
 			}
-			if fail := r.failedGroups.failure(it); fail != nil {
+			if fail := r.failedGroups.failure(&it); fail != nil {
 				r.res.Failures = append(r.res.Failures, fail)
 				continue
 			}
