@@ -71,6 +71,8 @@ type result struct {
 	// s3cpu is the S3 stand-in's CPU time: on 2 cores it takes from the
 	// client's records/s what a Lambda function does not pay.
 	s3cpu time.Duration
+	// allocs are the heap allocations this process made in the case.
+	allocs uint64
 }
 
 func run(ctx context.Context, n, inFlight int, only, profile string, out io.Writer) error {
@@ -161,10 +163,14 @@ func run(ctx context.Context, n, inFlight int, only, profile string, out io.Writ
 					warm = false
 				}
 				runtime.GC()
+				var mem0, mem1 runtime.MemStats
+				runtime.ReadMemStats(&mem0)
 				cpu0, s30, wall0 := cpuTime(), childCPU(s3PID), time.Now()
 				requests, err := p.run(ctx, key, size)
 				r := result{path: p.path, format: format, size: size, records: n, cpu: cpuTime() - cpu0, wall: time.Since(wall0),
 					requests: requests, s3cpu: childCPU(s3PID) - s30}
+				runtime.ReadMemStats(&mem1)
+				r.allocs = mem1.Mallocs - mem0.Mallocs
 				if err != nil {
 					return fmt.Errorf("%s: %w", name, err)
 				}
@@ -189,7 +195,7 @@ func printTable(w io.Writer, results []result, inFlight int) {
 	fmt.Fprintf(w, "\n%d records a case, %s, GOMAXPROCS=%d; CPU is this process's user+system time;\n"+
 		"the S3 stand-in runs beside it on the same cores and SQS's (fauxqs) too\n\n", results[0].records, inFlightText, runtime.GOMAXPROCS(0))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "path\tformat\trecord\tCPU µs/record\tvs sqsbatch\trecords/s\trequests\tS3 stand-in µs/record\t")
+	fmt.Fprintln(tw, "path\tformat\trecord\tCPU µs/record\tvs sqsbatch\tallocs/record\trecords/s\trequests\tS3 stand-in µs/record\t")
 	base := map[int]float64{}
 	for _, r := range results {
 		if r.path == "sqsbatch alone" {
@@ -201,8 +207,8 @@ func printTable(w io.Writer, results []result, inFlight int) {
 		if b, ok := base[r.size]; ok && !strings.HasPrefix(r.path, "sqsbatch alone") {
 			vs = fmt.Sprintf("%+.1f µs", r.perRecord()-b)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d B\t%.1f\t%s\t%.0f\t%d\t%.1f\t\n", r.path, r.format, r.size, r.perRecord(), vs, r.rate(), r.requests,
-			float64(r.s3cpu.Microseconds())/float64(r.records))
+		fmt.Fprintf(tw, "%s\t%s\t%d B\t%.1f\t%s\t%.1f\t%.0f\t%d\t%.1f\t\n", r.path, r.format, r.size, r.perRecord(), vs,
+			float64(r.allocs)/float64(r.records), r.rate(), r.requests, float64(r.s3cpu.Microseconds())/float64(r.records))
 	}
 	tw.Flush()
 }
