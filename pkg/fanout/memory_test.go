@@ -1,7 +1,6 @@
 package fanout_test
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -55,7 +54,7 @@ func TestKeptHeapDoesNotGrowWithEntries(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stop := purgeEvery(ctx, sqsc, target, time.Second)
+		stop := localaws.PurgeEvery(ctx, sqsc, target, time.Second)
 		sample := keptHeap()
 		rep, err := r.Run(ctx, fanout.Request{Source: dataset.Source{Bucket: "kept", Key: key}})
 		kept[n] = sample()
@@ -109,29 +108,5 @@ func keptHeap() func() uint64 {
 	return func() uint64 {
 		close(done)
 		return <-most
-	}
-}
-
-// purgeEvery purges url every d until the returned function is called, so
-// that the stand-in does not hold a million messages.
-func purgeEvery(ctx context.Context, c *sqs.Client, url string, d time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		tick := time.NewTicker(d)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				_, _ = c.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(url)})
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-ended
 	}
 }

@@ -109,26 +109,11 @@ func (e *benchEnv) measure(ctx context.Context, c benchCase) (row, error) {
 	defer fn.Close()
 	// The stand-in keeps every message in memory: it is emptied as the
 	// case runs.
-	purgeCtx, stopPurging := context.WithCancel(ctx)
-	purged := make(chan struct{})
-	go func() {
-		defer close(purged)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-purgeCtx.Done():
-				return
-			case <-t.C:
-				e.sqs.PurgeQueue(purgeCtx, &sqs.PurgeQueueInput{QueueUrl: aws.String(target)})
-			}
-		}
-	}()
+	stopPurging := localaws.PurgeEvery(ctx, e.sqs, target, time.Second)
 	start := time.Now()
 	out, err := fn.Invoke(ctx, map[string]string{"bucket": bucket, "key": key})
 	wall := time.Since(start)
 	stopPurging()
-	<-purged
 	e.sqs.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(target)})
 	if err != nil {
 		return row{}, fmt.Errorf("%w\n%s", err, tail(fn.Logs(), 20))

@@ -126,3 +126,28 @@ func ReceiveAll(ctx context.Context, c *sqs.Client, url string, limit time.Durat
 	}
 	return got
 }
+
+// PurgeEvery purges url every d until the returned function is called, so
+// that the stand-in, which keeps every message in memory, does not hold a
+// benchmark's millions.
+func PurgeEvery(ctx context.Context, c *sqs.Client, url string, d time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		tick := time.NewTicker(d)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				_, _ = c.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(url)})
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-ended
+	}
+}
