@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,7 +80,10 @@ func newDirect(ctx context.Context, client API) *direct {
 	switch {
 	case len(o.APIOptions) > 0, hasInterceptors(o.Interceptors), o.ClientLogMode != 0,
 		o.EndpointResolver != nil, o.EndpointResolverV2 == nil, o.HTTPSignerV4 == nil, o.HTTPClient == nil,
-		o.Credentials == nil, o.Region == "", o.Protocol == nil || o.Protocol.ID() != awsJSON10:
+		o.Credentials == nil, o.Region == "", o.Protocol == nil || o.Protocol.ID() != awsJSON10,
+		// A pseudo-region such as fips-us-east-1 names an endpoint and
+		// signs for another region: the client maps it.
+		strings.Contains(o.Region, "fips"):
 		return nil
 	}
 	if _, anonymous := o.Credentials.(aws.AnonymousCredentials); anonymous {
