@@ -2,6 +2,8 @@ package demo
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,6 +24,13 @@ func TestDemo(t *testing.T) {
 		Records:       60,
 		FanoutObjects: 3,
 	}
+	// A failed run shows what the functions warned of, which its
+	// temporary folder takes with it.
+	t.Cleanup(func() {
+		if t.Failed() {
+			logWarnings(t, c.Dir, "s3ingest", "fanout")
+		}
+	})
 	var out bytes.Buffer
 	sum, err := Run(t.Context(), c, &out)
 	if err != nil {
@@ -70,6 +79,22 @@ func TestPlural(t *testing.T) {
 	}{{0, "record", "0 records"}, {1, "record", "1 record"}, {2, "delivery", "2 deliveries"}, {1, "delivery", "1 delivery"}} {
 		if got := plural(c.n, c.word); got != c.want {
 			t.Errorf("plural(%d, %q) = %q, want %q", c.n, c.word, got, c.want)
+		}
+	}
+}
+
+// logWarnings logs the WARN and ERROR lines of the functions' logs in dir.
+func logWarnings(t *testing.T, dir string, functions ...string) {
+	for _, name := range functions {
+		log, err := os.ReadFile(filepath.Join(dir, name+".log"))
+		if err != nil {
+			t.Logf("%s.log: %v", name, err)
+			continue
+		}
+		for line := range strings.SplitSeq(string(log), "\n") {
+			if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) {
+				t.Logf("%s.log: %s", name, line)
+			}
 		}
 	}
 }
