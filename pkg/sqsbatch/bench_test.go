@@ -119,6 +119,7 @@ func BenchmarkSend(b *testing.B) {
 
 func report(b *testing.B, start time.Time, requests int) {
 	b.Helper()
+	b.ReportAllocs()
 	entries := float64(b.N * benchEntries)
 	// Purging is inside the timed loop; it is quick next to sending.
 	b.ReportMetric(entries/time.Since(start).Seconds(), "entries/s")
