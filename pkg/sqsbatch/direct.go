@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,6 +22,8 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/valyala/fastjson"
+
+	"github.com/s3sqs/s3sqs/internal/awserr"
 )
 
 // direct makes a Sender's SendMessageBatch requests with the parts of the
@@ -55,6 +58,22 @@ type direct struct {
 	userAgent []string
 	// checkMD5 is the client's !DisableMessageChecksumValidation.
 	checkMD5 bool
+	// skew is how far the service's clock is ahead of this one, in
+	// nanoseconds, as the last answer's Date header said; requests are
+	// signed at the service's time, as the client signs them. It stays 0
+	// with the client's DisableClockSkewCorrection.
+	skew     atomic.Int64
+	skewless bool
+}
+
+// skewRetry is the skew past which a request refused for its signing time
+// is signed again and sent at once, as the client's retryer does.
+const skewRetry = 4 * time.Minute
+
+// skewCodes are the errors of a request signed at the wrong time.
+var skewCodes = map[string]bool{
+	"InvalidSignatureException": true, "SignatureDoesNotMatch": true, "RequestTimeTooSkewed": true,
+	"RequestExpired": true, "AuthFailure": true, "AccessDeniedException": true,
 }
 
 // sendMessageBatchSchema is the operation's schema, which the client's
@@ -78,7 +97,7 @@ func newDirect(ctx context.Context, client API) *direct {
 	}
 	o := c.Options()
 	switch {
-	case len(o.APIOptions) > 0, hasInterceptors(o.Interceptors), o.ClientLogMode != 0,
+	case len(o.APIOptions) > 0, hasInterceptors(o.Interceptors), o.ClientLogMode != 0, len(o.AuthSchemePreference) > 0,
 		o.EndpointResolver != nil, o.EndpointResolverV2 == nil, o.HTTPSignerV4 == nil, o.HTTPClient == nil,
 		o.Credentials == nil, o.Region == "", o.Protocol == nil || o.Protocol.ID() != awsJSON10,
 		// A pseudo-region such as fips-us-east-1 names an endpoint and
@@ -99,6 +118,9 @@ func newDirect(ctx context.Context, client API) *direct {
 		return nil // the client says why, at the first request
 	}
 	u := ep.URI
+	if u.RawQuery != "" {
+		return nil // the client's endpoint step drops it; leave that to the client
+	}
 	if o.EndpointOptions.DisableHTTPS {
 		u.Scheme = "http"
 	}
@@ -114,6 +136,7 @@ func newDirect(ctx context.Context, client API) *direct {
 		http:      o.HTTPClient,
 		protocol:  o.Protocol,
 		checkMD5:  !o.DisableMessageChecksumValidation,
+		skewless:  o.DisableClockSkewCorrection,
 		userAgent: []string{"aws-sdk-go-v2/" + aws.SDKVersion + " ua/2.1 api/sqs#" + sqs.ServiceAPIVersion + " lib/s3sqs-sqsbatch"},
 	}
 	if _, sdk := o.HTTPSignerV4.(*v4.Signer); sdk && len(ep.Headers) == 0 && u.Path == "/" && u.RawQuery == "" {
@@ -139,6 +162,11 @@ func hasInterceptors(r smithyhttp.InterceptorRegistry) bool {
 // Failed (see bodyChecksums), or the error.
 func (d *direct) sendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
 	out, err := d.send(ctx, in)
+	if err != nil && skewCodes[awserr.Code(err)] && d.skewed() {
+		// Signed by a clock far from the service's, which the answer
+		// has just told: once more at the service's time.
+		out, err = d.send(ctx, in)
+	}
 	if err != nil {
 		return nil, &smithy.OperationError{ServiceID: sqs.ServiceID, OperationName: "SendMessageBatch", Err: err}
 	}
@@ -168,9 +196,10 @@ func (d *direct) send(ctx context.Context, in *sqs.SendMessageBatchInput) (*sqs.
 	req.Header["X-Amz-Target"] = hdrTarget
 	req.Header["X-Amzn-Query-Mode"] = hdrQueryMode
 	req.Header["User-Agent"] = d.userAgent
+	now := time.Now().Add(time.Duration(d.skew.Load()))
 	if d.sig != nil {
-		d.sig.sign(req, creds, payloadHash, time.Now())
-	} else if err := d.signer.SignHTTP(ctx, creds, req, payloadHash, "sqs", d.region, time.Now().UTC()); err != nil {
+		d.sig.sign(req, creds, payloadHash, now)
+	} else if err := d.signer.SignHTTP(ctx, creds, req, payloadHash, "sqs", d.region, now.UTC()); err != nil {
 		return nil, fmt.Errorf("failed to sign request: %w", err)
 	}
 	resp, err := d.http.Do(req)
@@ -181,6 +210,7 @@ func (d *direct) send(ctx context.Context, in *sqs.SendMessageBatchInput) (*sqs.
 		return nil, &smithyhttp.RequestSendError{Err: err}
 	}
 	defer resp.Body.Close()
+	d.noteSkew(resp.Header.Get("Date"), time.Now())
 	// An answer's error carries the answer, as the client's does.
 	answerErr := func(err error) error {
 		return &awshttp.ResponseError{
@@ -221,6 +251,24 @@ func payloadHashOf(body *batchBody) (string, error) {
 	return string(b.hex[:]), nil
 }
 
+// noteSkew keeps the skew of the service's clock that an answer's Date
+// header, read at now, tells.
+func (d *direct) noteSkew(date string, now time.Time) {
+	if d.skewless || date == "" {
+		return
+	}
+	if at, err := http.ParseTime(date); err == nil {
+		d.skew.Store(int64(at.Sub(now)))
+	}
+}
+
+// skewed reports whether the service's clock is more than skewRetry from
+// this one.
+func (d *direct) skewed() bool {
+	skew := time.Duration(d.skew.Load())
+	return skew > skewRetry || skew < -skewRetry
+}
+
 // answerBufs and answerParsers hold what reading an answer needs, so that
 // it allocates only the output.
 var (
@@ -234,6 +282,11 @@ var (
 // With checkMD5, an accepted entry whose MD5OfMessageBody is not the MD5
 // of the body sent is moved to Failed, as bodyChecksums moves it.
 func readAnswer(answer []byte, entries []types.SendMessageBatchRequestEntry, checkMD5 bool) (*sqs.SendMessageBatchOutput, error) {
+	if len(bytes.TrimSpace(answer)) == 0 {
+		// The client reads an empty answer as an empty output: every
+		// entry is then sent again.
+		return &sqs.SendMessageBatchOutput{}, nil
+	}
 	p := answerParsers.Get()
 	defer answerParsers.Put(p)
 	v, err := p.ParseBytes(answer)

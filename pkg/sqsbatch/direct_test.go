@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,6 +152,7 @@ func TestDirectAnswersAsTheClient(t *testing.T) {
 		{"unavailable, not JSON", jsonAnswer(503, nil, `<html>busy</html>`)},
 		{"answer not JSON", jsonAnswer(200, nil, `{"Successful":[`)},
 		{"answer cut short", cut},
+		{"empty answer", jsonAnswer(200, nil, "")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv.answer = tc.answer
@@ -245,5 +247,55 @@ func checkSignature(t *testing.T, r *http.Request, body []byte, secret string) {
 	}
 	if want := again.Header.Get("Authorization"); !strings.HasSuffix(want, "Signature="+signature) {
 		t.Errorf("signature of the request as it arrived:\n got %s\nwant %s", auth, want)
+	}
+}
+
+// TestDirectSignsAtTheServicesTime sends to a service whose clock is ten
+// minutes ahead and refuses a request signed more than five minutes from
+// it, as SQS does: the first request, signed by this clock, is refused,
+// and sent again at once signed at the time the answer's Date header
+// tells; the next Send signs at that time from the start. Through the
+// client the same happens by its retryer.
+func TestDirectSignsAtTheServicesTime(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		requests.Add(1)
+		service := time.Now().Add(10 * time.Minute)
+		w.Header().Set("Date", service.UTC().Format(http.TimeFormat))
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		signed, _ := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
+		if d := service.Sub(signed); d > 5*time.Minute || d < -5*time.Minute {
+			w.WriteHeader(400)
+			io.WriteString(w, `{"__type":"com.amazon.coral.service#InvalidSignatureException","message":"Signature expired"}`)
+			return
+		}
+		io.WriteString(w, `{"Successful":[{"Id":"0"}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	c := sqs.NewFromConfig(aws.Config{
+		Region:       "eu-west-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
+		BaseEndpoint: aws.String(srv.URL),
+	})
+	q := sqsbatch.Queue{URL: srv.URL + "/123456789012/q", MaxMessageSize: 256 << 10}
+	opts := sqsbatch.Options{MaxAttempts: 1, Backoff: noWait, FixedInFlight: true, MaxInFlight: 1}
+	for _, tc := range []struct {
+		name string
+		api  sqsbatch.API
+	}{{"direct", c}, {"through the client", viaClient{c}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := sqsbatch.New(t.Context(), tc.api, q, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range []int32{2, 1} {
+				requests.Store(0)
+				res, err := s.SendEntries(t.Context(), entries("e", 1))
+				if err != nil || res.Sent != 1 || requests.Load() != want {
+					t.Errorf("send %d: %v, sent %d in %d requests; want sent in %d", i, err, res.Sent, requests.Load(), want)
+				}
+			}
+		})
 	}
 }

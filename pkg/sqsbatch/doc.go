@@ -82,9 +82,15 @@
 // something a caller added that must see every request (API options such
 // as tracing middleware, interceptors, request logging, a legacy endpoint
 // resolver) or with anonymous credentials is used as it is, through its
-// SendMessageBatch, as is any other [API]. Requests made here are not
-// retried underneath by the client's retryer: [Options.MaxAttempts] are
-// the only attempts, and the controller sees every throttle.
+// SendMessageBatch, as is any other [API], and so is a request whose
+// entries carry list attributes. Requests made here are signed at the
+// service's time as the answers' Date headers tell it (unless the client
+// has DisableClockSkewCorrection), and one refused for its signing time
+// is signed again and sent at once, as the client's retryer does; they are
+// not otherwise retried underneath: [Options.MaxAttempts] are the only
+// attempts, and the controller sees every throttle. They carry no
+// X-Amzn-Trace-Id header of Lambda's trace and a shorter User-Agent than
+// the client's.
 //
 // On FIFO queues the entries of one message group are never in two requests
 // in flight at once, so a retried entry keeps its place before the later

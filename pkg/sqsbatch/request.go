@@ -125,7 +125,7 @@ func (s *Sender) sendBatch(ctx context.Context, batch []*item) *outcome {
 // sendMessageBatch makes one SendMessageBatch request: itself when the
 // client allows it (see direct), else through the client.
 func (s *Sender) sendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput) (*sqs.SendMessageBatchOutput, error) {
-	if s.direct != nil {
+	if s.direct != nil && plainEntries(in.Entries) {
 		return s.direct.sendMessageBatch(ctx, in)
 	}
 	return s.client.SendMessageBatch(ctx, in, exactBodies)
