@@ -64,13 +64,17 @@ func (a *aheadSet) start(work, readCtx context.Context, group int) dataset.GetAP
 	return a.client
 }
 
-// done ends the group-th task's opened GET once its read has returned.
+// done ends the group-th task's opened GET once its read has returned,
+// and lets it go: a group may hold thousands of tasks, and an answer
+// kept for each (its body's buffers, its metadata) was about 24 KiB a
+// task, kept until the group ended.
 func (a *aheadSet) done(group int) {
 	if a == nil {
 		return
 	}
 	a.mu.Lock()
 	g := a.gets[group]
+	a.gets[group] = nil
 	a.mu.Unlock()
 	if g != nil {
 		g.end()

@@ -18,16 +18,19 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
-// TestKeptHeapDoesNotGrowWithEntries sends two objects of the same size in
-// record mode, one of 1,000 records and one of 1,000,000, and compares the
-// most heap each run kept after a collection while it sent: what a send
-// keeps per entry (a reference per message, say, read only when it fails)
-// is tens of MiB at a million entries, and nothing at a thousand. Objects of
-// one size keep the reads' buffers out of the difference.
+// TestKeptHeapDoesNotGrow sends objects of the same size in record mode:
+// one of 1,000 records and one of 1,000,000, and the first again in 512
+// chunk tasks of 64 KiB instead of 4 of 8 MiB. It compares the most heap
+// each run kept after a collection while it sent: what a send keeps per
+// entry (a reference per message, say, read only when it fails) is tens
+// of MiB at a million entries, and what it keeps per task (an answer
+// opened ahead, say) is MiBs at 512 tasks; both are nothing at a thousand
+// entries in 4 tasks. Objects of one size keep the reads' buffers out of
+// the difference.
 //
 // A million entries take a while under the race detector, which changes no
 // allocation of ours: make test runs this test a second time without it.
-func TestKeptHeapDoesNotGrowWithEntries(t *testing.T) {
+func TestKeptHeapDoesNotGrow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs the stand-ins: run make test")
 	}
@@ -41,15 +44,30 @@ func TestKeptHeapDoesNotGrowWithEntries(t *testing.T) {
 	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("kept")}); err != nil {
 		t.Fatal(err)
 	}
-	kept := map[int]uint64{}
-	for _, n := range []int{1_000, 1_000_000} {
-		key := fmt.Sprintf("records-%d.jsonl", n)
-		if err := localaws.UploadLines(ctx, s3c, "kept", key, sameSizeRecords(n, size)); err != nil {
-			t.Fatal(err)
+	cases := []struct {
+		name  string
+		n     int
+		chunk int64
+	}{
+		{"thousand", 1_000, 0},
+		{"million", 1_000_000, 0},
+		{"thousand in 512 tasks", 1_000, 64 << 10},
+	}
+	kept := map[string]uint64{}
+	for _, c := range cases {
+		key := fmt.Sprintf("records-%d.jsonl", c.n)
+		if c.chunk == 0 {
+			if err := localaws.UploadLines(ctx, s3c, "kept", key, sameSizeRecords(c.n, size)); err != nil {
+				t.Fatal(err)
+			}
 		}
-		target := localaws.CreateQueue(t, sqsc, fmt.Sprintf("-kept-%d", n), nil)
+		target := localaws.CreateQueue(t, sqsc, fmt.Sprintf("-kept-%d-%d", c.n, c.chunk), nil)
 		r, err := fanout.New(ctx, s3c, sqsc, fanout.Options{
 			Target: sqsbatch.Queue{URL: target}, Mode: worktask.ModeRecord, InlineMaxBytes: 1 << 40,
+			Plan: dataset.PlanOptions{ChunkSize: c.chunk},
+			// As in a function of 128 MB: the requests in flight hold
+			// little, whatever the reads' pace.
+			Send: sqsbatch.Options{MaxBytesInFlight: 4 << 20},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -57,15 +75,19 @@ func TestKeptHeapDoesNotGrowWithEntries(t *testing.T) {
 		stop := localaws.PurgeEvery(ctx, sqsc, target, time.Second)
 		sample := keptHeap()
 		rep, err := r.Run(ctx, fanout.Request{Source: dataset.Source{Bucket: "kept", Key: key}})
-		kept[n] = sample()
+		kept[c.name] = sample()
 		stop()
-		if err != nil || rep.RecordsSent != int64(n) {
-			t.Fatalf("%d records: %v, %+v", n, err, rep)
+		if err != nil || rep.RecordsSent != int64(c.n) {
+			t.Fatalf("%s: %v, %+v", c.name, err, rep)
 		}
-		t.Logf("%9d records of %5d B: %.1f MiB kept at most after a collection", n, size/n, float64(kept[n])/(1<<20))
+		t.Logf("%-21s %9d records of %5d B in %3d tasks: %.1f MiB kept at most after a collection",
+			c.name+":", c.n, size/c.n, rep.Chunks, float64(kept[c.name])/(1<<20))
 	}
-	if grown := int64(kept[1_000_000]) - int64(kept[1_000]); grown > 4<<20 {
+	if grown := int64(kept["million"]) - int64(kept["thousand"]); grown > 4<<20 {
 		t.Errorf("a million entries kept %.1f MiB more heap than a thousand of the same bytes: something is kept per entry", float64(grown)/(1<<20))
+	}
+	if grown := int64(kept["thousand in 512 tasks"]) - int64(kept["thousand"]); grown > 4<<20 {
+		t.Errorf("512 tasks kept %.1f MiB more heap than 4 of the same records: something is kept per task", float64(grown)/(1<<20))
 	}
 }
 

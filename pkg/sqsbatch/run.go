@@ -20,9 +20,11 @@ type item struct {
 	code, msg string
 }
 
-// outcome is what a worker reports for one batch.
+// outcome is what a worker reports for one batch. Its batch is set while
+// the batch is sent, and then its groups (see run.serve).
 type outcome struct {
 	batch    []*item
+	groups   []string
 	sent     int
 	bytes    int64
 	requests int
@@ -129,9 +131,10 @@ func (r *run) dispatch(batch []*item) {
 		case <-r.ctx.Done():
 		}
 	}
-	r.track(batch, 1)
+	groups := r.groupsOf(batch)
+	r.track(groups, 1)
 	r.outstanding++
-	j := job{batch: batch, cost: cost}
+	j := job{batch: batch, cost: cost, groups: groups}
 	select {
 	case r.work <- j:
 	default:
@@ -148,15 +151,22 @@ func (r *run) dispatch(batch []*item) {
 	}
 }
 
-// job is a request handed to a worker, with the bytes its slot holds.
+// job is a request handed to a worker, with the bytes its slot holds and
+// its FIFO groups.
 type job struct {
-	batch []*item
-	cost  int64
+	batch  []*item
+	cost   int64
+	groups []string
 }
 
 // serve sends one job's batch and reports it.
 func (r *run) serve(j job) {
 	o := r.sendBatch(r.ctx, j.batch)
+	// Every entry of the batch is settled: accepted, or copied into its
+	// failure. The outcome lets the entries go, so that their bodies are
+	// not kept until the Send's loop absorbs it: the loop may be waiting
+	// for the next entry while more requests end, past MaxBytesInFlight.
+	o.batch, o.groups = nil, j.groups
 	if o.stop != nil {
 		// Cancel before the slot is freed, so that no request of this
 		// Send starts in it meanwhile.
@@ -187,7 +197,7 @@ func (r *run) stop(err error) {
 // absorb adds a finished batch to the result.
 func (r *run) absorb(o *outcome) {
 	r.outstanding--
-	r.track(o.batch, -1)
+	r.track(o.groups, -1)
 	r.res.Sent += o.sent
 	r.res.Bytes += o.bytes
 	r.res.Requests += o.requests
@@ -202,15 +212,25 @@ func (r *run) absorb(o *outcome) {
 	}
 }
 
-// track counts the FIFO groups of batch in or out of flight.
-func (r *run) track(batch []*item, delta int) {
+// groupsOf returns the FIFO groups of batch, each once, or nil on a
+// standard queue.
+func (r *run) groupsOf(batch []*item) []string {
 	if r.inFlight == nil {
-		return
+		return nil
 	}
-	for i, it := range batch {
-		if !slices.ContainsFunc(batch[:i], func(p *item) bool { return p.entry.GroupID == it.entry.GroupID }) {
-			r.inFlight[it.entry.GroupID] += delta
+	var groups []string
+	for _, it := range batch {
+		if !slices.Contains(groups, it.entry.GroupID) {
+			groups = append(groups, it.entry.GroupID)
 		}
+	}
+	return groups
+}
+
+// track counts FIFO groups in or out of flight.
+func (r *run) track(groups []string, delta int) {
+	for _, g := range groups {
+		r.inFlight[g] += delta
 	}
 }
 
