@@ -313,12 +313,7 @@ func readAnswer(answer []byte, entries []types.SendMessageBatchRequestEntry, che
 				defer md5Sums.Put(sums)
 			}
 			if sum := sums.hex(*entries[i].MessageBody); !bytes.Equal(sum, md5) {
-				out.Failed = append(out.Failed, types.BatchResultErrorEntry{
-					Id:   entries[i].Id,
-					Code: aws.String(CodeMD5Mismatch),
-					Message: aws.String(fmt.Sprintf("SQS answered MD5 %s for message %s, but the body sent has MD5 %s",
-						md5, e.GetStringBytes("MessageId"), sum)),
-				})
+				out.Failed = append(out.Failed, md5Mismatch(entries[i].Id, md5, e.GetStringBytes("MessageId"), sum))
 				continue
 			}
 		}
@@ -344,7 +339,7 @@ func readAnswer(answer []byte, entries []types.SendMessageBatchRequestEntry, che
 
 // entryOf returns the place in entries of the entry whose Id is id, or -1.
 // The Sender's ids are the entries' places, so it looks there first.
-func entryOf(id []byte, entries []types.SendMessageBatchRequestEntry) int {
+func entryOf[S string | []byte](id S, entries []types.SendMessageBatchRequestEntry) int {
 	if len(id) == 1 && id[0] >= '0' && id[0] <= '9' {
 		if i := int(id[0] - '0'); i < len(entries) && aws.ToString(entries[i].Id) == string(id) {
 			return i

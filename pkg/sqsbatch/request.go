@@ -51,7 +51,7 @@ var batchIDs = func() (ids [MaxBatchEntries]string) {
 // sendBatch sends batch, retrying the entries that can succeed, and reports
 // what happened to each entry.
 func (s *Sender) sendBatch(ctx context.Context, batch []*item) *outcome {
-	o := &outcome{batch: batch}
+	o := &outcome{}
 	pending := batch
 	// One input for every attempt: a retry sends fewer entries of the same.
 	var reqs [MaxBatchEntries]types.SendMessageBatchRequestEntry

@@ -20,11 +20,13 @@ type item struct {
 	code, msg string
 }
 
-// outcome is what a worker reports for one batch. Its batch is set while
-// the batch is sent, and then its groups (see run.serve).
+// outcome is what a worker reports for one batch. It holds none of the
+// batch's entries, so that their bodies go as the request ends, not when
+// the Send's loop absorbs it: the loop may be waiting for the next entry
+// while more requests end, past MaxBytesInFlight. Every entry is settled
+// by then, accepted or copied into its failure.
 type outcome struct {
-	batch    []*item
-	groups   []string
+	groups   []string // the batch's FIFO groups (see run.groupsOf)
 	sent     int
 	bytes    int64
 	requests int
@@ -162,11 +164,7 @@ type job struct {
 // serve sends one job's batch and reports it.
 func (r *run) serve(j job) {
 	o := r.sendBatch(r.ctx, j.batch)
-	// Every entry of the batch is settled: accepted, or copied into its
-	// failure. The outcome lets the entries go, so that their bodies are
-	// not kept until the Send's loop absorbs it: the loop may be waiting
-	// for the next entry while more requests end, past MaxBytesInFlight.
-	o.batch, o.groups = nil, j.groups
+	o.groups = j.groups
 	if o.stop != nil {
 		// Cancel before the slot is freed, so that no request of this
 		// Send starts in it meanwhile.

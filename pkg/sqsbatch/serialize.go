@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
-	"strconv"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -69,18 +68,13 @@ func (bodyChecksums) HandleInitialize(ctx context.Context, in middleware.Initial
 	defer md5Sums.Put(sums)
 	accepted := output.Successful[:0]
 	for _, ok := range output.Successful {
-		body := bodyOf(input.Entries, aws.ToString(ok.Id))
-		if body == nil || ok.MD5OfMessageBody == nil {
+		i := entryOf(aws.ToString(ok.Id), input.Entries)
+		if i < 0 || input.Entries[i].MessageBody == nil || ok.MD5OfMessageBody == nil {
 			accepted = append(accepted, ok)
 			continue
 		}
-		if sum := sums.hex(*body); string(sum) != *ok.MD5OfMessageBody {
-			output.Failed = append(output.Failed, types.BatchResultErrorEntry{
-				Id:   ok.Id,
-				Code: aws.String(CodeMD5Mismatch),
-				Message: aws.String(fmt.Sprintf("SQS answered MD5 %s for message %s, but the body sent has MD5 %s",
-					*ok.MD5OfMessageBody, aws.ToString(ok.MessageId), sum)),
-			})
+		if sum := sums.hex(*input.Entries[i].MessageBody); string(sum) != *ok.MD5OfMessageBody {
+			output.Failed = append(output.Failed, md5Mismatch(ok.Id, *ok.MD5OfMessageBody, aws.ToString(ok.MessageId), sum))
 			continue
 		}
 		accepted = append(accepted, ok)
@@ -89,18 +83,15 @@ func (bodyChecksums) HandleInitialize(ctx context.Context, in middleware.Initial
 	return out, meta, nil
 }
 
-// bodyOf returns the body of the entry of entries whose Id is id, or nil.
-// The Sender's ids are the entries' places, so it looks there first.
-func bodyOf(entries []types.SendMessageBatchRequestEntry, id string) *string {
-	if i, err := strconv.Atoi(id); err == nil && i >= 0 && i < len(entries) && aws.ToString(entries[i].Id) == id {
-		return entries[i].MessageBody
+// md5Mismatch is the failure of the accepted entry id, message messageID,
+// whose body has the MD5 sum where SQS answered answered.
+func md5Mismatch[S string | []byte](id *string, answered, messageID S, sum []byte) types.BatchResultErrorEntry {
+	return types.BatchResultErrorEntry{
+		Id:   id,
+		Code: aws.String(CodeMD5Mismatch),
+		Message: aws.String(fmt.Sprintf("SQS answered MD5 %s for message %s, but the body sent has MD5 %s",
+			answered, messageID, sum)),
 	}
-	for i := range entries {
-		if aws.ToString(entries[i].Id) == id {
-			return entries[i].MessageBody
-		}
-	}
-	return nil
 }
 
 // md5Sums holds the digests of the MD5 checks with their buffers, so that
