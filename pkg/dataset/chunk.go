@@ -39,6 +39,9 @@ type Chunk struct {
 	Compression Compression `json:"compression,omitempty"`
 	// CSV describes a CSV object; nil for other formats.
 	CSV *CSV `json:"csv,omitempty"`
+	// Parquet says how a Parquet object's values are written; nil for
+	// the defaults.
+	Parquet *Parquet `json:"parquet,omitempty"`
 }
 
 // ID returns a deterministic identifier of the chunk, built from its
@@ -70,6 +73,14 @@ func (c *CSV) Comma() rune {
 	}
 	r, _ := utf8.DecodeRuneInString(c.Delimiter)
 	return r
+}
+
+// Parquet says how the values of a Parquet object are written as JSON
+// (see package parquetjson).
+type Parquet struct {
+	// BinaryAsString writes byte arrays without a logical type as
+	// strings instead of base64 (parquetjson.Options.BinaryAsString).
+	BinaryAsString bool `json:"binaryAsString,omitempty"`
 }
 
 // CSVOptions configures how CSV objects are planned.

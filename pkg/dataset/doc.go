@@ -27,7 +27,9 @@
 //
 // Errors say what a caller can do: [ErrChanged] and [ErrNotFound] (the
 // planned version is gone), [ErrCorrupt] (the bytes were all read and are
-// not what their format says: reading again gives the same), and the
+// not what their format says: reading again gives the same),
+// [ErrUnsupported] (valid, but in a part of the format s3sqs does not
+// read, named in the error), and the
 // others, which a later attempt may not meet (a read that failed in the
 // network after its resumes).
 package dataset

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // OpenParquet opens the pinned Parquet object for reading, fetching its
@@ -24,7 +26,37 @@ func OpenParquet(ctx context.Context, client GetAPI, obj Object) (*parquet.File,
 		// The bytes read are not a Parquet file's footer.
 		return nil, &ReadError{Object: obj, Err: fmt.Errorf("open Parquet: %w: %w", ErrCorrupt, err)}
 	}
+	if err := checkCodecs(f); err != nil {
+		return nil, &ReadError{Object: obj, Err: err}
+	}
 	return f, nil
+}
+
+// readCodecs are the page compression codecs parquet-go decodes.
+var readCodecs = map[format.CompressionCodec]bool{
+	format.Uncompressed: true, format.Snappy: true, format.Gzip: true,
+	format.Brotli: true, format.Zstd: true, format.Lz4Raw: true,
+}
+
+// checkCodecs refuses, from the footer, a file with a column chunk whose
+// codec is not read, so that planning names it rather than every read
+// failing on its pages.
+func checkCodecs(f *parquet.File) error {
+	for _, g := range f.Metadata().RowGroups {
+		for _, c := range g.Columns {
+			codec := c.MetaData.Codec
+			if readCodecs[codec] {
+				continue
+			}
+			name := codec.String()
+			if codec == format.Lz4 {
+				name = "LZ4 (codec 5, the deprecated framing)"
+			}
+			return fmt.Errorf("open Parquet: column %s is compressed with %s: %w; it reads UNCOMPRESSED, SNAPPY, GZIP, BROTLI, ZSTD and LZ4_RAW: write the file with one of those",
+				strings.Join(c.MetaData.PathInSchema, "."), name, ErrUnsupported)
+		}
+	}
+	return nil
 }
 
 // RowGroups returns the number of row groups of a Parquet object.

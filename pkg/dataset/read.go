@@ -32,6 +32,12 @@ var (
 	// compressed byte the decompressor had reached, and the *ReadError
 	// around it the offset in the records' stream.
 	ErrCorrupt = errors.New("corrupt or truncated data")
+	// ErrUnsupported reports an object that is valid in its format but
+	// uses a part of it that s3sqs does not read: a Parquet column
+	// compressed with LZ4 (the deprecated framing, codec 5) or LZO. The
+	// error names the part and what to write instead; reading again
+	// gives the same error.
+	ErrUnsupported = errors.New("not read by s3sqs")
 )
 
 // EncodingError is the error of a read of an object's stored bytes by

@@ -230,8 +230,8 @@ func (r *Runner) sender(ctx context.Context, ov *worktask.Overrides) (*sqsbatch.
 
 // unreadable returns the failure code of a read error that no retry
 // fixes, the same bytes giving the same error: a corrupt or truncated
-// object, one changed since it was planned, or a compressed one planned as
-// byte ranges. ok is false for any other error, and, for s3ingest's
+// object, one in a part of its format s3sqs does not read, one changed
+// since it was planned, or a compressed one planned as byte ranges. ok is false for any other error, and, for s3ingest's
 // objects (ingest), for a changed one: the notified version is then
 // superseded, and a later notification names the new one.
 func unreadable(err error, ingest bool) (code string, ok bool) {
@@ -239,6 +239,8 @@ func unreadable(err error, ingest bool) (code string, ok bool) {
 	switch {
 	case errors.Is(err, dataset.ErrCorrupt):
 		return "CorruptObject", true
+	case errors.Is(err, dataset.ErrUnsupported):
+		return "UnsupportedObject", true
 	case errors.Is(err, dataset.ErrChanged):
 		return "ObjectChanged", !ingest
 	case errors.As(err, &enc):

@@ -82,7 +82,7 @@ func Read(ctx context.Context, client dataset.GetAPI, c dataset.Chunk, opts Opti
 	}
 	return func(yield func(Record, error) bool) {
 		if c.Format == dataset.FormatParquet {
-			readParquet(ctx, client, c, yield)
+			readParquet(ctx, client, c, opts.MaxRecordSize, yield)
 			return
 		}
 		src, start, end, closer, err := open(ctx, client, c)

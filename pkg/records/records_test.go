@@ -126,7 +126,7 @@ func parquetFile(t *testing.T, groups, perGroup int) ([]byte, []string) {
 		for i := range perGroup {
 			id := int64(g*perGroup + i)
 			rows = append(rows, row{ID: id, Name: fmt.Sprintf("n %d", id), Temp: float64(id) / 2, OK: id%2 == 0})
-			want = append(want, fmt.Sprintf(`{"id":%d,"name":"n %d","ok":%v,"temp":%v}`, id, id, id%2 == 0, float64(id)/2))
+			want = append(want, fmt.Sprintf(`{"id":%d,"name":"n %d","temp":%v,"ok":%v}`, id, id, float64(id)/2, id%2 == 0))
 		}
 		if _, err := w.Write(rows); err != nil {
 			t.Fatal(err)
