@@ -104,7 +104,7 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.StringVar(&c.failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-failures-RUNID.jsonl)")
 	mappingFlags(fs, &o.Mapping, "", "")
 	c.chunkSize = fs.size(settings.ChunkSize, &o.Plan.ChunkSize, "8MiB", "")
-	fs.boolean(settings.CSVNoQuotedNewlines, &o.Plan.CSV.NoQuotedNewlines, false, "")
+	fs.formatFlags(&o.Plan)
 	fs.count(settings.MaxInFlight, &o.Send.MaxInFlight, sqsbatch.DefaultMaxInFlight, "")
 	fs.boolean(settings.FixedInFlight, &o.Send.FixedInFlight, false, "")
 	fs.count(settings.MaxAttempts, &o.Send.MaxAttempts, sqsbatch.DefaultMaxAttempts, "")

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
 )
 
 // cmdFlags is a command's flag set, whose flags of settings are named,
@@ -86,6 +87,43 @@ func (f *cmdFlags) choice(row settings.Choice, def, usage string, set func(strin
 		v, err := row.Parse(*word)
 		set(v)
 		return err
+	})
+}
+
+// char defines the flag of a character, parsed and given to set when the
+// flag is.
+func (f *cmdFlags) char(row settings.Char, set func(rune), usage string) {
+	text := f.String(row.Flag, "", usageOf(row.Row, usage))
+	f.onCheck(row.Flag, func() error {
+		if *text == "" {
+			return nil
+		}
+		r, err := row.Parse(*text)
+		set(r)
+		return err
+	})
+}
+
+// formatFlags defines the flags of how objects are read: the CSV dialect
+// and header, and how Parquet bytes are written.
+func (f *cmdFlags) formatFlags(p *dataset.PlanOptions) {
+	c := &p.CSV
+	f.boolean(settings.CSVNoQuotedNewlines, &c.NoQuotedNewlines, false, "")
+	f.char(settings.CSVDelimiter, func(r rune) { c.Delimiter = r }, "")
+	f.char(settings.CSVQuote, func(r rune) {
+		if r == settings.NoChar {
+			c.NoQuotes = true
+		} else {
+			c.Quote = byte(r)
+		}
+	}, "")
+	f.char(settings.CSVEscape, func(r rune) { c.Escape = byte(r) }, "")
+	header := f.Bool(settings.CSVHeader.Flag, true, usageOf(settings.CSVHeader.Row, ""))
+	f.boolean(settings.ParquetBinaryAsString, &p.Parquet.BinaryAsString, false, "")
+	// After the characters' own checks, which run first.
+	f.onCheck(settings.CSVQuote.Flag, func() error {
+		c.NoHeader = !*header
+		return c.Check()
 	})
 }
 

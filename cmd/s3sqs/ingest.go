@@ -93,6 +93,7 @@ func newIngestCmd(stderr io.Writer) *ingestCmd {
 	fs.text(settings.FailureS3URI, &o.FailureS3URI, "")
 	fs.StringVar(&c.failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-ingest-failures.jsonl)")
 	fs.choice(settings.Format, "auto", "", func(v string) { o.Plan.Format = dataset.Format(v) })
+	fs.formatFlags(&o.Plan)
 	fs.choice(settings.PartitionColumns, "true", "", func(v string) { in.Partitions = recordjson.PartitionMode(v) })
 	fs.boolean(settings.FileMetadata, &in.FileMetadata, true, "")
 	var eventTypes string

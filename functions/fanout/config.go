@@ -52,7 +52,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	o.Mode = worktask.Mode(lambdaenv.Get(env, s.Mode))
 	o.NotificationFormat = s3event.Format(lambdaenv.Get(env, s.NotificationFormat))
 	o.Plan.ChunkSize = lambdaenv.Get(env, s.ChunkSize)
-	o.Plan.CSV.NoQuotedNewlines = env.Bool(s.CSVNoQuotedNewlines, false)
+	env.Formats(&o.Plan)
 	o.Send.MaxInFlight = env.Int(s.MaxInFlight)
 	o.Send.FixedInFlight = env.Bool(s.FixedInFlight, false)
 	o.Send.MaxAttempts = env.Int(s.MaxAttempts)

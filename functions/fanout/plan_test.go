@@ -22,7 +22,8 @@ import (
 )
 
 // TestPlanningContinues plans, through aws-lambda-rie, a prefix of CSV
-// objects whose headers S3 answers slowly, with a 2-second timeout: the
+// objects whose headers S3 answers slowly (split at line ends, so that
+// planning reads each header), with a 2-second timeout: the
 // request plans what it can and queues a planning step, each step the
 // next, until the listing ends. A step delivered twice queues nothing the
 // second time (claims). Every object ends in exactly one chunk task, and
@@ -45,7 +46,8 @@ func TestPlanningContinues(t *testing.T) {
 	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
 		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+slow.URL(), settings.S3PathStyle.Env+"=true",
 		"AWS_ENDPOINT_URL_DYNAMODB="+localaws.Endpoint(t, localaws.EnvMoto), settings.ClaimsTable.Env+"="+claimsTable,
-		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.InlineMaxBytes.Env+"=1KiB", "AWS_LAMBDA_FUNCTION_TIMEOUT=2")
+		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.InlineMaxBytes.Env+"=1KiB", "AWS_LAMBDA_FUNCTION_TIMEOUT=2",
+		settings.CSVNoQuotedNewlines.Env+"=true")
 
 	out, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "prefix": "many/", "runId": "plan-steps"})
 	if err != nil {

@@ -41,7 +41,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	env.OneOf(s.FailureQueueURL.Row, s.FailureS3URI.Row)
 	o.Plan.Format = dataset.Format(lambdaenv.Get(env, s.Format))
 	o.Plan.ChunkSize = lambdaenv.Get(env, s.ChunkSize)
-	o.Plan.CSV.NoQuotedNewlines = env.Bool(s.CSVNoQuotedNewlines, false)
+	env.Formats(&o.Plan)
 	o.Send.MaxInFlight = env.Int(s.MaxInFlight)
 	o.Send.FixedInFlight = env.Bool(s.FixedInFlight, false)
 	o.Send.MaxAttempts = env.Int(s.MaxAttempts)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Values of Row.Function: who reads a setting's variable, as the function
@@ -146,6 +147,44 @@ func (d Duration) Parse(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a positive duration such as 10s", v)
 	}
 	return out, nil
+}
+
+// Char is one character: a CSV delimiter, quote or escape.
+type Char struct {
+	Row
+	// ASCII limits it to one byte.
+	ASCII bool
+	// None allows "none", read as NoChar.
+	None bool
+}
+
+// NoChar is what a Char that allows it reads "none" as.
+const NoChar = rune(-1)
+
+// Spec returns the row.
+func (c Char) Spec() Row { return c.Row }
+
+// Parse reads one character, "tab" or `\t` for a tab, and, when None is
+// set, "none" as NoChar. A line end is never a character here.
+func (c Char) Parse(v string) (rune, error) {
+	switch v {
+	case "tab", `\t`:
+		return '\t', nil
+	case "none":
+		if c.None {
+			return NoChar, nil
+		}
+	}
+	r, n := utf8.DecodeRuneInString(v)
+	switch {
+	case n == 0 || n != len(v) || r == utf8.RuneError:
+		return 0, fmt.Errorf("%q is not one character (or tab%s)", v, map[bool]string{true: ", none", false: ""}[c.None])
+	case r == '\r' || r == '\n':
+		return 0, fmt.Errorf("%q is a line end", v)
+	case c.ASCII && r >= utf8.RuneSelf:
+		return 0, fmt.Errorf("%q is not an ASCII character", v)
+	}
+	return r, nil
 }
 
 // Text is a string, taken as written once Check (when set) accepts it.

@@ -44,6 +44,11 @@ var (
 	ChunkSize = Size{Row{"CHUNK_SIZE", Both, "chunk-size", "chunkSize", "chunk `size`"},
 		1 << 10, 1 << 30, "8MiB", "is not a chunk size from 1KiB to 1GiB"}
 	CSVNoQuotedNewlines      = Bool{Row{"CSV_NO_QUOTED_NEWLINES", Both, "csv-no-quoted-newlines", "", "promise that CSV objects can be split at line boundaries"}}
+	CSVDelimiter             = Char{Row{"CSV_DELIMITER", Both, "csv-delimiter", "", "the `character` between CSV fields, or tab (default , and tab for .tsv keys)"}, false, false}
+	CSVQuote                 = Char{Row{"CSV_QUOTE", Both, "csv-quote", "", "the `character` that quotes a CSV field, or none (default \" and none for .tsv keys)"}, true, true}
+	CSVEscape                = Char{Row{"CSV_ESCAPE", Both, "csv-escape", "", "the `character` that escapes the quote inside a quoted CSV field, such as \\ (default: the quote doubled)"}, true, false}
+	CSVHeader                = Bool{Row{"CSV_HEADER", Both, "csv-header", "", "the first CSV record names the columns (false: they are c0, c1, ...)"}}
+	ParquetBinaryAsString    = Bool{Row{"PARQUET_BINARY_AS_STRING", Both, "parquet-binary-as-string", "", "write Parquet byte arrays without a logical type as text instead of base64, for writers that left text unannotated"}}
 	MaxInFlight              = Count{Row{"MAX_IN_FLIGHT", Both, "max-in-flight", "maxInFlight", "the ceiling of SendMessageBatch `requests` in flight to a queue (they size themselves below it)"}, 1, 1000}
 	FixedInFlight            = Bool{Row{"FIXED_IN_FLIGHT", Both, "fixed-in-flight", "", "always keep the most requests in flight, instead of sizing them to the queue's latency and throttling"}}
 	MaxAttempts              = Count{Row{"MAX_ATTEMPTS", Both, "max-attempts", "maxAttempts", "`attempts` per entry"}, 1, 100}
@@ -94,7 +99,8 @@ func Rows() []Row {
 		TargetQueueURL.Row, TargetQueueName.Row, TargetQueueOwner.Row, TargetMaxMessageSize.Row, WorkQueueURL.Row,
 		OutputQueueURL.Row, FanoutWorkQueueURL.Row, FailureQueueURL.Row, FailureS3URI.Row, ReportS3URI.Row,
 		OffloadS3URI.Row, Offload.Row, OffloadKMSKeyID.Row, ClaimsTable.Row, ClaimsTTL.Row, ReconcileQueueURL.Row,
-		Format.Row, Mode.Row, NotificationFormat.Row, ChunkSize.Row, CSVNoQuotedNewlines.Row, MaxInFlight.Row, FixedInFlight.Row, MaxAttempts.Row, MaxRate.Row, TargetMaxBacklog.Row,
+		Format.Row, Mode.Row, NotificationFormat.Row, ChunkSize.Row, CSVNoQuotedNewlines.Row,
+		CSVDelimiter.Row, CSVQuote.Row, CSVEscape.Row, CSVHeader.Row, ParquetBinaryAsString.Row, MaxInFlight.Row, FixedInFlight.Row, MaxAttempts.Row, MaxRate.Row, TargetMaxBacklog.Row,
 		ChunkConcurrency.Row, ReadConcurrency.Row, InlineMaxBytes.Row, HandoffBytes.Row,
 		BodyField.Row, AttributesField.Row, GroupIDField.Row, DedupIDField.Row,
 		ReplaceInvalidCharacters.Row, PartitionColumns.Row, FileMetadata.Row, OnBadRecord.Row, RunID.Row,

@@ -2,9 +2,10 @@ package dataset
 
 import (
 	"bufio"
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/csv"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/s3sqs/s3sqs/pkg/csvrecord"
 )
 
 // DefaultChunkSize is the chunk size used when PlanOptions.ChunkSize is zero.
@@ -56,14 +59,27 @@ func (c Chunk) ID() string {
 // Whole reports whether the chunk is its object's only chunk.
 func (c Chunk) Whole() bool { return c.Count == 1 }
 
-// CSV describes how to read a CSV object.
+// CSV describes how to read a CSV object: its dialect and its columns.
 type CSV struct {
 	// Delimiter separates fields; "" means ",".
 	Delimiter string `json:"delimiter,omitempty"`
-	// Header names the columns, in order.
+	// Quote is the character that quotes a field; "" means '"'.
+	Quote string `json:"quote,omitempty"`
+	// NoQuotes reads every field as written, quotes included, as
+	// tab-separated values are written (.tsv).
+	NoQuotes bool `json:"noQuotes,omitempty"`
+	// Escape, when set, escapes the quote, or itself, inside a quoted
+	// field (\" in the dialect of Spark's and MySQL's escape option); ""
+	// means a quote is escaped by doubling it, as RFC 4180 says.
+	Escape string `json:"escape,omitempty"`
+	// Header names the columns, in order, made unique (UniqueColumns).
 	Header []string `json:"header"`
 	// SkipFirstLine is set when the object's first line is the header.
 	SkipFirstLine bool `json:"skipFirstLine,omitempty"`
+	// HeaderFirst says that the object's first record is its header, for
+	// the reader of its one chunk to read (a record may span lines, and so
+	// may a header); Header is then empty.
+	HeaderFirst bool `json:"headerFirst,omitempty"`
 }
 
 // Comma returns the delimiter as a rune.
@@ -73,6 +89,50 @@ func (c *CSV) Comma() rune {
 	}
 	r, _ := utf8.DecodeRuneInString(c.Delimiter)
 	return r
+}
+
+// QuoteChar returns the quote character, or 0 when fields are not quoted.
+func (c *CSV) QuoteChar() byte {
+	switch {
+	case c != nil && c.NoQuotes:
+		return 0
+	case c == nil || c.Quote == "":
+		return '"'
+	}
+	return c.Quote[0]
+}
+
+// EscapeChar returns the escape character, or 0 when a quote is escaped by
+// doubling it.
+func (c *CSV) EscapeChar() byte {
+	if c == nil || c.Escape == "" {
+		return 0
+	}
+	return c.Escape[0]
+}
+
+// UniqueColumns returns names made unique, so that each column is a key of
+// its own in a record's JSON object (a JSON reader keeps one value of a
+// key given twice): an empty name becomes the name of its position
+// (ColumnName: c0, c1, ...), and a name met before takes the first of
+// "_2", "_3", ... not taken. "id,name,id" is read as id, name, id_2.
+func UniqueColumns(names []string) []string {
+	out := make([]string, len(names))
+	seen := make(map[string]bool, len(names))
+	for i, n := range names {
+		if n == "" {
+			n = ColumnName(i)
+		}
+		if seen[n] {
+			base := n
+			for k := 2; seen[n]; k++ {
+				n = base + "_" + strconv.Itoa(k)
+			}
+		}
+		seen[n] = true
+		out[i] = n
+	}
+	return out
 }
 
 // Parquet says how the values of a Parquet object are written as JSON
@@ -87,6 +147,14 @@ type Parquet struct {
 type CSVOptions struct {
 	// Delimiter separates fields; zero means ',' (or '\t' for .tsv keys).
 	Delimiter rune
+	// Quote quotes fields; zero means '"', or no quoting for .tsv keys.
+	// It must be an ASCII character.
+	Quote byte
+	// NoQuotes reads every field as written, for every key.
+	NoQuotes bool
+	// Escape escapes the quote inside a quoted field; zero means a quote
+	// is escaped by doubling it. It must be an ASCII character.
+	Escape byte
 	// NoHeader says the objects have no header line; Columns then names
 	// the fields, or they are named c0, c1, ...
 	NoHeader bool
@@ -97,6 +165,17 @@ type CSVOptions struct {
 	// newline may lie inside a record, a reader starting mid-object could
 	// not tell, and so each CSV object is read as one chunk.
 	NoQuotedNewlines bool
+}
+
+// Check reports options whose characters cannot read CSV: a delimiter,
+// quote or escape that is a line end, is not one character, or is the
+// delimiter too.
+func (o CSVOptions) Check() error {
+	d := csvrecord.Dialect{Comma: []byte(string(cmp.Or(o.Delimiter, ','))), Quote: cmp.Or(o.Quote, '"'), Escape: o.Escape}
+	if o.NoQuotes {
+		d.Quote = 0
+	}
+	return d.Check()
 }
 
 // PlanOptions configures a [Planner]. The zero value plans 8 MiB chunks with
@@ -110,14 +189,16 @@ type PlanOptions struct {
 	Compression Compression
 	// CSV configures CSV objects.
 	CSV CSVOptions
+	// Parquet says how Parquet objects' values are written.
+	Parquet Parquet
 	// RowGroupsPerChunk is how many Parquet row groups make a chunk; zero
 	// means one.
 	RowGroupsPerChunk int
 }
 
 // Planner splits objects into chunks. It reads the first line of CSV
-// objects (for the header) and the footer of Parquet objects (for the row
-// groups); other objects are planned without I/O.
+// objects split at line ends (for the header) and the footer of Parquet
+// objects (for the row groups); other objects are planned without I/O.
 type Planner struct {
 	client GetAPI
 	opts   PlanOptions
@@ -177,21 +258,27 @@ func (p *Planner) Plan(ctx context.Context, obj Object) ([]Chunk, error) {
 		if err != nil {
 			return nil, err
 		}
+		if p.opts.Parquet != (Parquet{}) {
+			pq := p.opts.Parquet
+			base.Parquet = &pq
+		}
 		return split(base, int64(groups), int64(p.opts.RowGroupsPerChunk)), nil
 	case format == FormatCSV:
-		c, err := p.csv(ctx, obj, comp)
+		byLines := comp == CompressionNone && p.opts.CSV.NoQuotedNewlines
+		c, err := p.csv(ctx, obj, comp, byLines)
 		if errors.As(err, &enc) && comp == CompressionNone {
 			// The header's read found the object compressed by its
-			// Content-Encoding: it is read whole, decompressed.
-			comp = enc.Compression
+			// Content-Encoding: it is read whole, decompressed, and its
+			// header with it.
+			comp, byLines = enc.Compression, false
 			base.Compression = comp
-			c, err = p.csv(ctx, obj, comp)
+			c, err = p.csv(ctx, obj, comp, false)
 		}
 		if err != nil {
 			return nil, err
 		}
 		base.CSV = c
-		if comp != CompressionNone || !p.opts.CSV.NoQuotedNewlines {
+		if !byLines {
 			return split(base, obj.Size, obj.Size), nil
 		}
 	case comp != CompressionNone:
@@ -266,22 +353,47 @@ func split(base Chunk, total, step int64) []Chunk {
 	return out
 }
 
-// csv works out the columns of a CSV object.
-func (p *Planner) csv(ctx context.Context, obj Object, comp Compression) (*CSV, error) {
+// csv works out the dialect and the columns of a CSV object. An object
+// read whole (split false) has its header read with its records, where a
+// header may span lines as any record may; one split at line ends has it
+// read here, from its first line.
+func (p *Planner) csv(ctx context.Context, obj Object, comp Compression, split bool) (*CSV, error) {
 	o := p.opts.CSV
 	c := &CSV{}
+	tsv := isTSV(obj.Key)
 	comma := o.Delimiter
 	if comma == 0 {
 		comma = ','
-		if isTSV(obj.Key) {
+		if tsv {
 			comma = '\t'
 		}
 	}
 	if comma != ',' {
 		c.Delimiter = string(comma)
 	}
+	switch {
+	case o.NoQuotes || o.Quote == 0 && tsv:
+		// Tab-separated values have no quoting: a field is what lies
+		// between tabs, quotes and all.
+		c.NoQuotes = true
+	case o.Quote != 0 && o.Quote != '"':
+		c.Quote = string(o.Quote)
+	}
+	if o.Escape != 0 && o.Escape != c.QuoteChar() {
+		c.Escape = string(o.Escape)
+	}
+	d := csvrecord.Dialect{Comma: []byte(string(comma)), Quote: c.QuoteChar(), Escape: c.EscapeChar()}
+	if err := d.Check(); err != nil {
+		return nil, err
+	}
 	if o.NoHeader {
-		c.Header = o.Columns
+		if len(o.Columns) > 0 {
+			c.Header = UniqueColumns(o.Columns)
+		}
+		return c, nil
+	}
+	if !split {
+		c.HeaderFirst = true
 		return c, nil
 	}
 	expect := int64(64 << 10)
@@ -295,25 +407,49 @@ func (p *Planner) csv(ctx context.Context, obj Object, comp Compression) (*CSV, 
 		return nil, &ReadError{Object: obj, Err: err}
 	}
 	defer src.Close()
-	// A small buffer: ReadString gathers a longer line across fills, and
-	// planning reads a header per CSV object, 16 at a time.
-	line, err := bufio.NewReader(io.LimitReader(src, maxHeaderLine)).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
+	line, err := firstLine(bufio.NewReader(io.LimitReader(src, maxHeaderLine)))
+	if err != nil {
 		return nil, err
 	}
 	// A UTF-8 byte order mark, which Excel writes first, is not part of
 	// the first column's name; package records drops it from the first
 	// line too.
-	line = strings.TrimPrefix(line, "\ufeff")
-	cr := csv.NewReader(strings.NewReader(line))
-	cr.Comma = comma
-	header, err := cr.Read()
-	if err != nil {
+	line = bytes.TrimPrefix(line, []byte("\ufeff"))
+	hp := csvrecord.Parser{Dialect: d}
+	if col, err := hp.Add(line, nil, 1); err != nil || hp.Open() {
+		if err == nil {
+			err = fmt.Errorf("the quoted field that opens %s does not end on its line, and this CSV is split at line ends (CSV_NO_QUOTED_NEWLINES)", hp.Opened(1))
+		} else {
+			err = fmt.Errorf("%w (column %d)", err, col)
+		}
 		return nil, &ReadError{Object: obj, Err: fmt.Errorf("read CSV header: %w", err)}
 	}
-	c.Header = header
+	header := make([]string, hp.Fields())
+	for i := range header {
+		header[i] = string(hp.Field(i))
+	}
+	c.Header = UniqueColumns(header)
 	c.SkipFirstLine = true
 	return c, nil
+}
+
+// firstLine reads the first line of a CSV object, without its line end:
+// "\n", "\r\n" or "\r" alone.
+func firstLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		b, err := br.ReadByte()
+		if errors.Is(err, io.EOF) {
+			return line, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if b == '\n' || b == '\r' {
+			return line, nil
+		}
+		line = append(line, b)
+	}
 }
 
 // ColumnName returns the name of column i when a CSV has no header.

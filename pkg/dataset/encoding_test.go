@@ -116,6 +116,7 @@ func TestPlanContentEncoding(t *testing.T) {
 				opts                dataset.PlanOptions
 				comp                dataset.Compression
 				header              []string
+				headerFirst         bool
 				gets                []string // the planner's GETs
 			}{
 				{name: "gzip jsonl", key: "a.jsonl", encoding: "gzip", body: gzipped(lines),
@@ -124,10 +125,10 @@ func TestPlanContentEncoding(t *testing.T) {
 					comp: dataset.CompressionZstd, gets: []string{"bytes=0-0"}},
 				{name: "gzip csv with header", key: "h.csv", encoding: "gzip", body: gzipped(csvBody),
 					opts: dataset.PlanOptions{CSV: dataset.CSVOptions{NoQuotedNewlines: true}},
-					comp: dataset.CompressionGzip, header: []string{"id", "name"},
+					comp: dataset.CompressionGzip, headerFirst: true,
 					// The header's ranged read learns the encoding; the
-					// header is then read decompressed.
-					gets: []string{"bytes=0-", ""}},
+					// object is then read whole, its header with it.
+					gets: []string{"bytes=0-"}},
 				{name: "gzip csv without header", key: "n.csv", encoding: "gzip", body: gzipped(csvBody),
 					opts: dataset.PlanOptions{CSV: dataset.CSVOptions{NoQuotedNewlines: true, NoHeader: true, Columns: []string{"x", "y"}}},
 					comp: dataset.CompressionGzip, header: []string{"x", "y"}, gets: []string{"bytes=0-0"}},
@@ -149,6 +150,9 @@ func TestPlanContentEncoding(t *testing.T) {
 					}
 					if tt.header != nil && !cmp.Equal(chunks[0].CSV.Header, tt.header) {
 						t.Errorf("header %q, want %q", chunks[0].CSV.Header, tt.header)
+					}
+					if tt.headerFirst && (chunks[0].CSV == nil || !chunks[0].CSV.HeaderFirst) {
+						t.Errorf("CSV %+v, want the header read with the records", chunks[0].CSV)
 					}
 					if got := c.take(); !cmp.Equal(got, tt.gets) {
 						t.Errorf("planning GETs %q, want %q", got, tt.gets)

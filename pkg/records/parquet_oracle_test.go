@@ -25,6 +25,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/parquetoracle"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/parquetjson"
 	"github.com/s3sqs/s3sqs/pkg/records"
 )
 
@@ -436,5 +437,35 @@ func TestParquetHugeRow(t *testing.T) {
 		t.Errorf("the heap grew by %d MiB reading a row of 64 MiB", grown>>20)
 	} else {
 		t.Logf("the heap grew by at most %.1f MiB", float64(grown)/(1<<20))
+	}
+}
+
+// TestParquetBinaryAsString plans a file with unannotated byte arrays, as
+// older Impala and Hive wrote text, with and without the setting: base64
+// by default, the text with it, and a value that is not UTF-8 refused by
+// name with it.
+func TestParquetBinaryAsString(t *testing.T) {
+	type row struct {
+		V []byte `parquet:"v"`
+	}
+	var b bytes.Buffer
+	w := parquet.NewGenericWriter[row](&b)
+	if _, err := w.Write([]row{{V: []byte("15\" screen")}, {V: []byte{0xff}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := localaws.FakeS3(t)
+	bucket := newBucket(t, c, false)
+	put(t, c, bucket, "bin.parquet", b.Bytes(), "")
+	obj := head(t, c, bucket, "bin.parquet")
+	got, errs, _ := readAll(t, c, obj, dataset.PlanOptions{})
+	if len(errs) > 0 || strings.Join(got, " ") != `{"v":"MTUiIHNjcmVlbg=="} {"v":"/w=="}` {
+		t.Errorf("by default: %q %v", got, errs)
+	}
+	got, errs, _ = readAll(t, c, obj, dataset.PlanOptions{Parquet: dataset.Parquet{BinaryAsString: true}})
+	if len(errs) != 1 || !errors.Is(errs[0], parquetjson.ErrInvalidUTF8) || strings.Join(got, " ") != `{"v":"15\" screen"}` {
+		t.Errorf("as strings: %q %v", got, errs)
 	}
 }

@@ -152,6 +152,11 @@ type splitter struct {
 	buf     []byte
 	started bool
 	err     error
+	// cr makes "\r" alone a line end too, as CSV's lines may end (old Mac
+	// writers); eol is then the line end of the last line read ("\n",
+	// "\r\n", "\r", or none at the end of the stream).
+	cr  bool
+	eol []byte
 }
 
 func newSplitter(r io.Reader, c dataset.Chunk, start, end int64, maxRecord int) *splitter {
@@ -183,7 +188,7 @@ func (s *splitter) next() (line []byte, off, lineNo int64, ok bool) {
 				return nil, 0, 0, false
 			}
 			s.pos++
-			if b != '\n' {
+			if b != '\n' && !(s.cr && b == '\r') {
 				if _, _, err := s.readLine(true); err != nil {
 					s.setErr(err)
 					return nil, 0, 0, false
@@ -226,10 +231,13 @@ func (s *splitter) recordErr(off, line int64, err error) bool {
 	return true
 }
 
-// readLine reads through the next '\n' and returns the line without it.
-// With discard, or once a line passes the size limit, the bytes are dropped
-// rather than kept.
+// readLine reads through the next '\n' and returns the line without it
+// (with cr, through the next line end of any kind). With discard, or once
+// a line passes the size limit, the bytes are dropped rather than kept.
 func (s *splitter) readLine(discard bool) (line []byte, tooLong bool, err error) {
+	if s.cr {
+		return s.readCRLine(discard)
+	}
 	s.buf = s.buf[:0]
 	for {
 		frag, err := s.br.ReadSlice('\n')
@@ -254,6 +262,82 @@ func (s *splitter) readLine(discard bool) (line []byte, tooLong bool, err error)
 			return s.buf, tooLong, err
 		}
 	}
+}
+
+// The line ends of CSV.
+var (
+	eolLF   = []byte("\n")
+	eolCRLF = []byte("\r\n")
+	eolCR   = []byte("\r")
+)
+
+// readCRLine is readLine for CSV: a line ends at "\n", "\r\n" or "\r"
+// alone, which s.eol is set to.
+func (s *splitter) readCRLine(discard bool) (line []byte, tooLong bool, err error) {
+	s.buf = s.buf[:0]
+	for {
+		if s.br.Buffered() == 0 {
+			if _, err := s.br.Peek(1); err != nil {
+				s.eol = nil
+				return s.buf, tooLong, err
+			}
+		}
+		avail, _ := s.br.Peek(s.br.Buffered())
+		i := bytes.IndexAny(avail, "\r\n")
+		if i < 0 {
+			s.keep(avail, discard, &tooLong)
+			s.advance(len(avail))
+			continue
+		}
+		if avail[i] == '\n' || i+1 < len(avail) {
+			s.eol = eolLF
+			if avail[i] == '\r' {
+				s.eol = eolCR
+				if avail[i+1] == '\n' {
+					s.eol = eolCRLF
+				}
+			}
+			if len(s.buf) == 0 && !discard && !tooLong && i <= s.max {
+				// The common case: the line and its end are buffered; the
+				// slice stays valid, as discarding does not move them.
+				s.advance(i + len(s.eol))
+				return avail[:i], false, nil
+			}
+			s.keep(avail[:i], discard, &tooLong)
+			s.advance(i + len(s.eol))
+			return s.buf, tooLong, nil
+		}
+		// A "\r" last in the buffer: whether "\n" follows takes a read,
+		// which may move the buffered bytes, so the line is kept first.
+		s.keep(avail[:i], discard, &tooLong)
+		s.advance(i + 1)
+		s.eol = eolCR
+		if next, err := s.br.Peek(1); err == nil && next[0] == '\n' {
+			s.advance(1)
+			s.eol = eolCRLF
+		}
+		return s.buf, tooLong, nil
+	}
+}
+
+// keep adds part of a line to s.buf, unless it is discarded or the line
+// has passed the size limit (tooLong is then set, and s.buf emptied).
+func (s *splitter) keep(part []byte, discard bool, tooLong *bool) {
+	if discard || *tooLong {
+		return
+	}
+	if len(s.buf)+len(part) > s.max {
+		*tooLong = true
+		s.buf = s.buf[:0]
+		return
+	}
+	s.buf = append(s.buf, part...)
+}
+
+// advance steps over n buffered bytes.
+func (s *splitter) advance(n int) {
+	s.br.Discard(n)
+	s.pos += int64(n)
 }
 
 func (s *splitter) setErr(err error) {

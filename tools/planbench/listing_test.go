@@ -181,7 +181,7 @@ func TestServerWithSDK(t *testing.T) {
 	}
 
 	obj := dataset.Object{Bucket: "c", Key: csvSpace.key(3), Size: csvSpace.size(3), ETag: csvSpace.etag(3)}
-	chunks, err := dataset.NewPlanner(c, dataset.PlanOptions{}).Plan(ctx, obj)
+	chunks, err := dataset.NewPlanner(c, dataset.PlanOptions{CSV: dataset.CSVOptions{NoQuotedNewlines: true}}).Plan(ctx, obj)
 	if err != nil || len(chunks) != 1 || chunks[0].CSV == nil || strings.Join(chunks[0].CSV.Header, ",") != "id,user,event" {
 		t.Fatalf("plan %s: %+v, %v; want one chunk with the header", obj.Key, chunks, err)
 	}

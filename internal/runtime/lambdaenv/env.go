@@ -120,6 +120,25 @@ func (r *Reader) Filter(deletions bool) s3event.Filter {
 	return f
 }
 
+// Formats reads the variables of how objects are read into p: the CSV
+// dialect and header, and how Parquet bytes are written.
+func (r *Reader) Formats(p *dataset.PlanOptions) {
+	c := &p.CSV
+	c.NoQuotedNewlines = r.Bool(settings.CSVNoQuotedNewlines, false)
+	c.Delimiter = Get(r, settings.CSVDelimiter)
+	if q := Get(r, settings.CSVQuote); q == settings.NoChar {
+		c.NoQuotes = true
+	} else {
+		c.Quote = byte(q)
+	}
+	c.Escape = byte(Get(r, settings.CSVEscape))
+	c.NoHeader = !r.Bool(settings.CSVHeader, true)
+	p.Parquet.BinaryAsString = r.Bool(settings.ParquetBinaryAsString, false)
+	if err := c.Check(); err != nil {
+		r.Bad(settings.CSVDelimiter.Env+", "+settings.CSVQuote.Env+", "+settings.CSVEscape.Env, "%v", err)
+	}
+}
+
 // Offload reads the offload variables into o.
 func (r *Reader) Offload(o *fanout.Options) {
 	o.OffloadS3URI = Get(r, settings.OffloadS3URI)

@@ -35,7 +35,7 @@ var rooms = []room{
 	// TestLeavesImportNothingAbove).
 	{"leaf", []string{
 		"pkg/sqsbatch", "pkg/s3event", "pkg/partialbatch", "pkg/sqsextended",
-		"pkg/claims", "pkg/runstate", "pkg/dataset", "pkg/records", "pkg/recordjson",
+		"pkg/claims", "pkg/runstate", "pkg/dataset", "pkg/records", "pkg/recordjson", "pkg/parquetjson", "pkg/csvrecord",
 		"internal/inorder", "internal/jsonfields", "internal/strictjson", "internal/awserr", "internal/textcut",
 	}, []string{"leaf"}},
 	{"settings", []string{"internal/settings"}, nil},

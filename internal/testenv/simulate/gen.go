@@ -3,11 +3,15 @@ package simulate
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -69,6 +73,7 @@ type Object struct {
 var Classes = []string{
 	"bom", "crlf", "gzip-name", "gzip-encoding", "quoted-newline", "bare-quote", "ragged",
 	"empty", "multibyte", "near-limit", "over-limit", "bad-json", "invalid-chars", "no-final-newline", "empty-lines", "old-notification", "parquet", "truncated-gzip",
+	"cr-lines", "tsv", "dup-header",
 }
 
 // gen makes the data of one scenario.
@@ -158,6 +163,13 @@ func (g *gen) object(i int) Object {
 	if crlf {
 		nl = "\r\n"
 	}
+	// CSV's dialects: lines that end in CR alone (Excel for Mac), tab-
+	// separated values (no quoting), a header that names a column twice.
+	if o.Format == "csv" && feat("cr-lines", 0.1) {
+		nl = "\r"
+	}
+	tsv := o.Format == "csv" && feat("tsv", 0.15)
+	dupHeader := o.Format == "csv" && feat("dup-header", 0.15)
 	var buf bytes.Buffer
 	if bom {
 		buf.WriteString("\ufeff")
@@ -217,7 +229,15 @@ func (g *gen) object(i int) Object {
 			add(r, line)
 		}
 	case "csv":
-		buf.WriteString("id,name,note" + nl)
+		delim, quote := ",", csvQuote
+		if tsv {
+			delim, quote = "\t", func(s string) string { return s }
+		}
+		header := "id" + delim + "name" + delim + "note"
+		if dupHeader {
+			header += delim + "name"
+		}
+		buf.WriteString(header + nl)
 		for range n {
 			tok := g.token()
 			size, class := g.size(big && g.rng.IntN(3) == 0 && bigLeft > 0)
@@ -225,26 +245,32 @@ func (g *gen) object(i int) Object {
 				bigLeft--
 			}
 			name, note := g.text(3+g.rng.IntN(12), mb), strings.TrimSpace(g.text(size, mb))
-			quotedName := name
 			switch {
 			case g.on("ragged", 0.03):
-				add(Record{Token: tok, Fail: CodeUnreadable, Class: "ragged"}, tok+","+csvQuote(name))
+				add(Record{Token: tok, Fail: CodeUnreadable, Class: "ragged"}, tok+delim+quote(name))
 				continue
-			case g.on("bare-quote", 0.03):
-				add(Record{Token: tok, Fail: CodeUnreadable, Class: "bare-quote"}, tok+`,na"me,`+note)
+			case g.on("bare-quote", 0.03) && !tsv:
+				add(Record{Token: tok, Fail: CodeUnreadable, Class: "bare-quote"}, tok+delim+`na"me`+delim+note)
 				continue
-			case g.on("quoted-newline", 0.05):
-				name = name + "\nsecond line, with \"quotes\""
-				quotedName = csvQuote(name)
+			case g.on("quoted-newline", 0.05) && !tsv:
+				// The line end inside the quotes is the file's, kept as
+				// written.
+				name = name + nl + "second line, with \"quotes\""
 				class = "quoted-newline"
 			case g.rng.IntN(4) == 0:
+				// Quoted in CSV; as written in TSV, quotes and all.
 				name += `, "and" more`
-				quotedName = csvQuote(name)
 			}
-			b, _ := json.Marshal(map[string]string{"id": tok, "name": name, "note": note})
+			fields := map[string]string{"id": tok, "name": name, "note": note}
+			line := tok + delim + quote(name) + delim + quote(note)
+			if dupHeader {
+				fields["name_2"] = "x"
+				line += delim + "x"
+			}
+			b, _ := json.Marshal(fields)
 			r := Record{Token: tok, Body: b, Class: class}
 			g.limit(&r, len(b))
-			add(r, tok+","+quotedName+","+csvQuote(note))
+			add(r, line)
 		}
 	}
 	data := buf.Bytes()
@@ -256,6 +282,9 @@ func (g *gen) object(i int) Object {
 		o.Records = nil
 	}
 	ext := map[string]string{"jsonl": ".jsonl", "csv": ".csv", "text": ".txt"}[o.Format]
+	if tsv {
+		ext = ".tsv"
+	}
 	o.Key = fmt.Sprintf("data/%s/part-%03d%s", o.Format, i, ext)
 	if g.rng.IntN(8) == 0 {
 		o.Key = fmt.Sprintf("data/%s/dir é/part %03d%s", o.Format, i, ext)
@@ -301,11 +330,35 @@ func gzipped(b []byte) []byte {
 	return z.Bytes()
 }
 
-// parquetRow is a generated Parquet row.
+// parquetRow is a generated Parquet row: the types whose values the
+// mapping of docs/formats.md must carry exactly.
 type parquetRow struct {
-	ID string `parquet:"id"`
-	N  int64  `parquet:"n"`
-	S  string `parquet:"s"`
+	ID string    `parquet:"id"`
+	N  int64     `parquet:"n"`
+	S  string    `parquet:"s"`
+	U  uint64    `parquet:"u"`
+	B  []byte    `parquet:"b"`
+	F  float64   `parquet:"f"`
+	T  time.Time `parquet:"t,timestamp(microsecond)"`
+	L  []int32   `parquet:"l,list"`
+}
+
+// body is the row as the mapping writes it, written here by hand: u with
+// every digit (past 2^63 too), b in base64, f's NaN as "NaN", t in RFC 3339
+// with microseconds, l as an array.
+func (r parquetRow) body() []byte {
+	f := strconv.FormatFloat(r.F, 'g', -1, 64)
+	if math.IsNaN(r.F) {
+		f = `"NaN"`
+	}
+	l := make([]string, len(r.L))
+	for i, v := range r.L {
+		l[i] = strconv.Itoa(int(v))
+	}
+	id, _ := json.Marshal(r.ID)
+	str, _ := json.Marshal(r.S)
+	return fmt.Appendf(nil, `{"id":%s,"n":%d,"s":%s,"u":%d,"b":"%s","f":%s,"t":"%s","l":[%s]}`,
+		id, r.N, str, r.U, base64.StdEncoding.EncodeToString(r.B), f, r.T.UTC().Format("2006-01-02T15:04:05.000000Z"), strings.Join(l, ","))
 }
 
 // parquet makes a Parquet object of a few row groups; its records are the
@@ -319,9 +372,20 @@ func (g *gen) parquet(i int) Object {
 	for range 1 + g.rng.IntN(4) {
 		var rows []parquetRow
 		for range 1 + g.rng.IntN(10) {
-			r := parquetRow{ID: g.token(), N: row, S: g.text(5+g.rng.IntN(100), mb)}
+			r := parquetRow{ID: g.token(), N: row, S: g.text(5+g.rng.IntN(100), mb),
+				U: g.rng.Uint64(), B: []byte(g.text(g.rng.IntN(8), mb)), F: g.rng.NormFloat64() * 1e6,
+				T: time.UnixMicro(g.rng.Int64N(1 << 52)), L: make([]int32, g.rng.IntN(4))}
+			if len(r.B) > 0 {
+				r.B[0] ^= 0x80 // not UTF-8, most often
+			}
+			if g.rng.IntN(10) == 0 {
+				r.F = math.NaN()
+			}
+			for j := range r.L {
+				r.L[j] = g.rng.Int32()
+			}
 			rows = append(rows, r)
-			b, _ := json.Marshal(map[string]any{"id": r.ID, "n": r.N, "s": r.S})
+			b := r.body()
 			rec := Record{Token: r.ID, Offset: row, Body: b, Class: "parquet"}
 			g.limit(&rec, len(b))
 			o.Records = append(o.Records, rec)
