@@ -87,6 +87,12 @@ const (
 	ctxBatchManifestPrefix   = "batchManifestPrefix"
 	ctxBatchReportBucket     = "batchReportBucketName"
 	ctxBatchReportPrefix     = "batchReportPrefix"
+	ctxCSVDelimiter          = "csvDelimiter"
+	ctxCSVQuote              = "csvQuote"
+	ctxCSVEscape             = "csvEscape"
+	ctxCSVHeader             = "csvHeader"
+	ctxCSVNoQuotedNewlines   = "csvNoQuotedNewlines"
+	ctxParquetBinaryAsString = "parquetBinaryAsString"
 )
 
 // datasetsNone, as the value of the datasets context, deploys fanout
@@ -130,6 +136,14 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	p.MaxReceiveCount = r.integer(ctxMaxReceiveCount)
 	p.DisableClaims = !r.boolean(ctxClaims, true)
 	p.ClaimsTTL = r.str(ctxClaimsTTL, "")
+	p.Read = s3sqscdk.ReadProps{
+		CSVDelimiter:          r.str(ctxCSVDelimiter, ""),
+		CSVQuote:              r.str(ctxCSVQuote, ""),
+		CSVEscape:             r.str(ctxCSVEscape, ""),
+		CSVNoHeader:           !r.boolean(ctxCSVHeader, true),
+		CSVNoQuotedNewlines:   r.boolean(ctxCSVNoQuotedNewlines, false),
+		ParquetBinaryAsString: r.boolean(ctxParquetBinaryAsString, false),
+	}
 	p.DisableDashboard = !r.boolean(ctxDashboard, true)
 	p.Tracing = s3sqscdk.TracingProps{Enabled: r.boolean(ctxTracing, false), CollectorLayerARN: r.str(ctxTracingLayer, "")}
 	p.Offload = s3sqscdk.OffloadProps{

@@ -838,6 +838,8 @@ func TestPropsErrors(t *testing.T) {
 		{"claims TTL in weeks", s3sqscdk.Props{ClaimsTTL: "2w"}, []string{`ClaimsTTL: "2w" is not a time to keep`}},
 		{"claims TTL of zero days", s3sqscdk.Props{ClaimsTTL: "0d"}, []string{`ClaimsTTL: "0d" is not a time to keep`}},
 		{"claims TTL without claims", s3sqscdk.Props{DisableClaims: true, ClaimsTTL: "7d"}, []string{"ClaimsTTL: needs the claims table"}},
+		{"CSV characters", s3sqscdk.Props{Read: s3sqscdk.ReadProps{CSVDelimiter: ";;", CSVQuote: "é", CSVEscape: "none"}},
+			[]string{`Read.CSVDelimiter: ";;" is not one character`, `Read.CSVQuote: "é" is not one ASCII character`, `Read.CSVEscape: "none" is not one ASCII character`}},
 		{"claims TTL and notification format are the props'", s3sqscdk.Props{
 			Ingest: s3sqscdk.IngestProps{Environment: map[string]string{"CLAIMS_TTL": "1d"}},
 			Fanout: s3sqscdk.FanoutProps{Environment: map[string]string{"CLAIMS_TTL": "1d", "NOTIFICATION_FORMAT": "sns"}},

@@ -47,6 +47,7 @@ func (s *S3SQS) buildFanout() {
 	if fo.TargetMaxBacklog > 0 {
 		own["TARGET_MAX_BACKLOG"] = itoa(fo.TargetMaxBacklog)
 	}
+	s.p.Read.env(own)
 	grantClaims := s.useClaims(own)
 	grantOffload := s.useOffload(own)
 	grantReport := s.useReport(own)

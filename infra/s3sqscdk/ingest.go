@@ -212,6 +212,7 @@ func (s *S3SQS) buildIngest() {
 		own["FANOUT_WORK_QUEUE_URL"] = *s.WorkQueue.QueueUrl()
 		sendTo = append(sendTo, s.WorkQueue.QueueArn())
 	}
+	s.p.Read.env(own)
 	grantClaims := s.useClaims(own)
 	grantOffload := s.useOffload(own)
 	fn, role := s.function("S3Ingest", functionOpts{

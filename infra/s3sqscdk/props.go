@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
@@ -94,6 +95,8 @@ type Props struct {
 	// awscloudwatchactions.SnsAction). Default none: the alarms exist and
 	// show in the console.
 	AlarmActions []awscloudwatch.IAlarmAction
+	// Read says how both functions read objects.
+	Read ReadProps
 
 	Ingest IngestProps
 	Fanout FanoutProps
@@ -106,6 +109,52 @@ type Props struct {
 // ReconcileIntervals are the intervals, in minutes, that
 // FanoutProps.ReconcileEveryMinutes may be (the template's AllowedValues).
 var ReconcileIntervals = []int{15, 30, 60, 180, 360, 720, 1440}
+
+// ReadProps says how both functions read objects: the CSV dialect and
+// header, and how Parquet bytes are written (docs/formats.md). The zero
+// value leaves the variables unset, to the functions' defaults.
+type ReadProps struct {
+	// CSVDelimiter, CSVQuote and CSVEscape set CSV_DELIMITER (one
+	// character, or "tab"), CSV_QUOTE (one ASCII character, or "none")
+	// and CSV_ESCAPE (one ASCII character).
+	CSVDelimiter, CSVQuote, CSVEscape string
+	// CSVNoHeader sets CSV_HEADER=false: the columns are c0, c1, ...
+	CSVNoHeader bool
+	// CSVNoQuotedNewlines sets CSV_NO_QUOTED_NEWLINES=true.
+	CSVNoQuotedNewlines bool
+	// ParquetBinaryAsString sets PARQUET_BINARY_AS_STRING=true.
+	ParquetBinaryAsString bool
+}
+
+// env adds the variables of r to own.
+func (r ReadProps) env(own map[string]string) {
+	own["CSV_DELIMITER"] = r.CSVDelimiter
+	own["CSV_QUOTE"] = r.CSVQuote
+	own["CSV_ESCAPE"] = r.CSVEscape
+	for name, on := range map[string]bool{"CSV_NO_QUOTED_NEWLINES": r.CSVNoQuotedNewlines, "PARQUET_BINARY_AS_STRING": r.ParquetBinaryAsString} {
+		if on {
+			own[name] = "true"
+		}
+	}
+	if r.CSVNoHeader {
+		own["CSV_HEADER"] = "false"
+	}
+}
+
+// check reports the characters the functions would refuse at init.
+func (r ReadProps) check(bad func(string, ...any)) {
+	one := func(field, v string, ascii, none bool) {
+		n := utf8.RuneCountInString(v)
+		switch {
+		case v == "" || v == "tab" && field == "CSVDelimiter" || v == "none" && none:
+		case n != 1 || v == "\r" || v == "\n" || ascii && v[0] >= utf8.RuneSelf:
+			bad("Read.%s: %q is not one %scharacter", field, v, map[bool]string{true: "ASCII ", false: ""}[ascii])
+		}
+	}
+	one("CSVDelimiter", r.CSVDelimiter, false, false)
+	one("CSVQuote", r.CSVQuote, true, true)
+	one("CSVEscape", r.CSVEscape, true, false)
+}
 
 // IngestProps configures the ingest path: source bucket → SNS topic →
 // ingest queue → s3ingest → output queue.
@@ -384,6 +433,7 @@ func resolve(p *Props) (resolved, error) {
 	}
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	r.Read.check(bad)
 
 	switch r.Encryption {
 	case EncryptionSQSManaged, EncryptionKMS:
