@@ -50,6 +50,8 @@ type controlCmd struct {
 	run     runFlags
 	work    string
 	maxRate string
+	// force steers a run the table has no record of.
+	force bool
 }
 
 // runControl runs the command name (pause, cancel, resume or set) that
@@ -74,6 +76,7 @@ func runControl(ctx context.Context, name string, args []string, stdout, stderr 
 func newControlCmd(name string, stderr io.Writer) *controlCmd {
 	c := &controlCmd{name: name, flags: newCmdFlags(name, controlUsages[name], stderr)}
 	c.run.define(c.flags, name)
+	c.flags.BoolVar(&c.force, "force", false, "steer the run even though the table has no record of it: a run that has just started writes its record when its first planning step or task settles")
 	switch name {
 	case "resume":
 		c.flags.text(settings.WorkQueueURL, &c.work, "the work queue `URL` (the fanout function's WORK_QUEUE_URL) the parked tasks go back on")
@@ -99,13 +102,17 @@ func (c *controlCmd) parse(args []string, bad func(string, ...any) int) (int, bo
 // happens next.
 func (c *controlCmd) do(ctx context.Context, runs *runstate.Table, stdout, stderr io.Writer) error {
 	before, err := c.run.get(ctx, runs)
-	if errors.Is(err, runstate.ErrNoRun) {
-		// A run writes its record as its first planning step or task
-		// settles: one just started has none yet, and steering it is
-		// still what the user wants. The record made here expires as any.
-		fmt.Fprintf(stderr, "s3sqs %s: run %s has written nothing to table %s yet; writing its record all the same (if the id is mistyped, no run reads it)\n",
+	switch {
+	case errors.Is(err, runstate.ErrNoRun) && !c.force:
+		// Most often a mistyped id: steering it would change nothing, and
+		// say it had.
+		return fmt.Errorf("%w; nothing was changed (a run that has just started writes its record when its first planning step or task settles: -force steers it before that)", err)
+	case errors.Is(err, runstate.ErrNoRun):
+		// A run just started has no record yet, and steering it is still
+		// what the user wants. The record made here expires as any.
+		fmt.Fprintf(stderr, "s3sqs %s: run %s has written nothing to table %s yet; writing its record all the same (-force)\n",
 			c.name, c.run.runID, c.run.table)
-	} else if err != nil {
+	case err != nil:
 		return err
 	}
 	id := c.run.runID
@@ -166,7 +173,9 @@ func (c *controlCmd) resume(ctx context.Context, runs *runstate.Table, before ru
 		case <-time.After(runstate.DefaultCheckEvery):
 		}
 	}
-	n, err := runs.Unpark(ctx, id, func(ctx context.Context, body string) error { return sendTask(ctx, sqsc, c.work, body) })
+	n, err := runs.Unpark(ctx, id, func(ctx context.Context, n int64, body string) error {
+		return sendTask(ctx, sqsc, c.work, body, fmt.Sprintf("%s\x00parked\x00%d", id, n))
+	})
 	fmt.Fprintf(stdout, "%d parked tasks put back on %s.\n", n, c.work)
 	if err != nil {
 		err = queueFlagError(err, map[string]string{fanout.RoleWork: "-work-queue-url"}, "")
@@ -195,13 +204,16 @@ func sqsClient(ctx context.Context) (*sqs.Client, error) {
 
 // sendTask sends a parked work-queue message back to queue. On a FIFO work
 // queue each message is its own group, as each task the planner queues
-// is, and is deduplicated by its body.
-func sendTask(ctx context.Context, c sqsAPI, queue, body string) error {
+// is, and is deduplicated by its parking (parked, which names the run and
+// the parking's number), not its body: a task parked again after a resume
+// has the same body, and SQS would drop it for five minutes.
+func sendTask(ctx context.Context, c sqsAPI, queue, body, parked string) error {
 	in := &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(body)}
 	if strings.HasSuffix(queue, ".fifo") {
-		sum := sha256.Sum256([]byte(body))
-		id := hex.EncodeToString(sum[:])
-		in.MessageGroupId, in.MessageDeduplicationId = aws.String(id), aws.String(id)
+		group := sha256.Sum256([]byte(body))
+		dedup := sha256.Sum256([]byte(parked + "\x00" + body))
+		in.MessageGroupId = aws.String(hex.EncodeToString(group[:]))
+		in.MessageDeduplicationId = aws.String(hex.EncodeToString(dedup[:]))
 	}
 	if _, err := c.SendMessage(ctx, in); err != nil {
 		return &fanout.QueueError{Role: fanout.RoleWork, Queue: queue, Err: err}

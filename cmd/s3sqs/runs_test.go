@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -319,11 +320,19 @@ func TestControl(t *testing.T) {
 		t.Errorf("the second resume put %d tasks back, want none", n)
 	}
 
-	// A run that has written nothing yet is steered all the same, with a
-	// word on stderr.
+	// A run the table has no record of, most often a mistyped id, is
+	// refused and left as it is; -force steers it (a run that has just
+	// started), with a word on stderr.
 	code, out, errOut := runCLI(t, "", "pause", "-run-id", "fresh", "-claims-table", table)
-	if code != 0 || !strings.Contains(errOut, "run fresh has written nothing to table "+table+" yet") || !strings.Contains(out, "run fresh is paused") {
+	if code != 1 || !strings.Contains(errOut, "no run fresh in table "+table) || !strings.Contains(errOut, "nothing was changed") || strings.Contains(out, "is paused") {
 		t.Errorf("pause of a run with no record: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := runs.Get(t.Context(), "fresh"); !errors.Is(err, runstate.ErrNoRun) {
+		t.Errorf("a refused pause wrote run fresh: %v", err)
+	}
+	code, out, errOut = runCLI(t, "", "pause", "-run-id", "fresh", "-claims-table", table, "-force")
+	if code != 0 || !strings.Contains(errOut, "run fresh has written nothing to table "+table+" yet") || !strings.Contains(out, "run fresh is paused") {
+		t.Errorf("pause -force of a run with no record: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if run, err := runs.Get(t.Context(), "fresh"); err != nil || run.State != runstate.StatePaused {
 		t.Errorf("run fresh %+v (%v); want paused", run, err)
@@ -389,6 +398,39 @@ func TestFanoutRunFlags(t *testing.T) {
 	} {
 		if code, _, errOut := runCLI(t, "", append(base, tc.args...)...); code != 2 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+}
+
+// TestResumeTwiceFIFO cancels and resumes a run on a FIFO work queue
+// twice within SQS's five-minute deduplication window: the task parked the
+// second time has the body it had the first, and is put back all the
+// same, where a deduplication id made of the body alone made SQS drop it
+// while resume said it was put back.
+func TestResumeTwiceFIFO(t *testing.T) {
+	_, table, runs := runsTable(t, nil)
+	_, sqsc := standIns(t)
+	work := localaws.CreateQueue(t, sqsc, "-work.fifo", map[string]string{"FifoQueue": "true"})
+	const id = "fifo-twice"
+	add(t, runs, id, runstate.Counters{StepsQueued: 1, StepsDone: 1, TasksPlanned: 1})
+	body, err := worktask.Task{RunID: id, Chunk: chunkOf(0)}.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		if code, out, errOut := runCLI(t, "", "cancel", "-run-id", id, "-claims-table", table); code != 0 {
+			t.Fatalf("round %d: cancel: exit %d\n%s\n%s", round, code, out, errOut)
+		}
+		// The task sees the cancel and parks, the same body each time.
+		if err := runs.Park(t.Context(), id, body); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runCLI(t, "", "resume", "-run-id", id, "-claims-table", table, "-work-queue-url", work)
+		if code != 0 || !strings.Contains(out, "1 parked tasks put back") {
+			t.Fatalf("round %d: resume: exit %d\n%s\n%s", round, code, out, errOut)
+		}
+		if got := localaws.Bodies(localaws.Drain(t, sqsc, work, time.Second)); len(got) != 1 || got[0] != body {
+			t.Fatalf("round %d: the work queue holds %d messages after resume said 1 was put back", round, len(got))
 		}
 	}
 }

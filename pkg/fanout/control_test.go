@@ -341,7 +341,7 @@ func TestRunPauseResumeCancel(t *testing.T) {
 	if _, err := c.runs.SetState(t.Context(), id, runstate.StateRunning); err != nil {
 		t.Fatal(err)
 	}
-	n, err := c.runs.Unpark(t.Context(), id, func(ctx context.Context, body string) error {
+	n, err := c.runs.Unpark(t.Context(), id, func(ctx context.Context, _ int64, body string) error {
 		_, err := c.st.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(c.work), MessageBody: aws.String(body)})
 		return err
 	})
@@ -583,7 +583,7 @@ func TestHeldGoBack(t *testing.T) {
 				t.Fatalf("cancelled: task %+v, step %v", res, err)
 			}
 			var parked []string
-			if _, err := runs.Unpark(t.Context(), task.RunID, func(_ context.Context, b string) error { parked = append(parked, b); return nil }); err != nil {
+			if _, err := runs.Unpark(t.Context(), task.RunID, func(_ context.Context, _ int64, b string) error { parked = append(parked, b); return nil }); err != nil {
 				t.Fatal(err)
 			}
 			if len(parked) != 2 || parked[0] != body {
@@ -630,7 +630,7 @@ func TestResumeRightAfterCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	var unparked []string
-	if _, err := runs.Unpark(t.Context(), task.RunID, func(_ context.Context, b string) error { unparked = append(unparked, b); return nil }); err != nil || len(unparked) != 1 {
+	if _, err := runs.Unpark(t.Context(), task.RunID, func(_ context.Context, _ int64, b string) error { unparked = append(unparked, b); return nil }); err != nil || len(unparked) != 1 {
 		t.Fatalf("unparked %d: %v", len(unparked), err)
 	}
 	again, err := worktask.Parse(unparked[0])

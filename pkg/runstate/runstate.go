@@ -330,11 +330,16 @@ func (t *Table) Park(ctx context.Context, runID string, body string) error {
 // once may each put one message, after which one of them stops with an
 // error.
 //
+// put is also given the message's number, which no other parking of the
+// run shares: a task parked, put back and parked again has a new number,
+// so that a FIFO queue's deduplication, keyed on it, drops a message put
+// twice but never a task parked twice.
+//
 // A message whose number Unpark reads before Park has written it is
 // passed over as a failed Park's is: resume sets the run running and calls
 // Unpark once the run's invocations have seen that (a Pacer's CheckEvery),
 // so that none parks while Unpark runs.
-func (t *Table) Unpark(ctx context.Context, runID string, put func(ctx context.Context, body string) error) (int64, error) {
+func (t *Table) Unpark(ctx context.Context, runID string, put func(ctx context.Context, n int64, body string) error) (int64, error) {
 	run, err := t.Get(ctx, runID)
 	if errors.Is(err, ErrNoRun) {
 		return 0, nil
@@ -352,7 +357,7 @@ func (t *Table) Unpark(ctx context.Context, runID string, put func(ctx context.C
 		}
 		// A number without a message is a Park whose write failed.
 		if body, ok := out.Item[bodyAttr].(*types.AttributeValueMemberS); ok {
-			if err := put(ctx, body.Value); err != nil {
+			if err := put(ctx, i, body.Value); err != nil {
 				return done, fmt.Errorf("runstate: put back parked message %d of run %s: %w", i, runID, err)
 			}
 			done++

@@ -152,14 +152,14 @@ func TestParkUnpark(t *testing.T) {
 	var put []string
 	errQueue := errors.New("queue unavailable")
 	calls := 0
-	failSecond := func(_ context.Context, body string) error {
+	failSecond := func(_ context.Context, _ int64, body string) error {
 		if calls++; calls == 2 {
 			return errQueue
 		}
 		put = append(put, body)
 		return nil
 	}
-	collect := func(_ context.Context, body string) error {
+	collect := func(_ context.Context, _ int64, body string) error {
 		put = append(put, body)
 		return nil
 	}
