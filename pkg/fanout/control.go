@@ -294,7 +294,15 @@ func (r *Runner) putBack(ctx context.Context, runID string, m message, why error
 		case err != nil && !errors.Is(err, runstate.ErrNoRun):
 			return false, fmt.Errorf("fanout: read the control record of cancelled run %s: %w", runID, err)
 		case run.State == runstate.StateCancelled:
-			if err := r.opts.Runs.Park(ctx, runID, e.Body); err != nil {
+			err := r.opts.Runs.Park(ctx, runID, e.Body)
+			if errors.Is(err, runstate.ErrPassedOver) {
+				// A resume put the run's parked tasks back while this one
+				// was being parked, and passed over it: the run is
+				// running, and the task goes back at once.
+				delay = 0
+				break
+			}
+			if err != nil {
 				return false, fmt.Errorf("fanout: park a task of cancelled run %s: %w", runID, err)
 			}
 			return true, nil

@@ -79,8 +79,9 @@ const (
 	updatedAttr  = "updated"
 	parkedAttr   = "parked"
 	unparkedAttr = "unparked"
-	takenAttr    = "taken" // in a budget window
-	bodyAttr     = "body"  // in a parked message
+	takenAttr    = "taken"  // in a budget window
+	bodyAttr     = "body"   // in a parked message
+	passedAttr   = "passed" // in a parked message Unpark passed over before Park wrote it
 )
 
 // windowTTL is how long a budget window is kept: it is read only during
@@ -286,10 +287,17 @@ func (t *Table) take(ctx context.Context, k map[string]types.AttributeValue, at 
 	return true, 0, nil
 }
 
+// ErrPassedOver is wrapped by Park's error when a resume's Unpark passed
+// over the message's number before the message was written (a slow write,
+// a throttled table): the run is running again, and the caller, which
+// still holds the message, should let it run.
+var ErrPassedOver = errors.New("passed over by a resume before it was written")
+
 // Park keeps body, a work-queue message of a cancelled run, for Unpark.
 // It makes two UpdateItems: one that numbers the message on the run
-// record, one that writes it. When the second fails the number stays
-// unused, and Unpark passes over it; the caller still holds the message.
+// record, one that writes it, unless Unpark has passed over the number
+// already (ErrPassedOver). When the second fails the number stays unused,
+// and Unpark passes over it; the caller still holds the message.
 func (t *Table) Park(ctx context.Context, runID string, body string) error {
 	now := t.now()
 	expires := num(now.Add(t.ttl).Unix())
@@ -311,9 +319,13 @@ func (t *Table) Park(ctx context.Context, runID string, body string) error {
 		TableName:                 aws.String(t.name),
 		Key:                       key(parkedKey(runID, n)),
 		UpdateExpression:          aws.String("SET #body = :body, #expires = :expires"),
-		ExpressionAttributeNames:  map[string]string{"#body": bodyAttr, "#expires": claims.ExpiresAttribute},
+		ConditionExpression:       aws.String("attribute_not_exists(#passed)"),
+		ExpressionAttributeNames:  map[string]string{"#body": bodyAttr, "#expires": claims.ExpiresAttribute, "#passed": passedAttr},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":body": str(body), ":expires": expires},
 	})
+	if refused(err) {
+		return fmt.Errorf("runstate: park message %d of run %s: %w", n, runID, ErrPassedOver)
+	}
 	if err != nil {
 		return fmt.Errorf("runstate: park message %d of run %s in table %s: %w", n, runID, t.name, err)
 	}
@@ -335,10 +347,12 @@ func (t *Table) Park(ctx context.Context, runID string, body string) error {
 // so that a FIFO queue's deduplication, keyed on it, drops a message put
 // twice but never a task parked twice.
 //
-// A message whose number Unpark reads before Park has written it is
-// passed over as a failed Park's is: resume sets the run running and calls
-// Unpark once the run's invocations have seen that (a Pacer's CheckEvery),
-// so that none parks while Unpark runs.
+// A number without a message (a Park whose write failed, or has not
+// happened yet) is passed over, and marked so: a Park that writes its
+// message after that is refused (ErrPassedOver), and its task, whose
+// message the caller still holds, runs again. Either the message is
+// written first, and put back here, or it is refused: none is lost
+// between the two.
 func (t *Table) Unpark(ctx context.Context, runID string, put func(ctx context.Context, n int64, body string) error) (int64, error) {
 	run, err := t.Get(ctx, runID)
 	if errors.Is(err, ErrNoRun) {
@@ -355,8 +369,14 @@ func (t *Table) Unpark(ctx context.Context, runID string, put func(ctx context.C
 		if err != nil {
 			return done, fmt.Errorf("runstate: read parked message %d of run %s in table %s: %w", i, runID, t.name, err)
 		}
-		// A number without a message is a Park whose write failed.
-		if body, ok := out.Item[bodyAttr].(*types.AttributeValueMemberS); ok {
+		body, ok := out.Item[bodyAttr].(*types.AttributeValueMemberS)
+		if !ok {
+			if body, err = t.passOver(ctx, runID, i); err != nil {
+				return done, err
+			}
+			ok = body != nil
+		}
+		if ok {
 			if err := put(ctx, i, body.Value); err != nil {
 				return done, fmt.Errorf("runstate: put back parked message %d of run %s: %w", i, runID, err)
 			}
@@ -367,6 +387,34 @@ func (t *Table) Unpark(ctx context.Context, runID string, put func(ctx context.C
 		}
 	}
 	return done, nil
+}
+
+// passOver marks parked message i of the run, which has no message yet,
+// as passed over, so that its Park can no longer write it. It returns the
+// message when Park wrote it just before.
+func (t *Table) passOver(ctx context.Context, runID string, i int64) (*types.AttributeValueMemberS, error) {
+	k := key(parkedKey(runID, i))
+	_, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(t.name),
+		Key:                       k,
+		UpdateExpression:          aws.String("SET #passed = :true, #expires = :expires"),
+		ConditionExpression:       aws.String("attribute_not_exists(#body)"),
+		ExpressionAttributeNames:  map[string]string{"#passed": passedAttr, "#body": bodyAttr, "#expires": claims.ExpiresAttribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":expires": num(t.now().Add(t.ttl).Unix())},
+	})
+	if err == nil {
+		return nil, nil
+	}
+	if !refused(err) {
+		return nil, fmt.Errorf("runstate: pass over parked message %d of run %s in table %s: %w", i, runID, t.name, err)
+	}
+	// Written since it was read: take it.
+	out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.name), Key: k, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, fmt.Errorf("runstate: read parked message %d of run %s in table %s: %w", i, runID, t.name, err)
+	}
+	body, _ := out.Item[bodyAttr].(*types.AttributeValueMemberS)
+	return body, nil
 }
 
 // unparked records that parked message i of the run is back on the queue,

@@ -4,10 +4,16 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 )
 
@@ -186,4 +192,98 @@ func TestParkUnpark(t *testing.T) {
 	if run, err := tab.Get(ctx, "r"); err != nil || run.Parked != 4 || run.Unparked != 4 {
 		t.Errorf("Get = %+v, %v; want 4 parked, 4 unparked", run, err)
 	}
+}
+
+// hooked calls before ahead of each UpdateItem, so that a test can order
+// a Park's write and an Unpark's against each other.
+type hooked struct {
+	claims.API
+	before func(in *dynamodb.UpdateItemInput)
+}
+
+func (h *hooked) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	h.before(in)
+	return h.API.UpdateItem(ctx, in, opts...)
+}
+
+// TestParkWrittenDuringUnpark orders a slow Park's message write (a
+// throttled table) against a resume's Unpark, both ways: the message is
+// either put back, or refused to its Park (ErrPassedOver) so that its
+// task runs again; it is never recorded as put back and lost.
+func TestParkWrittenDuringUnpark(t *testing.T) {
+	client, name := localaws.ClaimsTable(t)
+	// waitFor waits for ch, or fails the test rather than hang when the
+	// write it waits for never comes.
+	waitFor := func(ch chan struct{}, what string) {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Errorf("no %s after 10 s", what)
+		}
+	}
+	isBodyWrite := func(in *dynamodb.UpdateItemInput) bool {
+		return strings.Contains(aws.ToString(in.UpdateExpression), "#body = :body")
+	}
+	isPassOver := func(in *dynamodb.UpdateItemInput) bool {
+		return strings.Contains(aws.ToString(in.UpdateExpression), "#passed = :true")
+	}
+	collect := func(put *[]string) func(context.Context, int64, string) error {
+		return func(_ context.Context, _ int64, body string) error { *put = append(*put, body); return nil }
+	}
+
+	t.Run("the resume passes over it first", func(t *testing.T) {
+		release, parking := make(chan struct{}), make(chan struct{})
+		h := &hooked{API: client, before: func(in *dynamodb.UpdateItemInput) {
+			if isBodyWrite(in) {
+				close(parking)
+				waitFor(release, "release of the park's write")
+			}
+		}}
+		tab := runstate.NewTable(h, name, runstate.TableOptions{})
+		parked := make(chan error, 1)
+		go func() { parked <- tab.Park(context.Background(), "first", "task") }()
+		waitFor(parking, "park")
+		var put []string
+		n, err := tab.Unpark(t.Context(), "first", collect(&put))
+		close(release)
+		if perr := <-parked; !errors.Is(perr, runstate.ErrPassedOver) {
+			t.Errorf("Park written after Unpark passed over it: %v, want ErrPassedOver", perr)
+		}
+		if n != 0 || err != nil || len(put) != 0 {
+			t.Errorf("Unpark = %d, %v, put %q; want nothing put back", n, err, put)
+		}
+	})
+
+	t.Run("the park is written just before the resume passes over it", func(t *testing.T) {
+		release, parking, written := make(chan struct{}), make(chan struct{}), make(chan struct{})
+		h := &hooked{API: client}
+		h.before = func(in *dynamodb.UpdateItemInput) {
+			switch {
+			case isBodyWrite(in):
+				close(parking)
+				waitFor(release, "pass-over write of the resume")
+			case isPassOver(in):
+				// Unpark read the number without its message; the Park's
+				// write lands now, before Unpark's.
+				close(release)
+				waitFor(written, "write of the park")
+			}
+		}
+		tab := runstate.NewTable(h, name, runstate.TableOptions{})
+		parked := make(chan error, 1)
+		go func() {
+			err := tab.Park(context.Background(), "second", "task")
+			close(written)
+			parked <- err
+		}()
+		waitFor(parking, "park")
+		var put []string
+		n, err := tab.Unpark(t.Context(), "second", collect(&put))
+		if perr := <-parked; perr != nil {
+			t.Errorf("Park: %v", perr)
+		}
+		if n != 1 || err != nil || len(put) != 1 || put[0] != "task" {
+			t.Errorf("Unpark = %d, %v, put %q; want the task put back", n, err, put)
+		}
+	})
 }
