@@ -298,7 +298,11 @@ func notifications(o Options, objs []Object) ([]sqsbatch.Entry, error) {
 		entries[i] = sqsbatch.Entry{ID: fmt.Sprint(i), Body: string(body)}
 		if o.SendTo.FIFO() {
 			sum := sha256.Sum256([]byte(cmp.Or(obj.Bucket, o.Bucket) + "\x00" + obj.Key + "\x00" + obj.VersionID + "\x00" + obj.ETag))
-			entries[i].GroupID, entries[i].DeduplicationID = cmp.Or(obj.Bucket, o.Bucket)+"/"+obj.Key, hex.EncodeToString(sum[:])
+			// The object's group, as fanout's replays and records have it:
+			// bucket/key as written is no group id for a key with a space
+			// or past 128 bytes.
+			group := dataset.Object{Bucket: cmp.Or(obj.Bucket, o.Bucket), Key: obj.Key}.GroupID()
+			entries[i].GroupID, entries[i].DeduplicationID = group, hex.EncodeToString(sum[:])
 		}
 	}
 	return entries, nil

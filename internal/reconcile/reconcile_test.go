@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,10 +12,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/s3sqs/s3sqs/internal/reconcile"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/claims"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
 // failing wraps the claims table and fails the reads of one key's
@@ -93,5 +97,68 @@ func TestRunVersions(t *testing.T) {
 
 	if _, err := reconcile.Run(ctx, s3c, table, reconcile.Options{Bucket: bucket + "-none"}); err == nil || !strings.Contains(err.Error(), "list versions") {
 		t.Errorf("a missing bucket: %v; want the listing's error", err)
+	}
+}
+
+// groupChecked sends through the SQS stand-in, which does not check
+// message group ids, after checking them as SQS does: 1 to 128 characters,
+// each printable ASCII but the space.
+type groupChecked struct {
+	*sqs.Client
+	groups []string
+}
+
+func (g *groupChecked) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	for _, e := range in.Entries {
+		id := aws.ToString(e.MessageGroupId)
+		g.groups = append(g.groups, id)
+		ok := len(id) >= 1 && len(id) <= 128
+		for i := 0; i < len(id); i++ {
+			ok = ok && id[i] > ' ' && id[i] <= '~'
+		}
+		if !ok {
+			return nil, fmt.Errorf("InvalidParameterValue: Value %q for parameter MessageGroupId is invalid", id)
+		}
+	}
+	return g.Client.SendMessageBatch(ctx, in, opts...)
+}
+
+// TestRunFIFOGroupIDs reconciles, to a FIFO ingest queue, objects whose
+// keys hold a space, a character outside ASCII, and 200 bytes: each is
+// sent, in its object's group (as fanout's replays and records have it),
+// where bucket/key as written was refused as a group id.
+func TestRunFIFOGroupIDs(t *testing.T) {
+	s3c := s3.NewFromConfig(localaws.Moto(t), func(o *s3.Options) { o.UsePathStyle = true })
+	ddb, name := localaws.ClaimsTable(t)
+	table := claims.NewTable(ddb, name, claims.TableOptions{})
+	sqsc := sqs.NewFromConfig(localaws.SQS(t))
+	ctx := t.Context()
+	bucket := fmt.Sprintf("reconcile-fifo-%d", time.Now().UnixNano())
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"p/with space.json", "p/été.json", "p/" + strings.Repeat("k", 200) + ".json"}
+	for _, k := range keys {
+		if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(k), Body: strings.NewReader("{}\n")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queue := localaws.CreateQueue(t, sqsc, "-ingest.fifo", map[string]string{"FifoQueue": "true"})
+	checked := &groupChecked{Client: sqsc}
+	sender, err := sqsbatch.New(ctx, checked, sqsbatch.Queue{URL: queue}, sqsbatch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := reconcile.Run(ctx, s3c, table, reconcile.Options{Bucket: bucket, Prefix: "p/", SendTo: sender})
+	if err != nil || rep.Missing != 3 || rep.Sent != 3 || rep.Failed != 0 {
+		t.Fatalf("reconcile to a FIFO queue: %+v, %v; want the 3 objects sent", rep, err)
+	}
+	for i, k := range keys {
+		if want := (dataset.Object{Bucket: bucket, Key: k}).GroupID(); !slices.Contains(checked.groups, want) {
+			t.Errorf("object %d (%q): group ids sent %q, want its object's %q", i, k, checked.groups, want)
+		}
+	}
+	if n := len(localaws.Drain(t, sqsc, queue, time.Second)); n != 3 {
+		t.Errorf("the FIFO queue holds %d notifications, want 3", n)
 	}
 }

@@ -3,6 +3,8 @@ package dataset
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
@@ -38,6 +40,15 @@ func (o Object) String() string {
 
 // URI returns s3://bucket/key.
 func (o Object) URI() string { return "s3://" + o.Bucket + "/" + o.Key }
+
+// GroupID returns the FIFO message group of the object's messages: a hash
+// of bucket and key, so that the messages of one object stay in order,
+// objects go in parallel, and any key (up to 1,024 bytes, any characters,
+// where a group id allows 128 printable ASCII ones) gives a valid group id.
+func (o Object) GroupID() string {
+	h := sha256.Sum256([]byte(o.Bucket + "\x00" + o.Key))
+	return hex.EncodeToString(h[:16])
+}
 
 // Pin returns what pins the object to the bytes that were listed: its
 // version id, or else its ETag. Record ids, chunk ids and conditional reads

@@ -133,10 +133,7 @@ func numberAttr(v int64) types.MessageAttributeValue {
 // object stay in order, objects are delivered in parallel, and any key (up
 // to 1,024 bytes, any characters, where a group id allows 128 of a few) gives
 // a valid group id. Both functions and both modes use it.
-func GroupID(obj dataset.Object) string {
-	h := sha256.Sum256([]byte(obj.Bucket + "\x00" + obj.Key))
-	return hex.EncodeToString(h[:16])
-}
+func GroupID(obj dataset.Object) string { return obj.GroupID() }
 
 // recordMapper maps the records of one object to entries in record mode.
 // It reads only the top-level fields the mapping names, without decoding
