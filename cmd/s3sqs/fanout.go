@@ -215,6 +215,10 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner
 	if err != nil {
 		return nil, nil, err
 	}
+	o := &c.opts
+	if err := checkBuckets(ctx, s3c, s3Output{"failure-s3-uri", o.FailureS3URI}, s3Output{"report-s3-uri", o.ReportS3URI}, s3Output{"offload-s3-uri", o.OffloadS3URI}); err != nil {
+		return nil, nil, err
+	}
 	var failures *lazyFile
 	if c.failureFile != "" {
 		failures = &lazyFile{path: c.failureFile}

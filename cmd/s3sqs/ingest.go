@@ -51,6 +51,9 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return failed(err)
 	}
+	if err := checkBuckets(ctx, s3c, s3Output{"failure-s3-uri", c.opts.FailureS3URI}, s3Output{"offload-s3-uri", c.opts.OffloadS3URI}); err != nil {
+		return failed(err)
+	}
 	ev, err := c.event(ctx, s3c, stdin)
 	var open *os.PathError
 	switch {

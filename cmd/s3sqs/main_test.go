@@ -356,3 +356,33 @@ func record(key string) string {
 	return `{"eventVersion":"2.1","eventSource":"aws:s3","eventName":"ObjectCreated:Put","eventTime":"2024-01-01T00:00:00.000Z",` +
 		`"s3":{"bucket":{"name":"lake"},"object":{"key":"` + key + `","size":18}}}`
 }
+
+// TestFanoutOutputsCheckedFirst names a failure bucket that does not
+// exist, then a mistyped claims table: each is refused, naming its flag,
+// before a record is read or sent, where they were found only when a
+// record first needed them and the records refused by then ended nowhere.
+func TestFanoutOutputsCheckedFirst(t *testing.T) {
+	_, table, _ := runsTable(t, nil)
+	s3c, sqsc := standIns(t)
+	if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String("in/a.jsonl"), Body: strings.NewReader("{\"a\":1}\n")}); err != nil {
+		t.Fatal(err)
+	}
+	target := localaws.CreateQueue(t, sqsc, "-target", nil)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-failure-s3-uri", "s3://no-such-bucket/failures"}, "-failure-s3-uri: bucket no-such-bucket does not exist"},
+		{[]string{"-report-s3-uri", "s3://no-such-reports/runs"}, "-report-s3-uri: bucket no-such-reports does not exist"},
+		{[]string{"-claims-table", table + "-typo"}, "-claims-table: cannot read DynamoDB table " + table + "-typo"},
+	} {
+		args := append([]string{"fanout", "-bucket", "lake", "-prefix", "in/", "-target-queue-url", target, "-s3-path-style"}, tc.args...)
+		code, out, errOut := runCLI(t, "", args...)
+		if code != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, want 1 and %q\n%s\n%s", tc.args, code, tc.want, out, errOut)
+		}
+		if n := len(localaws.Drain(t, sqsc, target, 500*time.Millisecond)); n != 0 {
+			t.Errorf("%v: %d messages sent, want none", tc.args, n)
+		}
+	}
+}

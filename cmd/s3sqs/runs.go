@@ -92,5 +92,11 @@ func claimStores(ctx context.Context, table string) (claims.Store, *runstate.Tab
 	if err != nil {
 		return nil, nil, err
 	}
-	return claims.NewTable(ddb, table, claims.TableOptions{}), runstate.NewTable(ddb, table, runstate.TableOptions{}), nil
+	store := claims.NewTable(ddb, table, claims.TableOptions{})
+	// Before anything is sent: a mistyped name found at the first claim
+	// would leave the records read by then nowhere.
+	if err := store.Check(ctx); err != nil {
+		return nil, nil, fmt.Errorf("-claims-table: %w", err)
+	}
+	return store, runstate.NewTable(ddb, table, runstate.TableOptions{}), nil
 }

@@ -232,6 +232,19 @@ func (t *Table) MarkDone(ctx context.Context, key string) error {
 	return nil
 }
 
+// Check reads one item of the table, so that a mistyped name or a
+// missing permission is found before the first claim rather than at it.
+func (t *Table) Check(ctx context.Context) error {
+	_, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(t.name),
+		Key:       t.key("s3sqs-check"),
+	})
+	if err != nil {
+		return fmt.Errorf("cannot read DynamoDB table %s: %w", t.name, err)
+	}
+	return nil
+}
+
 // IsDone reports whether the work key names is recorded as done: one
 // strongly consistent GetItem (one read unit for an item this small). A
 // claim that is missing, open, or running (whether or not its lease

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -33,14 +32,11 @@ import (
 // that a wrong name or a missing permission fails at init.
 func claimsStore(ctx context.Context, cfg aws.Config, table string, ttl time.Duration) (*claims.Table, *dynamodb.Client, error) {
 	client := dynamodb.NewFromConfig(cfg)
-	_, err := client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(table),
-		Key:       map[string]ddbtypes.AttributeValue{claims.KeyAttribute: &ddbtypes.AttributeValueMemberS{Value: "s3sqs-init-check"}},
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: cannot read DynamoDB table %s: %w", settings.ClaimsTable.Env, table, err)
+	store := claims.NewTable(client, table, claims.TableOptions{TTL: ttl})
+	if err := store.Check(ctx); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", settings.ClaimsTable.Env, err)
 	}
-	return claims.NewTable(client, table, claims.TableOptions{TTL: ttl}), client, nil
+	return store, client, nil
 }
 
 // Function is what a function's start-up needs from its configuration.
