@@ -61,11 +61,21 @@ func TestNotificationMode(t *testing.T) {
 		t.Run(string(format), func(t *testing.T) {
 			st := fanoutstack.New(t, "")
 			want := putReplayDataset(t, st)
-			h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeNotification, Region: localaws.Region}, nil)
+			progress := &fanout.Progress{}
+			h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeNotification, Region: localaws.Region, Progress: progress}, nil)
 			rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{
 				"bucket": st.Bucket, "prefix": "replay/", "runId": "replay-1", "notificationFormat": string(format)})
 			if rep.Objects != len(want) || rep.RecordsSent != int64(len(want)) || rep.RecordsFailed != 0 {
 				t.Errorf("report %+v; want %d objects, one message each", rep, len(want))
+			}
+			// Each notification counts the bytes it announces, as planning
+			// does: status and progress reach 100%, not a byte an object.
+			var size int64
+			for _, o := range want {
+				size += o.Size
+			}
+			if planned, read := progress.BytesPlanned.Load(), progress.BytesRead.Load(); planned != size || read != size {
+				t.Errorf("bytes planned %d, read %d; want both %d", planned, read, size)
 			}
 			msgs := localaws.Drain(t, st.SQS, st.Target, 2*time.Second)
 			var got []replayed

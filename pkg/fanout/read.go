@@ -142,6 +142,21 @@ func (rd *reader) records(ioCtx context.Context) step {
 	return stop
 }
 
+// bytesOf is what rec counts toward the bytes read: the record and its
+// line end; in notification mode the bytes its notification announces
+// (the object's, or the version's), as planning counted them, so that a
+// replay's progress goes from 0 to the bytes planned as it goes.
+func (rd *reader) bytesOf(rec records.Record) int64 {
+	tr := rd.tr
+	switch {
+	case !tr.notify:
+		return int64(len(rec.Value)) + 1
+	case tr.task.Versions:
+		return tr.versions[rec.Offset].Size
+	}
+	return tr.task.Chunk.End - tr.task.Chunk.Start
+}
+
 // versions lists the versions a Versions task announces and hands on their
 // notifications, oldest first, from the one the task resumes at. Offsets
 // count back from the task's own version, the newest when it was planned,
@@ -308,7 +323,7 @@ func (rd *reader) pack(rec records.Record) step {
 
 // count counts rec read, once the gate has let its message go on.
 func (rd *reader) count(rec records.Record) {
-	n := int64(len(rec.Value)) + 1
+	n := rd.bytesOf(rec)
 	rd.tr.res.RecordsRead++
 	rd.tr.bytesRead += n
 	rd.next = rec.Offset + 1
