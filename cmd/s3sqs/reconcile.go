@@ -15,7 +15,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
-const reconcileUsage = `usage: s3sqs reconcile (-bucket B -prefix P | -manifest s3://...) -claims-table T (-dry-run | -send-to INGEST_QUEUE_URL) [flags]
+const reconcileUsage = `usage: s3sqs reconcile (-bucket B (-prefix P | -all) | -manifest s3://...) -claims-table T (-dry-run | -send-to INGEST_QUEUE_URL) [flags]
 
 Compares every object version under the prefix with what s3ingest recorded
 as ingested in its claims table (CLAIMS_TABLE), and lists the versions it
@@ -33,6 +33,7 @@ type reconcileCmd struct {
 	flags       *cmdFlags
 	bucket      string
 	prefix      string
+	all         bool
 	manifest    string
 	table       string
 	dryRun      bool
@@ -88,7 +89,8 @@ func newReconcileCmd(stderr io.Writer) *reconcileCmd {
 	c := &reconcileCmd{flags: newCmdFlags("reconcile", reconcileUsage, stderr)}
 	fs := c.flags
 	fs.StringVar(&c.bucket, "bucket", "", "the `bucket` to reconcile")
-	fs.StringVar(&c.prefix, "prefix", "", "the key `prefix` to reconcile (\"\" for the whole bucket)")
+	fs.StringVar(&c.prefix, "prefix", "", "the key `prefix` to reconcile")
+	fs.BoolVar(&c.all, "all", false, "reconcile every object version in the bucket (must be said explicitly, as fanout's -all)")
 	fs.StringVar(&c.manifest, "manifest", "", "compare the objects of this S3 Inventory manifest.json or CSV manifest (`s3://bucket/key`) instead of a prefix")
 	fs.text(settings.ClaimsTable, &c.table, "s3ingest's claims `table` (its CLAIMS_TABLE)")
 	fs.BoolVar(&c.dryRun, "dry-run", false, "list the missing object versions, send nothing")
@@ -118,6 +120,10 @@ func (c *reconcileCmd) parse(args []string, bad func(string, ...any) int) (int, 
 		return bad("-manifest needs -max-age off: a report's rows carry no date to skip the objects older than the claims' TTL by"), false
 	case c.manifest == "" && c.bucket == "":
 		return bad("-bucket (with -prefix) or -manifest is required"), false
+	case c.manifest == "" && c.prefix == "" && !c.all:
+		return bad("-bucket without -prefix would reconcile every object version in the bucket: name a -prefix, or say -all"), false
+	case c.all && (c.prefix != "" || c.manifest != ""):
+		return bad("-all reconciles the whole bucket: not with -prefix or -manifest"), false
 	case c.manifest == "" && dataset.CheckBucket(c.bucket) != nil:
 		return bad("-bucket: %v", dataset.CheckBucket(c.bucket)), false
 	case c.table == "":
@@ -157,6 +163,7 @@ func (c *reconcileCmd) run(ctx context.Context) (reconcile.Report, error) {
 	if err != nil {
 		return reconcile.Report{}, err
 	}
+	c.opts.Region = s3c.Options().Region
 	table := claims.NewTable(ddb, c.table, claims.TableOptions{})
 	// A missing table would make every version look missing: check first.
 	if _, err := table.IsDone(ctx, "s3sqs-reconcile-check"); err != nil {

@@ -261,7 +261,7 @@ func TestReconcileErrors(t *testing.T) {
 		}
 	}
 	var stdout, stderr bytes.Buffer
-	if code := run(t.Context(), []string{"reconcile", "-bucket", e.bucket, "-dry-run"}, nil, &stdout, &stderr, false); code != 2 || !strings.Contains(stderr.String(), "-claims-table is required") {
+	if code := run(t.Context(), []string{"reconcile", "-bucket", e.bucket, "-all", "-dry-run"}, nil, &stdout, &stderr, false); code != 2 || !strings.Contains(stderr.String(), "-claims-table is required") {
 		t.Errorf("no table: exit %d, %q", code, stderr.String())
 	}
 	stderr.Reset()
@@ -269,7 +269,21 @@ func TestReconcileErrors(t *testing.T) {
 		t.Errorf("-manifest without -max-age off: exit %d, %q", code, stderr.String())
 	}
 	stderr.Reset()
-	if code := run(t.Context(), []string{"reconcile", "-bucket", e.bucket, "-claims-table", "no-such-table", "-dry-run", "-s3-path-style"}, nil, &stdout, &stderr, false); code != 1 || !strings.Contains(stderr.String(), "-claims-table no-such-table") {
+	if code := run(t.Context(), []string{"reconcile", "-bucket", e.bucket, "-all", "-claims-table", "no-such-table", "-dry-run", "-s3-path-style"}, nil, &stdout, &stderr, false); code != 1 || !strings.Contains(stderr.String(), "-claims-table no-such-table") {
 		t.Errorf("missing table: exit %d, %q", code, stderr.String())
+	}
+	// The whole bucket is reconciled only when said: a forgotten -prefix
+	// no longer lists every version of it.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"reconcile", "-bucket", e.bucket, "-claims-table", e.table, "-dry-run"}, "name a -prefix, or say -all"},
+		{[]string{"reconcile", "-bucket", e.bucket, "-all", "-prefix", "in/", "-claims-table", e.table, "-dry-run"}, "not with -prefix or -manifest"},
+	} {
+		stderr.Reset()
+		if code := run(t.Context(), tc.args, nil, &stdout, &stderr, false); code != 2 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%q: exit %d, %q; want 2 and %q", tc.args, code, stderr.String(), tc.want)
+		}
 	}
 }

@@ -28,7 +28,7 @@ func main() {
 		cfg.handler.Logger, cfg.handler.Out = log, os.Stdout
 		// Lambda's own variable, as the runtime's memory limit reads it.
 		cfg.handler.MemoryMB = lambdaenv.MemoryMB(os.Getenv)
-		cfg.handler.Reconcile.S3 = s3c
+		cfg.handler.Reconcile.S3, cfg.handler.Reconcile.Region = s3c, s3c.Options().Region
 		return fanouthandler.New(r, s3c, cfg.handler).Invoke
 	})
 }

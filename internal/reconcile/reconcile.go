@@ -75,6 +75,9 @@ type Options struct {
 	Format s3event.Format
 	// RunID names this reconcile in the notifications' replay marker.
 	RunID string
+	// Region is the awsRegion the notifications name: the bucket's, as
+	// S3's own notifications say it.
+	Region string
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
 }
@@ -290,7 +293,7 @@ func notifications(o Options, objs []Object) ([]sqsbatch.Entry, error) {
 	for i, obj := range objs {
 		body, err := enc.Encode(s3event.Object{
 			Bucket: cmp.Or(obj.Bucket, o.Bucket), Key: obj.Key, Size: obj.Size, ETag: obj.ETag, VersionID: obj.VersionID,
-			EventTime: o.Now(), Sequencer: s3event.ReplaySequencer(o.Now(), i),
+			EventTime: o.Now(), Sequencer: s3event.ReplaySequencer(o.Now(), i), Region: o.Region,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("reconcile: %w", err)

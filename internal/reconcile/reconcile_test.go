@@ -18,6 +18,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
@@ -149,7 +150,7 @@ func TestRunFIFOGroupIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := reconcile.Run(ctx, s3c, table, reconcile.Options{Bucket: bucket, Prefix: "p/", SendTo: sender})
+	rep, err := reconcile.Run(ctx, s3c, table, reconcile.Options{Bucket: bucket, Prefix: "p/", SendTo: sender, Region: "eu-west-1"})
 	if err != nil || rep.Missing != 3 || rep.Sent != 3 || rep.Failed != 0 {
 		t.Fatalf("reconcile to a FIFO queue: %+v, %v; want the 3 objects sent", rep, err)
 	}
@@ -158,7 +159,15 @@ func TestRunFIFOGroupIDs(t *testing.T) {
 			t.Errorf("object %d (%q): group ids sent %q, want its object's %q", i, k, checked.groups, want)
 		}
 	}
-	if n := len(localaws.Drain(t, sqsc, queue, time.Second)); n != 3 {
-		t.Errorf("the FIFO queue holds %d notifications, want 3", n)
+	msgs := localaws.Drain(t, sqsc, queue, time.Second)
+	if len(msgs) != 3 {
+		t.Errorf("the FIFO queue holds %d notifications, want 3", len(msgs))
+	}
+	// Each names the bucket's region, as S3's own do (it was empty).
+	for _, m := range msgs {
+		n, err := s3event.Parse([]byte(aws.ToString(m.Body)))
+		if err != nil || len(n.Objects) != 1 || n.Objects[0].Region != "eu-west-1" {
+			t.Errorf("notification %s: %+v, %v; want awsRegion eu-west-1", aws.ToString(m.Body), n, err)
+		}
 	}
 }

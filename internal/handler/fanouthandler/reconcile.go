@@ -29,6 +29,8 @@ type ReconcileOptions struct {
 	// MaxAge is the claims' TTL (CLAIMS_TTL), a request's default
 	// maxAge; zero means claims.DefaultTTL.
 	MaxAge time.Duration
+	// Region is the awsRegion the notifications name: the function's.
+	Region string
 }
 
 // decodeReconcile reads {"reconcile": {...}}, strictly.
@@ -65,7 +67,7 @@ func (h *Handler) HandleReconcile(ctx context.Context, req reconcile.Request) (r
 	if err != nil {
 		return reconcile.Report{}, fmt.Errorf("fanout: reconcile: notificationFormat: %w", err)
 	}
-	o := reconcile.Options{Bucket: req.Bucket, Prefix: req.Prefix, Format: f, MaxAge: ro.MaxAge, RunID: "reconcile-" + h.opts.Now().UTC().Format("20060102T150405Z"), Now: h.opts.Now}
+	o := reconcile.Options{Bucket: req.Bucket, Prefix: req.Prefix, Format: f, MaxAge: ro.MaxAge, RunID: "reconcile-" + h.opts.Now().UTC().Format("20060102T150405Z"), Now: h.opts.Now, Region: ro.Region}
 	if req.MaxAge != "" {
 		if o.MaxAge, err = settings.MaxFileAge.Parse(req.MaxAge); err != nil {
 			return reconcile.Report{}, fmt.Errorf("fanout: reconcile: maxAge: %w", err)
