@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
@@ -384,5 +386,66 @@ func TestFanoutOutputsCheckedFirst(t *testing.T) {
 		if n := len(localaws.Drain(t, sqsc, target, 500*time.Millisecond)); n != 0 {
 			t.Errorf("%v: %d messages sent, want none", tc.args, n)
 		}
+	}
+}
+
+// TestFanoutInterruptedWithClaims interrupts `s3sqs fanout -claims-table`
+// once its first messages arrive, as Ctrl-C does, then runs the same
+// command again: the interrupted run released its claims where it
+// stopped, so the second run is not refused as "held by another runner"
+// for the claims' lease, and between them every record arrives.
+func TestFanoutInterruptedWithClaims(t *testing.T) {
+	_, table, _ := runsTable(t, nil)
+	s3c, sqsc := standIns(t)
+	const n = 3000
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"value":"r%d"}`+"\n", i)
+	}
+	if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String("in/a.jsonl"), Body: strings.NewReader(b.String())}); err != nil {
+		t.Fatal(err)
+	}
+	target := localaws.CreateQueue(t, sqsc, "-target", nil)
+	args := []string{"fanout", "-bucket", "lake", "-prefix", "in/", "-target-queue-url", target, "-s3-path-style",
+		"-chunk-size", "4KiB", "-concurrency", "1", "-max-in-flight", "1", "-fixed-in-flight", "-claims-table", table, "-run-id", "ctrl-c"}
+
+	ctx, interrupt := context.WithCancel(t.Context())
+	go func() {
+		for ctx.Err() == nil {
+			out, err := sqsc.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(target),
+				AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+			if err == nil && out.Attributes["ApproximateNumberOfMessages"] != "0" {
+				interrupt()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	var out1, err1 bytes.Buffer
+	code := run(ctx, args, nil, &out1, &err1, false)
+	interrupt()
+	got := map[string]int{}
+	drain := func() {
+		for _, m := range localaws.Drain(t, sqsc, target, time.Second) {
+			got[aws.ToString(m.Body)]++
+		}
+	}
+	drain()
+	first := len(got)
+	if first == 0 || first >= n {
+		t.Fatalf("the interrupted run sent %d of %d records (exit %d); want some, not all\n%s", first, n, code, err1.String())
+	}
+	if code != 130 || !strings.Contains(err1.String(), "run the same command (-run-id ctrl-c) to continue") {
+		t.Errorf("the interrupted run: exit %d, want 130 and how to continue\n%s", code, err1.String())
+	}
+	t.Logf("interrupted: exit %d, %d of %d records sent\n%s", code, first, n, err1.String())
+
+	code, out, errOut := runCLI(t, "", args...)
+	if code != 0 {
+		t.Fatalf("the same command again: exit %d\n%s\n%s", code, out, errOut)
+	}
+	drain()
+	if len(got) != n {
+		t.Errorf("%d distinct records arrived over both runs, want %d", len(got), n)
 	}
 }

@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
@@ -59,6 +60,26 @@ func (r *Runner) leaseUntil(ctx context.Context) time.Time {
 	return time.Now().Add(leaseWithoutDeadline)
 }
 
+// settleTimeout bounds the settling of a claim after its run was
+// cancelled (an interrupted CLI): long enough for one UpdateItem and its
+// retries.
+const settleTimeout = 5 * time.Second
+
+// settleContext returns the context a claim is settled in: the send
+// context, which lasts a little longer than the work context; or, when
+// that was cancelled (Ctrl-C on the CLI, not a deadline), one that is not,
+// for settleTimeout, so that the claim is released where the next run
+// resumes instead of being held for its lease, refusing the same command
+// meanwhile. A deadline is kept: past it, Lambda ends the invocation, and
+// the lease lets the next delivery take over.
+func settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	send := partialbatch.SendContext(ctx)
+	if errors.Is(send.Err(), context.Canceled) {
+		return context.WithTimeout(context.WithoutCancel(send), settleTimeout)
+	}
+	return send, func() {}
+}
+
 // settle tells the claims store what became of tr: done (also when what
 // follows is its chain's next chunk), or released where the next attempt
 // (a continuation, or the message again) resumes.
@@ -66,8 +87,8 @@ func (r *Runner) settle(ctx context.Context, tr *taskRun, res TaskResult) {
 	if tr.claim == nil {
 		return
 	}
-	// The work context may be over; the send context lasts a little longer.
-	ctx = partialbatch.SendContext(ctx)
+	ctx, cancel := settleContext(ctx)
+	defer cancel()
 	var err error
 	switch {
 	case res.Err != nil:

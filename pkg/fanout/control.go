@@ -329,11 +329,15 @@ func (r *Runner) putBack(ctx context.Context, runID string, m message, why error
 
 // addCounters adds c to run runID's counters, when the runner keeps run
 // state. A write that fails is logged: the counters are for watching a run,
-// and the work they count is done either way.
+// and the work they count is done either way. Like a claim, they are
+// written after an interrupt too (settleContext), so that status counts
+// what the interrupted run did.
 func (r *Runner) addCounters(ctx context.Context, runID string, c runstate.Counters) {
 	if r.opts.Runs == nil || c == (runstate.Counters{}) {
 		return
 	}
+	ctx, cancel := settleContext(ctx)
+	defer cancel()
 	if err := r.opts.Runs.Add(ctx, runID, c); err != nil {
 		r.log.WarnContext(ctx, "run counters not updated", "runId", runID, "error", err)
 	}

@@ -131,7 +131,8 @@ func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) 
 	}
 	rep, err := r.plan(ctx, r.list(ctx, p.Source, p.Cursor), newPlanRun(p.RunID, ov, &p), r.queued)
 	if c != nil {
-		sendCtx := partialbatch.SendContext(ctx)
+		sendCtx, cancel := settleContext(ctx)
+		defer cancel()
 		var serr error
 		if err != nil {
 			serr = r.opts.Claims.Release(sendCtx, *c, 0)
