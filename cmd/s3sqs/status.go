@@ -116,7 +116,7 @@ func (c *statusCmd) show(ctx context.Context, runs *runstate.Table, w io.Writer)
 		v := viewOf(run, since, now)
 		v.Failures = c.out
 		c.print(w, v)
-		if !c.watch || v.Done || v.State == runstate.StateCancelled {
+		if !c.watch || v.Ended || v.State == runstate.StateCancelled {
 			return nil
 		}
 		reads = append(reads, v)
@@ -177,9 +177,13 @@ type runView struct {
 	TasksParkedNow int64 `json:"tasksParkedNow"`
 	// StepsLeft are the planning steps queued and not done.
 	StepsLeft int64 `json:"stepsLeft"`
-	// Done reports that the run has planned tasks, and none is in
-	// progress or parked, and no planning step is left.
-	Done bool `json:"done"`
+	// Ended reports that the run has planned tasks, and none is in
+	// progress or parked, and no planning step is left; Done that it
+	// ended with no task failed. A failed task's message comes back until
+	// the work queue's maxReceiveCount moves it to its dead-letter queue,
+	// and a later delivery that does the task takes it off the failed.
+	Ended bool `json:"ended"`
+	Done  bool `json:"done"`
 	// MessagesPerSecond and BytesPerSecond are the run's rates over
 	// RateOver: since an earlier read of a watch, up to rateWindow ago
 	// (rateRecent), or on average since the run started (rateSinceStart).
@@ -214,12 +218,13 @@ func viewOf(run runstate.Run, since *runView, now time.Time) runView {
 	v.TasksParkedNow = max(run.Parked-run.Unparked, 0)
 	v.TasksInProgress = max(run.TasksPlanned-run.TasksDone-run.TasksFailed-run.TasksSkipped-v.TasksParkedNow, 0)
 	v.StepsLeft = max(run.StepsQueued-run.StepsDone, 0)
-	v.Done = run.TasksPlanned > 0 && v.TasksInProgress == 0 && v.TasksParkedNow == 0 && v.StepsLeft == 0
+	v.Ended = run.TasksPlanned > 0 && v.TasksInProgress == 0 && v.TasksParkedNow == 0 && v.StepsLeft == 0
+	v.Done = v.Ended && run.TasksFailed == 0
 
 	msgs, bytes := run.Messages, run.BytesRead
 	v.RateOver = rateSinceStart
 	from, to := run.Started, now
-	if v.Done || run.State != runstate.StateRunning {
+	if v.Ended || run.State != runstate.StateRunning {
 		// Nothing moves after the run's last write: the average is over
 		// the time it ran.
 		to = run.Updated
@@ -237,7 +242,7 @@ func viewOf(run runstate.Run, since *runView, now time.Time) runView {
 
 	left := max(run.BytesPlanned-run.BytesRead, 0)
 	switch {
-	case v.Done:
+	case v.Ended:
 		v.SecondsLeft = new(float64)
 	case run.State == runstate.StateRunning && v.BytesPerSecond > 0:
 		s := float64(left) / v.BytesPerSecond
@@ -281,6 +286,8 @@ func phase(v runView) string {
 		return "paused"
 	case v.Done:
 		return "done"
+	case v.Ended:
+		return fmt.Sprintf("ended, %d tasks failed", v.TasksFailed)
 	case v.TasksPlanned == 0:
 		return "planning"
 	}
@@ -308,6 +315,8 @@ func timeLeft(v runView) string {
 	switch {
 	case v.Done:
 		return "none: the run is done"
+	case v.Ended:
+		return "none: the run has ended"
 	case v.State != runstate.StateRunning:
 		return "unknown: the run is " + string(v.State)
 	case v.SecondsLeft == nil && v.RateOver == rateRecent:

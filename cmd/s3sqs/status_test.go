@@ -48,22 +48,23 @@ func TestViewOf(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		edit func(*runstate.Run)
-		done bool
+		edit        func(*runstate.Run)
+		ended, done bool
 	}{
-		{"all settled", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 17, 5, 0, 0 }, true},
-		{"more failed than planned (counts cut at 0)", func(r *runstate.Run) { r.TasksFailed, r.StepsDone, r.Parked = 30, 5, 0 }, true},
-		{"a step left", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 17, 4, 0, 0 }, false},
-		{"tasks parked", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 15, 5, 2, 0 }, false},
-		{"nothing planned yet", func(r *runstate.Run) { r.Counters, r.Parked, r.Unparked = runstate.Counters{}, 0, 0 }, false},
+		{"all settled", func(r *runstate.Run) { r.TasksDone, r.TasksFailed, r.StepsDone, r.Parked, r.Unparked = 18, 0, 5, 0, 0 }, true, true},
+		{"one failed", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 17, 5, 0, 0 }, true, false},
+		{"more failed than planned (counts cut at 0)", func(r *runstate.Run) { r.TasksFailed, r.StepsDone, r.Parked = 30, 5, 0 }, true, false},
+		{"a step left", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 17, 4, 0, 0 }, false, false},
+		{"tasks parked", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 15, 5, 2, 0 }, false, false},
+		{"nothing planned yet", func(r *runstate.Run) { r.Counters, r.Parked, r.Unparked = runstate.Counters{}, 0, 0 }, false, false},
 	} {
 		r := run
 		tc.edit(&r)
 		v := viewOf(r, nil, t0.Add(time.Hour))
-		if v.Done != tc.done || v.TasksInProgress < 0 {
-			t.Errorf("%s: done %v, in progress %d; want done %v", tc.name, v.Done, v.TasksInProgress, tc.done)
+		if v.Ended != tc.ended || v.Done != tc.done || v.TasksInProgress < 0 {
+			t.Errorf("%s: ended %v, done %v, in progress %d; want ended %v, done %v", tc.name, v.Ended, v.Done, v.TasksInProgress, tc.ended, tc.done)
 		}
-		if tc.done && (v.SecondsLeft == nil || *v.SecondsLeft != 0 || v.Over != 50*time.Second) {
+		if tc.ended && (v.SecondsLeft == nil || *v.SecondsLeft != 0 || v.Over != 50*time.Second) {
 			t.Errorf("%s: %v s left, rate over %s; want 0, and the average over the 50 s to the last write", tc.name, v.SecondsLeft, v.Over)
 		}
 	}
@@ -118,7 +119,8 @@ func TestTimeLeft(t *testing.T) {
 	}{
 		{"estimate", func(v *runView) { v.SecondsLeft = secs(120.4) }, "about 2m0s (6.0 MB left at 50.0 kB/s)"},
 		{"planning goes on", func(v *runView) { v.SecondsLeft, v.StepsLeft = secs(3), 2 }, "about 3s (6.0 MB left at 50.0 kB/s); planning goes on, so more may come"},
-		{"done", func(v *runView) { v.Done, v.SecondsLeft = true, secs(0) }, "none: the run is done"},
+		{"done", func(v *runView) { v.Ended, v.Done, v.SecondsLeft = true, true, secs(0) }, "none: the run is done"},
+		{"ended with failures", func(v *runView) { v.Ended, v.SecondsLeft = true, secs(0) }, "none: the run has ended"},
 		{"paused", func(v *runView) { v.State = runstate.StatePaused }, "unknown: the run is paused"},
 		{"nothing read", func(v *runView) { v.RateOver = rateSinceStart }, "unknown: nothing was read yet"},
 		{"nothing since", func(v *runView) { v.RateOver = rateRecent }, "unknown: nothing was read in the last 1s"},

@@ -50,7 +50,7 @@ func (r *Runner) RunChains(ctx context.Context, tasks []worktask.Task) []TaskRes
 	sendCtx := partialbatch.SendContext(ctx)
 	for i := range results {
 		r.settleHeld(sendCtx, &results[i])
-		r.addCounters(sendCtx, tasks[i].RunID, taskCounters(results[i]))
+		r.settleTask(sendCtx, tasks[i], results[i])
 	}
 	return results
 }

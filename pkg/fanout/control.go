@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/s3sqs/s3sqs/internal/awserr"
+	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -340,6 +341,27 @@ func (r *Runner) addCounters(ctx context.Context, runID string, c runstate.Count
 	defer cancel()
 	if err := r.opts.Runs.Add(ctx, runID, c); err != nil {
 		r.log.WarnContext(ctx, "run counters not updated", "runId", runID, "error", err)
+	}
+}
+
+// settleTask adds what task t's delivery did to its run's counters, when
+// the runner keeps run state: its outcome once per message (see
+// runstate.Table.Settle), the work it did every time. A delivery that
+// found the task held by another is no outcome: it comes back.
+func (r *Runner) settleTask(ctx context.Context, t worktask.Task, res TaskResult) {
+	if r.opts.Runs == nil {
+		return
+	}
+	c := taskCounters(res)
+	if errors.Is(res.Err, claims.ErrHeld) {
+		c.TasksFailed = 0
+		r.addCounters(ctx, t.RunID, c)
+		return
+	}
+	ctx, cancel := settleContext(ctx)
+	defer cancel()
+	if err := r.opts.Runs.Settle(ctx, t.RunID, t.MessageID, c); err != nil {
+		r.log.WarnContext(ctx, "run counters not updated", "runId", t.RunID, "task", t.ID(), "error", err)
 	}
 }
 

@@ -42,7 +42,7 @@ import (
 // guarantees.
 type serialDB struct {
 	mu sync.Mutex
-	c  claims.API
+	c  runstate.API
 }
 
 func (s *serialDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
@@ -55,6 +55,12 @@ func (s *serialDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.c.GetItem(ctx, in, opts...)
+}
+
+func (s *serialDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c.TransactWriteItems(ctx, in, opts...)
 }
 
 // controlled is a queued run's world: the stack's bucket and queues, a
@@ -700,7 +706,7 @@ func TestBacklogDenied(t *testing.T) {
 // throttledBudget is a claims table whose run-wide budget windows answer
 // every UpdateItem with throttling, as a table over its write capacity
 // does after the SDK's own retries.
-type throttledBudget struct{ claims.API }
+type throttledBudget struct{ runstate.API }
 
 func (d throttledBudget) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
 	if k, ok := in.Key[claims.KeyAttribute].(*ddbtypes.AttributeValueMemberS); ok && strings.Contains(k.Value, "#rate#") {

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
-	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 )
 
@@ -21,7 +20,7 @@ import (
 // what DynamoDB guarantees.
 type serial struct {
 	mu    sync.Mutex
-	c     claims.API
+	c     runstate.API
 	calls atomic.Int64
 }
 
@@ -37,6 +36,13 @@ func (s *serial) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ..
 	defer s.mu.Unlock()
 	s.calls.Add(1)
 	return s.c.GetItem(ctx, in, opts...)
+}
+
+func (s *serial) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls.Add(1)
+	return s.c.TransactWriteItems(ctx, in, opts...)
 }
 
 // newTable returns a Table in a new claims table in moto_server, and the

@@ -117,14 +117,14 @@ type TableOptions struct {
 // concurrent use, and so is a run shared by many processes: each write is
 // one UpdateItem that DynamoDB applies atomically.
 type Table struct {
-	client claims.API
+	client API
 	name   string
 	ttl    time.Duration
 	now    func() time.Time
 }
 
 // NewTable returns the Table of runs in the claims table name.
-func NewTable(client claims.API, name string, opts TableOptions) *Table {
+func NewTable(client API, name string, opts TableOptions) *Table {
 	t := &Table{client: client, name: name, ttl: opts.TTL, now: opts.Now}
 	if t.ttl <= 0 {
 		t.ttl = claims.DefaultTTL
@@ -199,6 +199,26 @@ const touch = "#started = if_not_exists(#started, :now), #updated = :now, #expir
 // Add adds c to the run's counters in one UpdateItem, creating the run's
 // record if need be. It makes no call when every counter of c is 0.
 func (t *Table) Add(ctx context.Context, runID string, c Counters) error {
+	u, ok := t.addition(runID, c)
+	if !ok {
+		return nil
+	}
+	_, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 u.TableName,
+		Key:                       u.Key,
+		UpdateExpression:          u.UpdateExpression,
+		ExpressionAttributeNames:  u.ExpressionAttributeNames,
+		ExpressionAttributeValues: u.ExpressionAttributeValues,
+	})
+	if err != nil {
+		return fmt.Errorf("runstate: add to the counters of run %s in table %s: %w", runID, t.name, err)
+	}
+	return nil
+}
+
+// addition is the update of the run record that adds c to its counters;
+// ok is false when every counter of c is 0.
+func (t *Table) addition(runID string, c Counters) (u types.Update, ok bool) {
 	now := t.now()
 	names := map[string]string{"#started": startedAttr, "#updated": updatedAttr, "#expires": claims.ExpiresAttribute}
 	values := map[string]types.AttributeValue{":now": millis(now), ":expires": num(now.Add(t.ttl).Unix())}
@@ -218,19 +238,15 @@ func (t *Table) Add(ctx context.Context, runID string, c Counters) error {
 		values[":c"+p] = num(n)
 	}
 	if add == "" {
-		return nil
+		return types.Update{}, false
 	}
-	_, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	return types.Update{
 		TableName:                 aws.String(t.name),
 		Key:                       key(runKey(runID)),
 		UpdateExpression:          aws.String("SET " + touch + " ADD " + add),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
-	})
-	if err != nil {
-		return fmt.Errorf("runstate: add to the counters of run %s in table %s: %w", runID, t.name, err)
-	}
-	return nil
+	}, true
 }
 
 // Take takes up to n messages from the run's budget of the second that

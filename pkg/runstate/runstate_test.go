@@ -11,9 +11,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
-	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 )
 
@@ -197,7 +197,7 @@ func TestParkUnpark(t *testing.T) {
 // hooked calls before ahead of each UpdateItem, so that a test can order
 // a Park's write and an Unpark's against each other.
 type hooked struct {
-	claims.API
+	runstate.API
 	before func(in *dynamodb.UpdateItemInput)
 }
 
@@ -286,4 +286,60 @@ func TestParkWrittenDuringUnpark(t *testing.T) {
 			t.Errorf("Unpark = %d, %v, put %q; want the task put back", n, err, put)
 		}
 	})
+}
+
+// conflicting cancels the first n transactions as DynamoDB does when
+// another transaction writes one of their items at the same time.
+type conflicting struct {
+	runstate.API
+	n int
+}
+
+func (c *conflicting) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if c.n > 0 {
+		c.n--
+		return nil, &types.TransactionCanceledException{Message: aws.String("conflict"), CancellationReasons: []types.CancellationReason{
+			{Code: aws.String("None")}, {Code: aws.String("TransactionConflict")},
+		}}
+	}
+	return c.API.TransactWriteItems(ctx, in, opts...)
+}
+
+// TestSettle settles deliveries of task messages: each message's outcome
+// counts once, a failed one moves to what a later delivery makes of it,
+// the work of every delivery counts, and a transaction that another
+// cancelled is tried again.
+func TestSettle(t *testing.T) {
+	ctx := t.Context()
+	client, name := localaws.ClaimsTable(t)
+	conf := &conflicting{API: &serial{c: client}, n: 2}
+	tab := runstate.NewTable(conf, name, runstate.TableOptions{})
+	steps := []struct {
+		delivery string
+		c        runstate.Counters
+	}{
+		{"m1", runstate.Counters{TasksDone: 1, RecordsSent: 10}},
+		{"m1", runstate.Counters{TasksSkipped: 1}},                // a lost delete
+		{"m2", runstate.Counters{TasksFailed: 1, RecordsSent: 3}}, // comes back
+		{"m2", runstate.Counters{TasksFailed: 1, RecordsSent: 1}}, // and fails again
+		{"m2", runstate.Counters{TasksDone: 1, RecordsSent: 7}},   // then is done
+		{"m2", runstate.Counters{TasksFailed: 1}},                 // no step back
+		{"m3", runstate.Counters{RecordsSent: 2}},                 // continued
+		{"m3", runstate.Counters{TasksDone: 1}},                   // its copy is the continuation's
+		{"", runstate.Counters{TasksSkipped: 1}},                  // not from a queue
+		{"", runstate.Counters{TasksSkipped: 1}},
+	}
+	for _, s := range steps {
+		if err := tab.Settle(ctx, "r", s.delivery, s.c); err != nil {
+			t.Fatalf("Settle(%s, %+v): %v", s.delivery, s.c, err)
+		}
+	}
+	run, err := tab.Get(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := runstate.Counters{TasksDone: 2, TasksSkipped: 2, RecordsSent: 23}
+	if run.Counters != want || conf.n != 0 {
+		t.Errorf("counters %+v; want %+v (conflicts left %d)", run.Counters, want, conf.n)
+	}
 }

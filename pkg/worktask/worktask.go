@@ -42,6 +42,11 @@ type Task struct {
 	// chunk's End is how many there were. A FIFO queue so gets each key's
 	// versions in one message group, in order (see dataset.Versions).
 	Versions bool `json:"versions,omitempty"`
+	// MessageID is the id of the SQS message that delivered the task, when
+	// it came from a queue; it is not part of the message. A run counts
+	// what became of each message once, however often SQS delivers it
+	// (see runstate.Table.Settle).
+	MessageID string `json:"-"`
 }
 
 // Chain is how a chained task finds the next chunk of its object.

@@ -62,6 +62,7 @@ func sortMessages(msgs []events.SQSMessage, errs []error) batch {
 		}
 		switch {
 		case err == nil:
+			t.MessageID = m.MessageId
 			b.tasks = append(b.tasks, t)
 			b.taskMsg = append(b.taskMsg, i)
 		case errors.Is(err, worktask.ErrNotTask):
