@@ -47,7 +47,7 @@ func TestViewOf(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		name string
+		name        string
 		edit        func(*runstate.Run)
 		ended, done bool
 	}{
