@@ -128,7 +128,9 @@ func (c *controlCmd) do(ctx context.Context, runs *runstate.Table, stdout, stder
 			return err
 		}
 		fmt.Fprintf(stdout, "run %s is cancelled: each of its tasks ends before it sends or at its next chunk boundary, counted as cancelled, and is parked in table %s with its progress.\n"+
-			"`s3sqs resume -run-id %s -claims-table %s -work-queue-url URL` puts them back on the work queue.\n", id, c.run.table, id, c.run.table)
+			"`s3sqs resume -run-id %s -claims-table %s -work-queue-url URL` puts them back on the work queue.\n"+
+			"A run sent by `s3sqs fanout` without -work-queue-url parks nothing: that command stops (exit 3), and `s3sqs resume -run-id %s -claims-table %s` then the same command continue it.\n",
+			id, c.run.table, id, c.run.table, id, c.run.table)
 	case "set":
 		rate, _ := settings.MaxRate.Parse(c.maxRate) // checked by parse
 		if _, err := runs.SetMaxRate(ctx, id, rate); err != nil {

@@ -65,26 +65,26 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	rep, err := c.send(ctx, runner, stderr, tty)
 	printJSON(stdout, rep)
 	code := c.finish(stderr, rep, err, failures, time.Since(start))
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		return c.interrupted(stderr, rep)
+	case rep.Cancelled && !c.queue():
+		return c.cancelled(stderr, rep)
 	}
 	return code
 }
 
-// exitInterrupted is the exit code of a run stopped by SIGINT or SIGTERM,
-// as shells give a process that SIGINT ended.
-const exitInterrupted = 130
+// exitCancelled is the exit code of a run sent in this process that
+// `s3sqs cancel` stopped.
+const exitCancelled = 3
 
-// interrupted says what became of a run stopped by SIGINT or SIGTERM and
-// how to go on.
-func (c *fanoutCmd) interrupted(stderr io.Writer, rep fanout.Report) int {
-	fmt.Fprintf(stderr, "s3sqs fanout: interrupted: %d records sent before it stopped; records cut off mid-send count as failed above, and are sent again by the next run.\n", rep.RecordsSent)
-	if c.claimsTable != "" {
-		fmt.Fprintf(stderr, "Each task's claim in %s keeps where it stopped: run the same command (-run-id %s) to continue from there.\n", c.claimsTable, rep.RunID)
-	} else {
-		fmt.Fprintf(stderr, "Without -claims-table nothing keeps where it stopped: the same command sends the whole dataset again (its records with the same ids).\n")
-	}
-	return exitInterrupted
+// cancelled says what became of a run sent in this process that `s3sqs
+// cancel` stopped, and how to go on: nothing is parked without a work
+// queue, and the claims keep where each task stopped.
+func (c *fanoutCmd) cancelled(stderr io.Writer, rep fanout.Report) int {
+	fmt.Fprintf(stderr, "s3sqs fanout: run %s was cancelled (s3sqs cancel): %d records sent before its tasks stopped; nothing is parked without a work queue.\n", rep.RunID, rep.RecordsSent)
+	fmt.Fprintf(stderr, "To continue from where each task stopped: s3sqs resume -run-id %s -claims-table %s, then the same command (-run-id %s).\n", rep.RunID, c.claimsTable, rep.RunID)
+	return exitCancelled
 }
 
 // newFanoutCmd defines fanout's flags.
@@ -120,7 +120,7 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.text(settings.FailureS3URI, &o.FailureS3URI, "")
 	fs.text(settings.ReportS3URI, &o.ReportS3URI, "")
 	fs.text(settings.ClaimsTable, &c.claimsTable, "")
-	offloadFlags(fs, o)
+	offloadFlags(fs, &o.OffloadS3URI, &o.OffloadMode, &o.OffloadKMSKeyID)
 	fs.StringVar(&c.failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-failures-RUNID.jsonl)")
 	mappingFlags(fs, &o.Mapping, "", "")
 	c.chunkSize = fs.size(settings.ChunkSize, &o.Plan.ChunkSize, "8MiB", "")
@@ -137,21 +137,21 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	return c
 }
 
-// offloadFlags defines the flags of offload, into o.
-func offloadFlags(fs *cmdFlags, o *fanout.Options) {
-	fs.text(settings.OffloadS3URI, &o.OffloadS3URI, "")
+// offloadFlags defines the flags of offload, into uri, mode and kmsKeyID.
+func offloadFlags(fs *cmdFlags, uri *string, mode *sqsextended.Mode, kmsKeyID *string) {
+	fs.text(settings.OffloadS3URI, uri, "")
 	fs.onCheck(settings.OffloadS3URI.Flag, func() error {
-		if o.OffloadS3URI == "" {
+		if *uri == "" {
 			return nil
 		}
-		_, prefix, err := dataset.ParseS3URI(o.OffloadS3URI)
+		_, prefix, err := dataset.ParseS3URI(*uri)
 		if err != nil {
 			return err
 		}
 		return sqsextended.CheckPrefix(prefix)
 	})
-	fs.choice(settings.Offload, "large", "", func(v string) { o.OffloadMode = sqsextended.Mode(v) })
-	fs.text(settings.OffloadKMSKeyID, &o.OffloadKMSKeyID, "")
+	fs.choice(settings.Offload, "large", "", func(v string) { *mode = sqsextended.Mode(v) })
+	fs.text(settings.OffloadKMSKeyID, kmsKeyID, "")
 }
 
 // mappingFlags defines the flags of the record mapping, into m; the
@@ -297,8 +297,12 @@ func (c *fanoutCmd) finish(stderr io.Writer, rep fanout.Report, err error, failu
 		fmt.Fprintf(stderr, "s3sqs fanout: %d objects (%.1f MB) planned, %d chunk tasks queued on %s in %s\n",
 			rep.Objects, float64(rep.BytesPlanned)/1e6, rep.TasksQueued, c.opts.WorkQueueURL, took.Round(time.Millisecond))
 	} else {
-		fmt.Fprintf(stderr, "s3sqs fanout: %d records read, %d sent, %d failed in %s\n",
-			rep.RecordsRead, rep.RecordsSent, rep.RecordsFailed, took.Round(time.Millisecond))
+		cut := ""
+		if rep.RecordsCutOff > 0 {
+			cut = fmt.Sprintf(", %d cut off mid-send (not failed: the next run sends them)", rep.RecordsCutOff)
+		}
+		fmt.Fprintf(stderr, "s3sqs fanout: %d records read, %d sent, %d failed%s in %s\n",
+			rep.RecordsRead, rep.RecordsSent, rep.RecordsFailed, cut, took.Round(time.Millisecond))
 	}
 	if failures != nil && failures.f != nil {
 		fmt.Fprintf(stderr, "s3sqs fanout: failed records are in %s\n", failures.path)

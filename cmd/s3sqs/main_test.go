@@ -439,6 +439,16 @@ func TestFanoutInterruptedWithClaims(t *testing.T) {
 		t.Errorf("the interrupted run: exit %d, want 130 and how to continue\n%s", code, err1.String())
 	}
 	t.Logf("interrupted: exit %d, %d of %d records sent\n%s", code, first, n, err1.String())
+	// What was cut off mid-send is on no failure output: it is not
+	// counted failed, and the report adds up.
+	var rep fanout.Report
+	if err := json.Unmarshal(out1.Bytes(), &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, out1.String())
+	}
+	if rep.RecordsFailed != 0 || rep.RecordsRead != rep.RecordsSent+rep.RecordsCutOff {
+		t.Errorf("interrupted report: %d read, %d sent, %d failed, %d cut off (%d arrived); want none failed, read = sent + cut off",
+			rep.RecordsRead, rep.RecordsSent, rep.RecordsFailed, rep.RecordsCutOff, first)
+	}
 
 	code, out, errOut := runCLI(t, "", args...)
 	if code != 0 {

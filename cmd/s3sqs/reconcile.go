@@ -82,6 +82,9 @@ func summary(r reconcile.Report) string {
 		s += fmt.Sprintf(", %d sent", r.Sent)
 	}
 	s += fmt.Sprintf("; skipped: %d older than %s (their markers may have expired), %d delete markers; %d failed", r.SkippedTooOld, r.MaxAge, r.SkippedDeleteMarkers, r.Failed)
+	if r.ObjectsCut {
+		s += fmt.Sprintf("; the report lists the first %d missing", len(r.Objects))
+	}
 	return s
 }
 

@@ -125,6 +125,7 @@ func newRedriveCmd(stderr io.Writer) *redriveCmd {
 	fs.onCheck("rate", func() error { return checkRate(o.Rate, c.native) })
 	fs.DurationVar(&o.Visibility, "visibility-timeout", redrive.DefaultVisibility, "how long a received message stays hidden while this run holds it (`duration`)")
 	fs.onCheck("visibility-timeout", func() error { return checkVisibility(o.Visibility) })
+	offloadFlags(fs, &o.OffloadS3URI, &o.OffloadMode, &o.OffloadKMSKeyID)
 	fs.count(settings.MaxAttempts, &o.Send.MaxAttempts, sqsbatch.DefaultMaxAttempts, "`attempts` per message")
 	fs.boolean(settings.ReplaceInvalidCharacters, &o.Send.ReplaceInvalidCharacters, false, "")
 	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
@@ -285,6 +286,9 @@ func (c *redriveCmd) start(ctx context.Context, stderr io.Writer) (*redrive.Redr
 	if err != nil {
 		return nil, err
 	}
+	if err := checkBuckets(ctx, s3c, s3Output{"offload-s3-uri", c.opts.OffloadS3URI}); err != nil {
+		return nil, err
+	}
 	c.opts.Progress = &redrive.Progress{}
 	c.opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c.opts.Send.Logger = nil
@@ -369,7 +373,7 @@ func writeSummary(w io.Writer, s *redrive.Summary, messages bool, took time.Dura
 		to = " to " + s.To
 	}
 	if s.DryRun {
-		fmt.Fprintf(w, "s3sqs redrive: dry run: %d %s from %s%s: %d would be sent, %d skipped\n", s.Total, what, s.From, to, s.WouldSend, s.Skipped)
+		fmt.Fprintf(w, "s3sqs redrive: dry run: %d %s from %s%s: %d would be sent, %d skipped, %d would fail\n", s.Total, what, s.From, to, s.WouldSend, s.Skipped, s.Failed)
 	} else {
 		fmt.Fprintf(w, "s3sqs redrive: %d %s from %s%s: %d sent, %d skipped, %d failed in %s\n", s.Total, what, s.From, to, s.Sent, s.Skipped, s.Failed, took.Round(time.Millisecond))
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -415,14 +416,23 @@ func TestRedriveFailureQueue(t *testing.T) {
 	at := func(name string) string { return strconv.FormatInt(l.offsets[name], 10) }
 	base := []string{"-from-queue", failures, "-target-queue-url", target, "-visibility-timeout", "5s"}
 
+	// The dry run says what the real run below does: the target refuses
+	// big-a (over its 1 KiB) and nul (a character SQS refuses).
 	code, sum, errOut := redriveCLI(t, append(base, "-dry-run")...)
-	if code != 0 || sum.WouldSend != 5 || len(sum.Items) != 5 {
+	if code != 1 || sum.WouldSend != 3 || sum.Failed != 2 || len(sum.Items) != 5 {
 		t.Fatalf("dry run: exit %d, %+v\n%s", code, sum, errOut)
 	}
 	why := reasons(sum)
 	if !strings.Contains(why[at("big-b")], "its body was cut to fit the failure queue, so it is read again from s3://lake/in/mixed.jsonl") ||
-		!strings.Contains(why[at("s2")], "it has no body") || !strings.Contains(why[at("big-a")], "its body as the failure output holds it") {
+		!strings.Contains(why[at("s2")], "it has no body") ||
+		!strings.HasPrefix(why[at("big-a")], "failed: a real run would not send it: MessageTooLarge") ||
+		!strings.HasPrefix(why[at("nul")], "failed: a real run would not send it: InvalidCharacters") {
 		t.Errorf("dry run reasons: %v", why)
+	}
+	// With an offload bucket, big-a would go as a pointer.
+	code, sum, errOut = redriveCLI(t, append(base, "-dry-run", "-code", "MessageTooLarge", "-offload-s3-uri", "s3://lake/offload/")...)
+	if why := reasons(sum)[at("big-a")]; code != 0 || sum.WouldSend != 2 || !strings.Contains(why, "as an SQS Extended Client pointer") {
+		t.Errorf("dry run with offload: exit %d, %+v, big-a %q\n%s", code, sum, why, errOut)
 	}
 	if n := queued(t, sqsc, failures); n != 5 {
 		t.Errorf("the failure queue holds %d after a dry run, want 5", n)
@@ -440,17 +450,36 @@ func TestRedriveFailureQueue(t *testing.T) {
 		t.Errorf("the failure queue holds %d after a failed redrive, want 5", n)
 	}
 
+	// With an offload bucket they go as SQS Extended Client pointers: the
+	// body read from the cut one (big-b) too.
+	code, sum, errOut = redriveCLI(t, append(base, "-code", "MessageTooLarge", "-offload-s3-uri", "s3://lake/offload/")...)
+	if code != 0 || sum.Sent != 2 || sum.Skipped != 3 {
+		t.Errorf("offloaded: exit %d, %+v; want 2 sent\n%s", code, sum, errOut)
+	}
+	resolver := sqsextended.NewResolver(s3c, sqsextended.ResolverOptions{})
+	offloaded := map[string]bool{}
+	for _, m := range localaws.Drain(t, sqsc, target, 2*time.Second) {
+		body, _, err := resolver.Resolve(t.Context(), m)
+		if err != nil {
+			t.Fatalf("resolve %.60s: %v", aws.ToString(m.Body), err)
+		}
+		offloaded[body] = true
+	}
+	if !offloaded[bigA] || !offloaded[bigB] || len(offloaded) != 2 {
+		t.Errorf("offloaded bodies: %d, big-a %v, big-b %v; want both", len(offloaded), offloaded[bigA], offloaded[bigB])
+	}
+
 	setMaxSize(t, sqsc, target, 262144)
 	code, sum, errOut = redriveCLI(t, append(base, "-skip-code", "InvalidCharacters")...)
-	if code != 0 || sum.Sent != 3 || sum.Skipped != 2 {
-		t.Errorf("redrive: exit %d, %+v; want 3 sent, 2 skipped\n%s", code, sum, errOut)
+	if code != 0 || sum.Sent != 1 || sum.Skipped != 2 {
+		t.Errorf("redrive: exit %d, %+v; want 1 sent, 2 skipped\n%s", code, sum, errOut)
 	}
 	why = reasons(sum)
 	if !strings.HasPrefix(why[at("bad")], "skipped: it still cannot be read or mapped: UnreadableRecord") ||
 		!strings.HasPrefix(why[at("nul")], "skipped: code InvalidCharacters is skipped (-skip-code)") {
 		t.Errorf("reasons: %v", why)
 	}
-	want := map[string]string{bigA: fanout.RecordID(obj, l.offsets["big-a"]), bigB: fanout.RecordID(obj, l.offsets["big-b"]), "s2": fanout.RecordID(obj, l.offsets["s2"])}
+	want := map[string]string{"s2": fanout.RecordID(obj, l.offsets["s2"])}
 	msgs := localaws.Drain(t, sqsc, target, 2*time.Second)
 	if diff := cmp.Diff(want, records(t, msgs)); diff != "" {
 		t.Errorf("target (-want +got):\n%s", diff)

@@ -169,8 +169,8 @@ type runView struct {
 	runstate.Run
 	// ReadAt is when the record was read.
 	ReadAt time.Time `json:"readAt"`
-	// TasksInProgress are the planned tasks not done, failed, skipped or
-	// parked: running, or on the work queue (held ones too).
+	// TasksInProgress are the planned tasks not done, failed, skipped,
+	// stopped or parked: running, or on the work queue (held ones too).
 	TasksInProgress int64 `json:"tasksInProgress"`
 	// TasksParkedNow are the tasks a cancel parked that no resume has put
 	// back yet.
@@ -179,7 +179,7 @@ type runView struct {
 	StepsLeft int64 `json:"stepsLeft"`
 	// Ended reports that the run has planned tasks, and none is in
 	// progress or parked, and no planning step is left; Done that it
-	// ended with no task failed. A failed task's message comes back until
+	// ended with no task failed or stopped by a cancel. A failed task's message comes back until
 	// the work queue's maxReceiveCount moves it to its dead-letter queue,
 	// and a later delivery that does the task takes it off the failed.
 	Ended bool `json:"ended"`
@@ -216,10 +216,10 @@ func viewOf(run runstate.Run, since *runView, now time.Time) runView {
 	}
 	v := runView{Run: run, ReadAt: now}
 	v.TasksParkedNow = max(run.Parked-run.Unparked, 0)
-	v.TasksInProgress = max(run.TasksPlanned-run.TasksDone-run.TasksFailed-run.TasksSkipped-v.TasksParkedNow, 0)
+	v.TasksInProgress = max(run.TasksPlanned-run.TasksDone-run.TasksFailed-run.TasksSkipped-run.TasksStopped-v.TasksParkedNow, 0)
 	v.StepsLeft = max(run.StepsQueued-run.StepsDone, 0)
 	v.Ended = run.TasksPlanned > 0 && v.TasksInProgress == 0 && v.TasksParkedNow == 0 && v.StepsLeft == 0
-	v.Done = v.Ended && run.TasksFailed == 0
+	v.Done = v.Ended && run.TasksFailed == 0 && run.TasksStopped == 0
 
 	msgs, bytes := run.Messages, run.BytesRead
 	v.RateOver = rateSinceStart
@@ -260,8 +260,12 @@ func writeStatus(w io.Writer, v runView) {
 		state += fmt.Sprintf(", max rate %d messages/s", v.MaxRate)
 	}
 	fmt.Fprintf(w, "  state      %s\n", state)
-	fmt.Fprintf(w, "  tasks      %d planned: %d done, %d in progress, %d failed, %d skipped; %d held (put back), %d cancelled (parked now)\n",
+	fmt.Fprintf(w, "  tasks      %d planned: %d done, %d in progress, %d failed, %d skipped; %d held (put back), %d cancelled (parked now)",
 		v.TasksPlanned, v.TasksDone, v.TasksInProgress, v.TasksFailed, v.TasksSkipped, v.TasksHeld, v.TasksParkedNow)
+	if v.TasksStopped > 0 {
+		fmt.Fprintf(w, ", %d stopped by a cancel (not parked: the run had no work queue)", v.TasksStopped)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  planning   %d steps left (%d queued, %d done)\n", v.StepsLeft, v.StepsQueued, v.StepsDone)
 	fmt.Fprintf(w, "  records    %d read, %d sent, %d failed, %d offloaded (%d messages in %d requests)\n",
 		v.RecordsRead, v.RecordsSent, v.RecordsFailed, v.RecordsOffloaded, v.Messages, v.Requests)
@@ -286,8 +290,10 @@ func phase(v runView) string {
 		return "paused"
 	case v.Done:
 		return "done"
-	case v.Ended:
+	case v.Ended && v.TasksFailed > 0:
 		return fmt.Sprintf("ended, %d tasks failed", v.TasksFailed)
+	case v.Ended:
+		return fmt.Sprintf("ended, %d tasks stopped by a cancel", v.TasksStopped)
 	case v.TasksPlanned == 0:
 		return "planning"
 	}
@@ -315,10 +321,10 @@ func timeLeft(v runView) string {
 	switch {
 	case v.Done:
 		return "none: the run is done"
-	case v.Ended:
-		return "none: the run has ended"
 	case v.State != runstate.StateRunning:
 		return "unknown: the run is " + string(v.State)
+	case v.Ended:
+		return "none: the run has ended"
 	case v.SecondsLeft == nil && v.RateOver == rateRecent:
 		return "unknown: nothing was read in the last " + rounded(v.Over) + more
 	case v.SecondsLeft == nil:

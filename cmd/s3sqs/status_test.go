@@ -53,6 +53,9 @@ func TestViewOf(t *testing.T) {
 	}{
 		{"all settled", func(r *runstate.Run) { r.TasksDone, r.TasksFailed, r.StepsDone, r.Parked, r.Unparked = 18, 0, 5, 0, 0 }, true, true},
 		{"one failed", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 17, 5, 0, 0 }, true, false},
+		{"stopped by a cancel", func(r *runstate.Run) {
+			r.TasksDone, r.TasksFailed, r.TasksStopped, r.StepsDone, r.Parked = 7, 0, 11, 5, 0
+		}, true, false},
 		{"more failed than planned (counts cut at 0)", func(r *runstate.Run) { r.TasksFailed, r.StepsDone, r.Parked = 30, 5, 0 }, true, false},
 		{"a step left", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 17, 4, 0, 0 }, false, false},
 		{"tasks parked", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 15, 5, 2, 0 }, false, false},

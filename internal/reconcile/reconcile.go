@@ -31,6 +31,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
@@ -78,6 +79,10 @@ type Options struct {
 	// Region is the awsRegion the notifications name: the bucket's, as
 	// S3's own notifications say it.
 	Region string
+	// KeyMarker and VersionIDMarker start the listing after that version
+	// (ListObjectVersions' markers): where an earlier Run stopped (see
+	// Report.NextKeyMarker). Empty starts at the prefix's first key.
+	KeyMarker, VersionIDMarker string
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
 }
@@ -105,8 +110,17 @@ type Report struct {
 	// Failed counts the versions whose marker could not be read or whose
 	// notification could not be sent.
 	Failed int `json:"failed"`
-	// Objects lists the missing versions.
-	Objects []Object `json:"missingObjects"`
+	// Objects lists the missing versions, the first maxListed of them
+	// (ObjectsCut is set when there were more): Missing counts them all,
+	// and a function's answer is at most 6 MB.
+	Objects    []Object `json:"missingObjects"`
+	ObjectsCut bool     `json:"missingObjectsCut,omitempty"`
+	// NextKeyMarker and NextVersionIDMarker, when set, are where the
+	// listing stopped because ctx ended (a function's deadline): what was
+	// found before was sent, and a Run with them as KeyMarker and
+	// VersionIDMarker goes on from there.
+	NextKeyMarker       string `json:"nextKeyMarker,omitempty"`
+	NextVersionIDMarker string `json:"nextVersionIdMarker,omitempty"`
 	// Errors holds the first few failures.
 	Errors []string `json:"errors,omitempty"`
 	// DryRun reports that nothing was sent.
@@ -124,13 +138,20 @@ type Object struct {
 	LastModified time.Time `json:"lastModified"`
 }
 
-// maxErrors is how many failures a Report keeps.
-const maxErrors = 10
+// maxErrors is how many failures a Report keeps; maxListed how many
+// missing versions it lists.
+const (
+	maxErrors = 10
+	maxListed = 1000
+)
 
 // Run lists the versions under o.Prefix, looks each one up in ingested,
-// and sends the notifications of the missing ones when o.SendTo is set. It
-// fails only when the listing fails; a version it cannot look up or send
-// is counted in Report.Failed.
+// and sends the notifications of the missing ones when o.SendTo is set, a
+// listing page at a time (a manifest's objects, maxListed at a time), so
+// that what it found is sent when it stops early. It fails only when the
+// listing fails; a version it cannot look up or send is counted in
+// Report.Failed. When ctx ends during the listing, the Report says where
+// it stopped (NextKeyMarker).
 func Run(ctx context.Context, s3c ListAPI, ingested Ingested, o Options) (Report, error) {
 	if o.Now == nil {
 		o.Now = time.Now
@@ -148,39 +169,55 @@ func Run(ctx context.Context, s3c ListAPI, ingested Ingested, o Options) (Report
 		ctx: ctx, o: o, ingested: ingested, sem: make(chan struct{}, o.Concurrency), missing: map[int]Object{},
 		rep: Report{Bucket: o.Bucket, Prefix: o.Prefix, Manifest: o.Manifest, MaxAge: max(o.MaxAge, 0).String(), DryRun: o.SendTo == nil, Objects: []Object{}},
 	}
-	var listErr error
+	var err error
 	if o.Manifest != "" {
-		listErr = c.listManifest(s3c)
+		err = c.listManifest(s3c)
 	} else {
-		listErr = c.list(s3c)
+		err = c.list(s3c)
 	}
+	// What was found before a listing error is sent all the same.
+	return c.rep, errors.Join(err, c.flush())
+}
+
+// flush waits for the lookups started, and sends the notifications of
+// the versions they found missing, in listing order.
+func (c *comparison) flush() error {
 	c.wg.Wait()
-	rep := c.rep
-	if listErr != nil {
-		return rep, listErr
-	}
-	for i := range c.n {
+	var objs []Object
+	for i := c.flushed; i < c.n; i++ {
 		if obj, ok := c.missing[i]; ok {
-			rep.Objects = append(rep.Objects, obj)
+			objs = append(objs, obj)
+			delete(c.missing, i)
 		}
 	}
-	rep.Missing = len(rep.Objects)
-	if o.SendTo == nil || rep.Missing == 0 {
-		return rep, nil
+	c.flushed = c.n
+	rep := &c.rep
+	rep.Missing += len(objs)
+	for _, obj := range objs {
+		if len(rep.Objects) == maxListed {
+			rep.ObjectsCut = true
+			break
+		}
+		rep.Objects = append(rep.Objects, obj)
 	}
-	entries, err := notifications(o, rep.Objects)
+	if c.o.SendTo == nil || len(objs) == 0 {
+		return nil
+	}
+	entries, err := notifications(c.o, objs, c.sent)
 	if err != nil {
-		return rep, err
+		return err
 	}
-	res, err := o.SendTo.SendEntries(ctx, entries)
-	rep.Sent = res.Sent
+	c.sent += len(entries)
+	// In the send context, which outlives a function's work context.
+	res, err := c.o.SendTo.SendEntries(partialbatch.SendContext(c.ctx), entries)
+	rep.Sent += res.Sent
 	for _, f := range res.Failures {
 		rep.fail(f)
 	}
 	if err != nil && res.Failed == 0 {
-		return rep, fmt.Errorf("reconcile: send to %s: %w", o.SendTo.QueueURL(), err)
+		return fmt.Errorf("reconcile: send to %s: %w", c.o.SendTo.QueueURL(), err)
 	}
-	return rep, nil
+	return nil
 }
 
 // comparison is one Run's listing and the lookups it started.
@@ -191,6 +228,8 @@ type comparison struct {
 	sem      chan struct{}
 	wg       sync.WaitGroup
 	n        int // versions looked up, in listing order
+	flushed  int // versions whose lookups flush has taken
+	sent     int // notifications made, for their sequencers
 
 	mu      sync.Mutex
 	rep     Report
@@ -202,7 +241,14 @@ type comparison struct {
 func (c *comparison) list(s3c ListAPI) error {
 	oldest := c.o.Now().Add(-c.o.MaxAge)
 	in := &s3.ListObjectVersionsInput{Bucket: aws.String(c.o.Bucket), Prefix: aws.String(c.o.Prefix)}
+	if c.o.KeyMarker != "" {
+		in.KeyMarker, in.VersionIdMarker = aws.String(c.o.KeyMarker), aws.String(c.o.VersionIDMarker)
+	}
 	for {
+		if c.ctx.Err() != nil {
+			c.rep.NextKeyMarker, c.rep.NextVersionIDMarker = aws.ToString(in.KeyMarker), aws.ToString(in.VersionIdMarker)
+			return fmt.Errorf("reconcile: stopped before the listing of s3://%s/%s ended, at key marker %q: %w", c.o.Bucket, c.o.Prefix, c.rep.NextKeyMarker, c.ctx.Err())
+		}
 		page, err := s3c.ListObjectVersions(c.ctx, in)
 		if err != nil {
 			return fmt.Errorf("reconcile: list versions of s3://%s/%s: %w", c.o.Bucket, c.o.Prefix, err)
@@ -228,6 +274,9 @@ func (c *comparison) list(s3c ListAPI) error {
 		if !aws.ToBool(page.IsTruncated) {
 			return nil
 		}
+		if err := c.flush(); err != nil {
+			return err
+		}
 		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
 	}
 }
@@ -244,6 +293,11 @@ func (c *comparison) listManifest(s3c ListAPI) error {
 		c.rep.Seen++
 		c.mu.Unlock()
 		c.check(Object{Bucket: obj.Bucket, Key: obj.Key, VersionID: obj.VersionID, ETag: obj.ETag, Size: obj.Size})
+		if (c.n-c.flushed)%maxListed == 0 {
+			if err := c.flush(); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -261,7 +315,9 @@ func (c *comparison) check(obj Object) {
 		if pin == "" {
 			pin = obj.ETag
 		}
-		done, err := c.ingested.IsDone(c.ctx, claims.ObjectKey(cmp.Or(obj.Bucket, c.o.Bucket), obj.Key, pin))
+		// In the send context: a version listed before the work context
+		// ended is looked up and, missing, sent.
+		done, err := c.ingested.IsDone(partialbatch.SendContext(c.ctx), claims.ObjectKey(cmp.Or(obj.Bucket, c.o.Bucket), obj.Key, pin))
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		switch {
@@ -284,16 +340,16 @@ func (r *Report) fail(err error) {
 }
 
 // notifications are the entries announcing objs as created, in the shape
-// o.Format says. Each has a sequencer of its own (s3ingest's runs of an
-// object are told apart by it), and on a FIFO queue the key's message
-// group.
-func notifications(o Options, objs []Object) ([]sqsbatch.Entry, error) {
+// o.Format says; from is how many the Run made before. Each has a
+// sequencer of its own (s3ingest's runs of an object are told apart by
+// it), and on a FIFO queue the key's message group.
+func notifications(o Options, objs []Object, from int) ([]sqsbatch.Entry, error) {
 	enc := s3event.Encoder{Format: o.Format, RunID: o.RunID}
 	entries := make([]sqsbatch.Entry, len(objs))
 	for i, obj := range objs {
 		body, err := enc.Encode(s3event.Object{
 			Bucket: cmp.Or(obj.Bucket, o.Bucket), Key: obj.Key, Size: obj.Size, ETag: obj.ETag, VersionID: obj.VersionID,
-			EventTime: o.Now(), Sequencer: s3event.ReplaySequencer(o.Now(), i), Region: o.Region,
+			EventTime: o.Now(), Sequencer: s3event.ReplaySequencer(o.Now(), from+i), Region: o.Region,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("reconcile: %w", err)
@@ -327,4 +383,9 @@ type Request struct {
 	// MaxAge is as Options.MaxAge, written as 7d or 36h, or off; empty
 	// means the function's CLAIMS_TTL.
 	MaxAge string `json:"maxAge,omitempty"`
+	// KeyMarker and VersionIDMarker go on from where an earlier reconcile
+	// stopped at its deadline: its answer's nextKeyMarker and
+	// nextVersionIdMarker.
+	KeyMarker       string `json:"keyMarker,omitempty"`
+	VersionIDMarker string `json:"versionIdMarker,omitempty"`
 }

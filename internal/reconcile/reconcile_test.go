@@ -18,6 +18,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
@@ -168,6 +169,80 @@ func TestRunFIFOGroupIDs(t *testing.T) {
 		n, err := s3event.Parse([]byte(aws.ToString(m.Body)))
 		if err != nil || len(n.Objects) != 1 || n.Objects[0].Region != "eu-west-1" {
 			t.Errorf("notification %s: %+v, %v; want awsRegion eu-west-1", aws.ToString(m.Body), n, err)
+		}
+	}
+}
+
+// pagedUntil lists two versions a page, and holds its second page until
+// the work context it is called with ends, as a function's deadline
+// would end it during a long listing.
+type pagedUntil struct {
+	reconcile.ListAPI
+	calls int
+}
+
+func (p *pagedUntil) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersionsInput, opts ...func(*s3.Options)) (*s3.ListObjectVersionsOutput, error) {
+	p.calls++
+	if p.calls == 2 {
+		<-ctx.Done()
+	}
+	in.MaxKeys = aws.Int32(2)
+	return p.ListAPI.ListObjectVersions(context.WithoutCancel(ctx), in, opts...)
+}
+
+// TestRunStopsAtDeadline lists a prefix whose listing outlasts the work
+// context: the notifications of the versions listed before it ended are
+// sent (not held back until a listing that never ends), the report says
+// where the listing stopped, and a Run from there sends the rest, each
+// version once.
+func TestRunStopsAtDeadline(t *testing.T) {
+	s3c := s3.NewFromConfig(localaws.Moto(t), func(o *s3.Options) { o.UsePathStyle = true })
+	ddb, name := localaws.ClaimsTable(t)
+	table := claims.NewTable(ddb, name, claims.TableOptions{})
+	bucket := fmt.Sprintf("reconcile-d-%d", time.Now().UnixNano())
+	if _, err := s3c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 7 {
+		if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(fmt.Sprintf("p/k%d", i)), Body: strings.NewReader("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sqsc := sqs.NewFromConfig(localaws.SQS(t))
+	queue := localaws.CreateQueue(t, sqsc, "-ingest", nil)
+	send, err := sqsbatch.New(t.Context(), sqsc, sqsbatch.Queue{URL: queue}, sqsbatch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Second)
+	defer cancel()
+	// Work ends after 1 s, sends after 4 s.
+	work, stop := partialbatch.Deadlines(ctx, 5*time.Second, nil)
+	defer stop()
+	o := reconcile.Options{Bucket: bucket, Prefix: "p/", SendTo: send, MaxAge: -1}
+	rep, err := reconcile.Run(work, &pagedUntil{ListAPI: s3c}, table, o)
+	if err == nil || rep.NextKeyMarker != "p/k3" || rep.Missing != 4 || rep.Sent != 4 {
+		t.Fatalf("stopped run: %+v, %v; want 4 sent of the first two pages, and the marker p/k3", rep, err)
+	}
+	o.KeyMarker, o.VersionIDMarker = rep.NextKeyMarker, rep.NextVersionIDMarker
+	rep, err = reconcile.Run(t.Context(), s3c, table, o)
+	if err != nil || rep.Sent != 3 || rep.NextKeyMarker != "" {
+		t.Fatalf("run from the marker: %+v, %v; want the other 3 sent", rep, err)
+	}
+	keys := map[string]int{}
+	for _, m := range localaws.Drain(t, sqsc, queue, time.Second) {
+		n, err := s3event.Parse([]byte(aws.ToString(m.Body)))
+		if err != nil || len(n.Objects) != 1 {
+			t.Fatalf("notification %s: %v", aws.ToString(m.Body), err)
+		}
+		keys[n.Objects[0].Key]++
+	}
+	if len(keys) != 7 {
+		t.Errorf("notified %v; want each of the 7 keys once", keys)
+	}
+	for k, n := range keys {
+		if n != 1 {
+			t.Errorf("%s notified %d times", k, n)
 		}
 	}
 }

@@ -16,12 +16,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/s3sqs/s3sqs/internal/awserr"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
-	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
 // pending is a failure output record on its way.
@@ -123,64 +121,6 @@ func (r *Redriver) sendFailures(ctx context.Context, ps []*pending, pace *pace) 
 			p.item.Reason = "the same record as " + p.dupOf.item.From + ", which was not sent"
 		}
 	}
-}
-
-// sendBodies sends the records whose whole body the failure output holds,
-// as the engine sent them: the body, the record id, and in fanout's
-// encoding the source and version attributes; on a FIFO target the
-// object's group and the record id as deduplication id.
-func (r *Redriver) sendBodies(ctx context.Context, ps []*pending, pace *pace) {
-	if len(ps) == 0 {
-		return
-	}
-	if r.opts.DryRun {
-		for _, p := range ps {
-			p.item.Outcome, p.item.Reason = WouldSend, "its body as the failure output holds it"
-		}
-		return
-	}
-	entries := make([]sqsbatch.Entry, len(ps))
-	for i, p := range ps {
-		entries[i] = r.bodyEntry(p)
-	}
-	if err := pace.wait(ctx, len(ps)); err != nil {
-		for _, p := range ps {
-			p.item.Outcome, p.item.Reason = Failed, "not sent: "+err.Error()
-		}
-		return
-	}
-	res, _ := r.target.SendEntries(ctx, entries)
-	failed := map[int]*sqsbatch.EntryError{}
-	for _, f := range res.Failures {
-		failed[f.Seq] = f
-	}
-	for i, p := range ps {
-		if f, ok := failed[i]; ok {
-			p.item.Outcome, p.item.Reason = Failed, f.Code+": "+f.Message
-			continue
-		}
-		p.item.Outcome, p.item.Reason = Sent, ""
-	}
-}
-
-func (r *Redriver) bodyEntry(p *pending) sqsbatch.Entry {
-	id := p.item.ID
-	attrs := map[string]types.MessageAttributeValue{fanout.AttrRecordID: stringAttr(id)}
-	if r.opts.Ingest == nil {
-		attrs[fanout.AttrSource] = stringAttr(p.obj.URI())
-		if v := p.obj.Pin(); v != "" {
-			attrs[fanout.AttrVersion] = stringAttr(v)
-		}
-	}
-	e := sqsbatch.Entry{Body: p.f.Body, Attributes: attrs}
-	if r.target.FIFO() {
-		e.GroupID, e.DeduplicationID = fanout.GroupID(p.obj), id
-	}
-	return e
-}
-
-func stringAttr(v string) types.MessageAttributeValue {
-	return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
 }
 
 // FailureS3 redrives the failure output under uri (FAILURE_S3_URI's

@@ -17,6 +17,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -98,6 +99,13 @@ type Options struct {
 	// Visibility is how long a received message stays hidden while the
 	// run holds it; zero means DefaultVisibility.
 	Visibility time.Duration
+	// OffloadS3URI, OffloadMode and OffloadKMSKeyID send records too
+	// large for the target as SQS Extended Client pointers to their bodies
+	// in S3, as fanout's settings of those names do; without
+	// OffloadS3URI such a record fails (MessageTooLarge).
+	OffloadS3URI    string
+	OffloadMode     sqsextended.Mode
+	OffloadKMSKeyID string
 	// Send configures the senders (MaxAttempts, ...).
 	Send sqsbatch.Options
 	// Progress, when set, counts the work as it happens.
@@ -116,9 +124,10 @@ type Redriver struct {
 
 	// target sends the failure output's bodies; runner reads records
 	// again and sends them as the engine does, its failures collected.
-	target *sqsbatch.Sender
-	runner *fanout.Runner
-	failed *collector
+	target  *sqsbatch.Sender
+	offload *sqsextended.Offloader
+	runner  *fanout.Runner
+	failed  *collector
 }
 
 // New resolves the queues that opts names (so that a queue that cannot be
@@ -139,6 +148,9 @@ func New(ctx context.Context, s3c S3API, sqsc SQSAPI, opts Options) (*Redriver, 
 			return nil, &fanout.QueueError{Role: fanout.RoleTarget, Queue: opts.TargetQueueURL, Err: err}
 		}
 		r.target = s
+		if r.offload, err = newOffloader(s3c, s, opts); err != nil {
+			return nil, err
+		}
 	}
 	if opts.TargetQueueURL != "" || opts.WorkQueueURL != "" {
 		fo := fanout.Options{
@@ -149,6 +161,10 @@ func New(ctx context.Context, s3c S3API, sqsc SQSAPI, opts Options) (*Redriver, 
 			Send:          opts.Send,
 			FailureWriter: r.failed,
 			Logger:        log,
+			// Records read again are offloaded as the engine does.
+			OffloadS3URI:    opts.OffloadS3URI,
+			OffloadMode:     opts.OffloadMode,
+			OffloadKMSKeyID: opts.OffloadKMSKeyID,
 		}
 		fo.Plan.Format = opts.Format
 		run, err := fanout.New(ctx, s3c, sqsc, fo)

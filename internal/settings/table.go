@@ -25,7 +25,7 @@ var (
 	OffloadS3URI       = Text{Row{"OFFLOAD_S3_URI", Both, "offload-s3-uri", "", "write records too large for the target under `s3://bucket/prefix` and send SQS Extended Client pointers"}, CheckS3URI}
 	Offload            = Choice{Row{"OFFLOAD", Both, "offload", "", "`which` records to offload: large (over the queue's limit) or always"},
 		map[string]string{"": "", "large": "large", "always": "always"}, "large or always"}
-	OffloadKMSKeyID   = Text{Row{"OFFLOAD_KMS_KEY_ID", Both, "offload-kms-key-id", "", "encrypt offloaded records with this KMS `key` (default SSE-S3)"}, nil}
+	OffloadKMSKeyID   = Text{Row{"OFFLOAD_KMS_KEY_ID", Both, "offload-kms-key-id", "", "encrypt offloaded records with this KMS `key` (default: the bucket's default encryption)"}, nil}
 	ClaimsTable       = Text{Row{"CLAIMS_TABLE", Both, "claims-table", "", "the DynamoDB `table` of run-once claims and run state"}, checkTableName}
 	ReconcileQueueURL = Text{Row{"RECONCILE_QUEUE_URL", Fanout, "", "", "the ingest queue `URL` a reconcile request sends the notifications of missing objects to (the only one it may)"}, nil}
 	ClaimsTTL         = TTL{Row{"CLAIMS_TTL", Both, "", "", "how long the claims table keeps a claim, and s3ingest's marker of each object version it ingested (7d, 36h); s3sqs reconcile looks no further back"}}

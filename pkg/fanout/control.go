@@ -173,7 +173,9 @@ func (g *gate) take(ctx context.Context) error {
 
 // drained returns nil once the target's backlog is at most the limit. It
 // waits, reading it again, up to Hold (in place: as long as ctx lasts),
-// and then returns ErrBacklog.
+// and then returns ErrBacklog. A backlog that cannot be read for a while
+// (SQS throttles, or errs) is waited for the same way: the task is held,
+// not failed toward the work DLQ. One that may not be read fails.
 func (g *gate) drained(ctx context.Context) error {
 	if g.backlog == nil {
 		return nil
@@ -181,13 +183,16 @@ func (g *gate) drained(ctx context.Context) error {
 	var until time.Time
 	for {
 		n, err := g.backlog.read(ctx, g.every)
+		unread := errors.Is(err, errBacklogUnread)
 		switch {
-		case err != nil:
+		case err != nil && !unread:
 			return err
-		case n <= g.limit:
+		case !unread && n <= g.limit:
 			return nil
 		case until.IsZero():
 			until = time.Now().Add(cmp.Or(g.hold, defaultHold))
+		case !g.inPlace && !time.Now().Before(until) && unread:
+			return fmt.Errorf("%w (not read for %s: %w)", ErrBacklog, cmp.Or(g.hold, defaultHold), err)
 		case !g.inPlace && !time.Now().Before(until):
 			return fmt.Errorf("%w (%d messages, above %d, for %s)", ErrBacklog, n, g.limit, cmp.Or(g.hold, defaultHold))
 		}
@@ -252,7 +257,7 @@ func (b *backlog) read(ctx context.Context, every time.Duration) (int64, error) 
 	case err != nil && isAccessDenied(err):
 		b.err = fmt.Errorf("fanout: targetMaxBacklog (TARGET_MAX_BACKLOG) needs sqs:GetQueueAttributes on the target queue %s: %w", b.url, err)
 	case err != nil:
-		b.err = fmt.Errorf("fanout: read the backlog of the target queue %s for targetMaxBacklog: %w", b.url, err)
+		b.err = fmt.Errorf("fanout: read the backlog of the target queue %s for targetMaxBacklog: %w: %w", b.url, errBacklogUnread, err)
 	default:
 		v := out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)]
 		if b.n, err = strconv.ParseInt(v, 10, 64); err != nil {
@@ -261,6 +266,10 @@ func (b *backlog) read(ctx context.Context, every time.Duration) (int64, error) 
 	}
 	return b.n, b.err
 }
+
+// errBacklogUnread marks a backlog read that failed for a reason that may
+// pass (throttling, a server error).
+var errBacklogUnread = errors.New("not read")
 
 func isAccessDenied(err error) bool {
 	switch awserr.Code(err) {
@@ -344,15 +353,34 @@ func (r *Runner) addCounters(ctx context.Context, runID string, c runstate.Count
 	}
 }
 
+// addPlanned adds what pr planned to its run's counters, once however often
+// the run is started again with its id (see runstate.Table.AddOnce).
+func (r *Runner) addPlanned(ctx context.Context, pr *planRun) {
+	if r.opts.Runs == nil {
+		return
+	}
+	ctx, cancel := settleContext(ctx)
+	defer cancel()
+	if _, err := r.opts.Runs.AddOnce(ctx, pr.runID, "planned", pr.counters()); err != nil {
+		r.log.WarnContext(ctx, "run counters not updated", "runId", pr.runID, "error", err)
+	}
+}
+
 // settleTask adds what task t's delivery did to its run's counters, when
 // the runner keeps run state: its outcome once per message (see
-// runstate.Table.Settle), the work it did every time. A delivery that
-// found the task held by another is no outcome: it comes back.
+// runstate.Table.Settle), the work it did every time. A task not from a
+// queue is settled under its id, so that its run started again with the
+// same id (which plans it again) counts it once. A delivery that found
+// the task held by another is no outcome: it comes back.
 func (r *Runner) settleTask(ctx context.Context, t worktask.Task, res TaskResult) {
 	if r.opts.Runs == nil {
 		return
 	}
 	c := taskCounters(res)
+	if r.work == nil {
+		// Not parked: the task ended (see settleHeld).
+		c.TasksStopped, c.TasksCancelled = c.TasksCancelled, 0
+	}
 	if errors.Is(res.Err, claims.ErrHeld) {
 		c.TasksFailed = 0
 		r.addCounters(ctx, t.RunID, c)
@@ -360,7 +388,7 @@ func (r *Runner) settleTask(ctx context.Context, t worktask.Task, res TaskResult
 	}
 	ctx, cancel := settleContext(ctx)
 	defer cancel()
-	if err := r.opts.Runs.Settle(ctx, t.RunID, t.MessageID, c); err != nil {
+	if err := r.opts.Runs.Settle(ctx, t.RunID, cmp.Or(t.MessageID, "task#"+t.ID()), c); err != nil {
 		r.log.WarnContext(ctx, "run counters not updated", "runId", t.RunID, "task", t.ID(), "error", err)
 	}
 }

@@ -524,8 +524,10 @@ func TestInlinePauseCancel(t *testing.T) {
 		t.Errorf("%d messages arrived with %d record ids; the report says %d records sent", len(bodies), len(ids), a.rep.RecordsSent)
 	}
 	end := c.run(t, id)
-	if end.RecordsSent != a.rep.RecordsSent || end.Messages != a.rep.Messages || end.TasksCancelled != int64(a.rep.TasksCancelled) ||
-		end.TasksPlanned != int64(a.rep.Chunks) || end.TasksDone+end.TasksCancelled != end.TasksPlanned {
+	// Without a work queue nothing parks the cancelled tasks: they count
+	// as stopped, and the run has nothing in progress.
+	if end.RecordsSent != a.rep.RecordsSent || end.Messages != a.rep.Messages || end.TasksStopped != int64(a.rep.TasksCancelled) ||
+		end.TasksCancelled != 0 || end.TasksPlanned != int64(a.rep.Chunks) || end.TasksDone+end.TasksStopped != end.TasksPlanned {
 		t.Errorf("run counters %+v do not match the report %+v", end.Counters, a.rep.Stats)
 	}
 }
@@ -747,5 +749,42 @@ func TestBudgetThrottledHolds(t *testing.T) {
 	}
 	if n := len(localaws.Drain(t, st.SQS, st.Target, time.Second)); n != 0 {
 		t.Errorf("%d messages on the target", n)
+	}
+}
+
+// throttledBacklog answers GetQueueAttributes for the backlog with
+// throttling, as SQS does after the SDK's own retries.
+type throttledBacklog struct{ sqsbatch.API }
+
+func (d throttledBacklog) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, opts ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	if slices.Contains(in.AttributeNames, types.QueueAttributeNameApproximateNumberOfMessages) {
+		return nil, &smithy.GenericAPIError{Code: "RequestThrottled", Message: "rate exceeded"}
+	}
+	return d.API.GetQueueAttributes(ctx, in, opts...)
+}
+
+// TestBacklogUnreadHolds runs a task with a backlog limit whose target's
+// backlog cannot be read for a while (SQS throttles): the task is held,
+// put back on the work queue, rather than failed toward the work DLQ.
+func TestBacklogUnreadHolds(t *testing.T) {
+	st := fanoutstack.New(t, "")
+	work := localaws.CreateQueue(t, st.SQS, "-work", nil)
+	r, err := fanout.New(t.Context(), st.S3, throttledBacklog{st.SQS}, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}, WorkQueueURL: work,
+		ControlEvery: 10 * time.Millisecond, Hold: 200 * time.Millisecond, HoldDelay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := st.Records(t, "unread.jsonl", 5)
+	task, err := worktask.Parse(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task.Overrides = &worktask.Overrides{TargetMaxBacklog: worktask.SettingOf("10")}
+	res := r.RunChains(t.Context(), []worktask.Task{task})[0]
+	if res.Err != nil || res.TasksHeld != 1 || res.RecordsSent != 0 || !errors.Is(res.Held, fanout.ErrBacklog) {
+		t.Fatalf("unread backlog: %+v; want the task held, nothing sent", res)
+	}
+	if back := localaws.Drain(t, st.SQS, work, 2500*time.Millisecond); len(back) != 1 {
+		t.Errorf("%d messages came back on the work queue, want the task", len(back))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -225,10 +227,26 @@ func addAttributes(attrs map[string]types.MessageAttributeValue, raw []byte, nam
 			err = fmt.Errorf("field %q is not an object of strings: %q is %s", name, k, value)
 			return false
 		}
+		if reservedAttribute(k) {
+			// The record's id, source and version are what consumers and
+			// redrive trust; a record that sets one would pass for another.
+			err = fmt.Errorf("field %q sets attribute %q, which s3sqs writes itself (names starting with %s and the SQS Extended Client's are reserved)", name, k, reservedPrefix)
+			return false
+		}
 		attrs[k] = stringAttr(v)
 		return true
 	})
 	return err
+}
+
+// reservedPrefix starts the names of the attributes the engine writes.
+const reservedPrefix = "s3sqs-"
+
+// reservedAttribute reports whether a record's attributes field may not
+// set attribute name: one the engine writes, or one that marks an SQS
+// Extended Client pointer.
+func reservedAttribute(name string) bool {
+	return strings.HasPrefix(strings.ToLower(name), reservedPrefix) || slices.Contains(sqsextended.AttributeNames(), name)
 }
 
 // scalar returns a string or number field as a string; null keeps def.

@@ -46,6 +46,9 @@ func TestRecordEntry(t *testing.T) {
 		{name: "nested value field not read", rec: `{"x":{"value":"inner"}}`, body: `{"x":{"value":"inner"}}`, isJSON: true},
 		{name: "bad attributes", rec: `{"msg_attributes":[1]}`, isJSON: true, wantErr: "msg_attributes"},
 		{name: "attribute not a string", rec: `{"msg_attributes":{"k":1}}`, isJSON: true, wantErr: `field "msg_attributes" is not an object of strings: "k" is 1`},
+		{name: "reserved record id", rec: `{"value":"v","msg_attributes":{"s3sqs-record-id":"forged"}}`, isJSON: true, wantErr: `field "msg_attributes" sets attribute "s3sqs-record-id", which s3sqs writes itself`},
+		{name: "reserved source, other case", rec: `{"msg_attributes":{"S3SQS-Source":"s3://x/y"}}`, isJSON: true, wantErr: `sets attribute "S3SQS-Source"`},
+		{name: "reserved pointer marker", rec: `{"msg_attributes":{"ExtendedPayloadSize":"9"}}`, isJSON: true, wantErr: `sets attribute "ExtendedPayloadSize"`},
 		{name: "bad group", rec: `{"group_id":{}}`, isJSON: true, wantErr: "group_id"},
 		{name: "bad dedup", rec: `{"id":true}`, isJSON: true, wantErr: `field "id" is neither a string nor a number`},
 	}

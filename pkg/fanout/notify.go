@@ -46,8 +46,11 @@ func (r *Runner) notificationEntries(runID string, format string, s *taskSpec, f
 		if v := s.version(rec.Offset); v != nil {
 			obj = *v
 		}
+		// The run's own sequencer: a consumer that runs each notified
+		// version once (s3ingest's claims) takes a second replay as new,
+		// and a notification sent again by this run as the same.
 		body, err := enc.Encode(s3event.Object{Bucket: obj.Bucket, Key: obj.Key, Size: obj.Size, ETag: obj.ETag,
-			VersionID: obj.VersionID, EventTime: time.Now(), Region: r.opts.Region})
+			VersionID: obj.VersionID, Sequencer: s3event.RunSequencer(runID, int(rec.Offset)), EventTime: time.Now(), Region: r.opts.Region})
 		if err != nil {
 			return sqsbatch.Entry{}, err
 		}

@@ -211,6 +211,11 @@ type Stats struct {
 	// RecordsOffloaded counts the records sent as pointers to S3 (one
 	// PutObject each), among RecordsSent.
 	RecordsOffloaded int64 `json:"recordsOffloaded,omitempty"`
+	// RecordsCutOff counts the records read that were neither sent nor
+	// failed: their send stopped (the run was interrupted, or ran out of
+	// time) or an entry of their FIFO group failed. They are on no failure
+	// output; the task's next attempt sends them, where it resumes.
+	RecordsCutOff int64 `json:"recordsCutOff,omitempty"`
 	// TasksHeld counts the tasks put back on the work queue to come back
 	// later, their run paused or their target's backlog above
 	// TargetMaxBacklog; TasksCancelled those of a cancelled run, parked
@@ -238,6 +243,7 @@ func (s *Stats) Add(o Stats) {
 	s.ObjectsMissing += o.ObjectsMissing
 	s.ObjectsFailed += o.ObjectsFailed
 	s.RecordsOffloaded += o.RecordsOffloaded
+	s.RecordsCutOff += o.RecordsCutOff
 	s.TasksHeld += o.TasksHeld
 	s.TasksCancelled += o.TasksCancelled
 }

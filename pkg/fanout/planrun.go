@@ -46,6 +46,9 @@ type planRun struct {
 	tasks   int
 	steps   int
 	planned bool
+	// counted is set when the sink has added the planning to the run's
+	// counters itself.
+	counted bool
 }
 
 // counters is what pr's planning adds to its run's counters: the tasks
@@ -112,7 +115,7 @@ func (r *Runner) plan(ctx context.Context, objs iter.Seq2[dataset.Listed, error]
 		return planned{next: l.Next, size: l.Size, tasks: ts, count: n, objects: 1}, err
 	})
 	rep, err := to(ctx, pr, r.tasksOf(ctx, pr, plans))
-	if pr.planned {
+	if pr.planned && !pr.counted {
 		r.addCounters(partialbatch.SendContext(ctx), pr.runID, pr.counters())
 	}
 	return rep, err

@@ -105,7 +105,7 @@ func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 	res := tr.res
 	res.BytesRead = tr.bytesRead
 	t, c := tr.task, tr.task.Chunk
-	res.RecordsSent = res.RecordsRead - res.RecordsFailed
+	res.RecordsSent = res.RecordsRead - res.RecordsFailed - res.RecordsCutOff
 	if p := r.opts.Progress; p != nil {
 		p.RecordsFailed.Add(res.RecordsFailed)
 	}

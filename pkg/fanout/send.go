@@ -72,7 +72,13 @@ func (r *Runner) runGroup(ctx context.Context, specs []*taskSpec, concurrency in
 		runs[i].consumed = gs.consumed[i]
 	}
 	for _, ref := range unsent {
-		runs[ref.Source].notAccepted(ref.Offset)
+		tr := runs[ref.Source]
+		tr.notAccepted(ref.Offset)
+		tr.res.RecordsCutOff += int64(ref.Count)
+		tr.res.Messages--
+		if p := r.opts.Progress; p != nil {
+			p.Messages.Add(-1)
+		}
 	}
 	r.charge(runs, res, err)
 	return runs
@@ -212,7 +218,6 @@ func (r *Runner) charge(runs []*taskRun, res sqsbatch.Result, err error) {
 			continue
 		}
 		tr := runs[ref.Source]
-		tr.res.RecordsFailed += int64(ref.Count)
 		tr.res.Messages--
 		if p := r.opts.Progress; p != nil {
 			p.Messages.Add(-1)
@@ -220,10 +225,13 @@ func (r *Runner) charge(runs []*taskRun, res sqsbatch.Result, err error) {
 		if err != nil && (f.Stopped() || f.Code == sqsbatch.CodeGroupFailed) {
 			// Not the record's fault (its send stopped, or an entry of
 			// its FIFO group failed with it): it is sent again by the
-			// task's next attempt, not put on the failure output.
+			// task's next attempt, not put on the failure output, and
+			// not counted failed.
+			tr.res.RecordsCutOff += int64(ref.Count)
 			tr.notAccepted(ref.Offset)
 			continue
 		}
+		tr.res.RecordsFailed += int64(ref.Count)
 		tr.fails = append(tr.fails, failureFrom(tr.failure(ref.Offset), f))
 	}
 	if err == nil {

@@ -52,6 +52,10 @@ func (r *Runner) inline(ctx context.Context, pr *planRun, tasks iter.Seq[worktas
 // runKept runs the tasks of a run small enough to send here, each FIFO
 // chain in order.
 func (r *Runner) runKept(ctx context.Context, pr *planRun, tasks []worktask.Task) (Report, error) {
+	// Counted before the tasks run, not after, so that status shows the
+	// run while they do, and a cancel finds it.
+	r.addPlanned(partialbatch.SendContext(ctx), pr)
+	pr.planned, pr.counted = true, true // its tasks run, whatever becomes of them
 	rep := &pr.rep
 	var rest []worktask.Task
 	var err error
@@ -74,7 +78,6 @@ func (r *Runner) runKept(ctx context.Context, pr *planRun, tasks []worktask.Task
 		rep.TasksQueued, qerr = r.enqueue(partialbatch.SendContext(ctx), messagesOf(rest))
 		err = errors.Join(err, qerr)
 	}
-	pr.planned = true // its tasks ran, whatever became of them
 	return *rep, err
 }
 

@@ -31,7 +31,10 @@ var ErrNoRun = errors.New("runstate: no such run")
 
 // Counters are what a run's tasks and planning steps add up as they
 // settle. Add adds each field with one ADD; each is kept in the number
-// attribute of the run record named by its JSON name.
+// attribute of the run record named by its JSON name. TasksCancelled
+// counts the tasks a cancel parked (see Park); TasksStopped those of a run
+// sent in one process, without a work queue, that a cancel ended: nothing
+// keeps them, and the run started again plans them again.
 type Counters struct {
 	TasksPlanned     int64 `json:"tasksPlanned"`
 	TasksDone        int64 `json:"tasksDone"`
@@ -39,6 +42,7 @@ type Counters struct {
 	TasksSkipped     int64 `json:"tasksSkipped"`
 	TasksHeld        int64 `json:"tasksHeld"`
 	TasksCancelled   int64 `json:"tasksCancelled"`
+	TasksStopped     int64 `json:"tasksStopped"`
 	StepsQueued      int64 `json:"stepsQueued"`
 	StepsDone        int64 `json:"stepsDone"`
 	Objects          int64 `json:"objects"`

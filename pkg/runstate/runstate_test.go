@@ -319,14 +319,16 @@ func TestSettle(t *testing.T) {
 		c        runstate.Counters
 	}{
 		{"m1", runstate.Counters{TasksDone: 1, RecordsSent: 10}},
-		{"m1", runstate.Counters{TasksSkipped: 1}},                // a lost delete
-		{"m2", runstate.Counters{TasksFailed: 1, RecordsSent: 3}}, // comes back
-		{"m2", runstate.Counters{TasksFailed: 1, RecordsSent: 1}}, // and fails again
-		{"m2", runstate.Counters{TasksDone: 1, RecordsSent: 7}},   // then is done
-		{"m2", runstate.Counters{TasksFailed: 1}},                 // no step back
-		{"m3", runstate.Counters{RecordsSent: 2}},                 // continued
-		{"m3", runstate.Counters{TasksDone: 1}},                   // its copy is the continuation's
-		{"", runstate.Counters{TasksSkipped: 1}},                  // not from a queue
+		{"m1", runstate.Counters{TasksSkipped: 1}},                  // a lost delete
+		{"m2", runstate.Counters{TasksFailed: 1, RecordsSent: 3}},   // comes back
+		{"m2", runstate.Counters{TasksFailed: 1, RecordsSent: 1}},   // and fails again
+		{"m2", runstate.Counters{TasksDone: 1, RecordsSent: 7}},     // then is done
+		{"m2", runstate.Counters{TasksFailed: 1}},                   // no step back
+		{"m3", runstate.Counters{RecordsSent: 2}},                   // continued
+		{"m3", runstate.Counters{TasksDone: 1}},                     // its copy is the continuation's
+		{"task#t", runstate.Counters{TasksStopped: 1}},              // a cancel stopped it
+		{"task#t", runstate.Counters{TasksDone: 1, RecordsSent: 4}}, // the run started again
+		{"", runstate.Counters{TasksSkipped: 1}},                    // not from a queue
 		{"", runstate.Counters{TasksSkipped: 1}},
 	}
 	for _, s := range steps {
@@ -334,11 +336,16 @@ func TestSettle(t *testing.T) {
 			t.Fatalf("Settle(%s, %+v): %v", s.delivery, s.c, err)
 		}
 	}
+	for i, wantAdded := range []bool{true, false} {
+		if added, err := tab.AddOnce(ctx, "r", "planned", runstate.Counters{TasksPlanned: 5}); added != wantAdded || err != nil {
+			t.Errorf("AddOnce #%d = %v, %v; want %v", i+1, added, err, wantAdded)
+		}
+	}
 	run, err := tab.Get(ctx, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := runstate.Counters{TasksDone: 2, TasksSkipped: 2, RecordsSent: 23}
+	want := runstate.Counters{TasksPlanned: 5, TasksDone: 3, TasksSkipped: 2, RecordsSent: 27}
 	if run.Counters != want || conf.n != 0 {
 		t.Errorf("counters %+v; want %+v (conflicts left %d)", run.Counters, want, conf.n)
 	}

@@ -22,13 +22,20 @@ type API interface {
 
 var _ API = (*dynamodb.Client)(nil)
 
-// The outcomes of a delivery, as Settle records them on its item.
-const (
-	outcomeAttr = "outcome"
-	// outcomeFailed is the one outcome a later delivery of the message
-	// replaces: SQS delivers a failed message again.
-	outcomeFailed = "failed"
-)
+// outcomeAttr holds the outcome of a delivery, as Settle records it on the
+// delivery's item.
+const outcomeAttr = "outcome"
+
+// replaceable are the outcomes a later settlement of the same delivery
+// replaces, each with the counter it takes back: SQS delivers a failed
+// message again, and a run stopped by a cancel is started again.
+var replaceable = []struct {
+	outcome string
+	back    Counters
+}{
+	{"failed", Counters{TasksFailed: -1}},
+	{"stopped", Counters{TasksStopped: -1}},
+}
 
 // conflictTries is how many times Settle tries a transaction that another
 // one on the run record cancelled (TransactionConflict), which the SDK
@@ -39,16 +46,19 @@ const conflictTries = 8
 // message named by delivery, its SQS message id. A run so counts what
 // became of each task message, however often SQS delivers it.
 //
-// c's task counters (TasksDone, TasksFailed, TasksSkipped, TasksHeld and
-// TasksCancelled; at most one of them not 0) are how the delivery ended;
-// none means the task goes on in a continuation, which settles it. The
-// first delivery of a message to settle records its outcome and adds c in
-// one transaction. A later delivery adds only c's other counters (the
-// work it did again), except that a message that failed and now ends
-// otherwise moves from TasksFailed to its new outcome: SQS delivers a
-// failed message again, and its task is not failed once a later delivery
-// has done it. An empty delivery (a task not from a queue) adds c as Add
-// does.
+// c's task counters (TasksDone, TasksFailed, TasksSkipped, TasksHeld,
+// TasksCancelled and TasksStopped; at most one of them not 0) are how the
+// delivery ended; none means the task goes on in a continuation, which
+// settles it. The first delivery of a message to settle records its
+// outcome and adds c in one transaction. A later delivery adds only c's
+// other counters (the work it did again), except that a message that
+// failed or was stopped, and now ends otherwise, moves from TasksFailed or
+// TasksStopped to its new outcome: the task is not failed once a later
+// attempt has done it.
+//
+// A task not from a queue (a run sent in one process) may be settled with
+// its task id as the delivery, so that the same run started again counts
+// each task once. An empty delivery adds c as Add does.
 func (t *Table) Settle(ctx context.Context, runID, delivery string, c Counters) error {
 	if delivery == "" {
 		return t.Add(ctx, runID, c)
@@ -59,18 +69,35 @@ func (t *Table) Settle(ctx context.Context, runID, delivery string, c Counters) 
 	if !conditionFailed(err) {
 		return err
 	}
-	if outcome != outcomeFailed {
-		again := t.outcomeUpdate(runID, delivery, outcome, "#outcome = :failed")
-		again.ExpressionAttributeValues[":failed"] = str(outcomeFailed)
+	for _, r := range replaceable {
+		if r.outcome == outcome {
+			continue
+		}
+		again := t.outcomeUpdate(runID, delivery, outcome, "#outcome = :was")
+		again.ExpressionAttributeValues[":was"] = str(r.outcome)
 		moved := c
-		moved.TasksFailed--
+		moved.TasksFailed += r.back.TasksFailed
+		moved.TasksStopped += r.back.TasksStopped
 		if err = t.transact(ctx, runID, again, moved); !conditionFailed(err) {
 			return err
 		}
 	}
 	work := c
-	work.TasksDone, work.TasksFailed, work.TasksSkipped, work.TasksHeld, work.TasksCancelled = 0, 0, 0, 0, 0
+	work.TasksDone, work.TasksFailed, work.TasksSkipped, work.TasksHeld, work.TasksCancelled, work.TasksStopped = 0, 0, 0, 0, 0, 0
 	return t.Add(ctx, runID, work)
+}
+
+// AddOnce adds c to the run's counters unless an AddOnce of the run with
+// the same key has added them before, and reports whether it did. The key
+// and the counters are written in one transaction. A run sent in one
+// process, started again with its id, so counts its planning once.
+func (t *Table) AddOnce(ctx context.Context, runID, key string, c Counters) (bool, error) {
+	first := t.outcomeUpdate(runID, key, "added", "attribute_not_exists(#outcome)")
+	err := t.transact(ctx, runID, first, c)
+	if conditionFailed(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // outcomeOf names the outcome c's task counters say.
@@ -79,13 +106,15 @@ func outcomeOf(c Counters) string {
 	case c.TasksDone != 0:
 		return "done"
 	case c.TasksFailed != 0:
-		return outcomeFailed
+		return "failed"
 	case c.TasksSkipped != 0:
 		return "skipped"
 	case c.TasksHeld != 0:
 		return "held"
 	case c.TasksCancelled != 0:
 		return "cancelled"
+	case c.TasksStopped != 0:
+		return "stopped"
 	}
 	return "continued"
 }

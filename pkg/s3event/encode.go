@@ -312,6 +312,20 @@ func (e Encoder) snsEnvelope(obj Object, msg string) outSNSEnvelope {
 	}
 }
 
+// RunSequencer returns a sequencer for the index-th version (0 for the
+// oldest) of a key replayed by run runID: the same for the same run, so
+// that a notification sent again (a retry, a resumed run) is the same
+// notification, and another for another run, so that a consumer that
+// keys its work on the object and its sequencer (as s3ingest does) takes
+// a new replay of the same versions as new. It is 24 upper-case hex
+// digits: 16 of the SHA-256 of runID, and the index (8 digits), so that
+// one key's versions in one run increase under CompareSequencers. Like
+// ReplaySequencer's, it orders a run's versions among themselves only.
+func RunSequencer(runID string, index int) string {
+	sum := sha256.Sum256([]byte(runID))
+	return fmt.Sprintf("%016X%08X", sum[:8], uint32(max(index, 0)))
+}
+
 // ReplaySequencer returns a sequencer for the index-th version (0 for the
 // oldest) of a key, last modified at lastModified, such that the sequencers
 // of one key's versions, taken oldest first with nondecreasing times,

@@ -283,3 +283,20 @@ func FuzzEncodeKeyRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+func TestRunSequencer(t *testing.T) {
+	prev := ""
+	for i := range 3 {
+		s := s3event.RunSequencer("replay-1", i)
+		if len(s) != 24 || strings.ToUpper(s) != s || s != s3event.RunSequencer("replay-1", i) {
+			t.Errorf("RunSequencer(replay-1, %d) = %q, want 24 upper-case hex digits, the same every time", i, s)
+		}
+		if prev != "" && s3event.CompareSequencers(prev, s) >= 0 {
+			t.Errorf("RunSequencer(replay-1, %d) = %q does not follow %q", i, s, prev)
+		}
+		if other := s3event.RunSequencer("replay-2", i); other == s {
+			t.Errorf("runs replay-1 and replay-2 share sequencer %q", s)
+		}
+		prev = s
+	}
+}

@@ -131,6 +131,15 @@ func (s *Sender) FIFO() bool { return s.limits.fifo }
 // MaxMessageSize returns the largest message, in bytes, the queue accepts.
 func (s *Sender) MaxMessageSize() int { return s.limits.maxMessageSize }
 
+// Check returns the failure Send would give e before making any request
+// (sanitized as Options.ReplaceInvalidCharacters says, then checked against
+// SQS's rules and the queue's limits), or nil when Send would send it. A
+// dry run uses it to say what a real one would refuse.
+func (s *Sender) Check(e Entry) *EntryError {
+	_, fail := admit(e, 0, s.limits, s.replace)
+	return fail
+}
+
 // InFlightLimit returns the Sender's current limit on requests in flight:
 // the controller's, or MaxInFlight when it is fixed. It is safe to call
 // while Sends run.

@@ -146,9 +146,18 @@ func TestValidationThroughSender(t *testing.T) {
 		{ID: "empty", Body: ""},
 		{ID: "good-2", Body: "also fine"},
 	}
+	checked := map[string]string{}
+	for _, e := range in {
+		if f := s.Check(e); f != nil {
+			checked[e.ID] = f.Code
+		}
+	}
 	res, err := s.SendEntries(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if diff := cmp.Diff(failureCodes(res), checked); diff != "" {
+		t.Errorf("Check disagrees with Send (-send +check):\n%s", diff)
 	}
 	want := map[string]string{
 		"nul":   string(sqsbatch.RuleInvalidCharacters),

@@ -79,8 +79,9 @@
 // or re-run record with the same body finds its object and points to it,
 // and a record whose body differs (another mapping, another mode) gets an
 // object of its own, leaving the pointers already sent intact. Objects are
-// written with server-side encryption: SSE-S3 (AES256) by default, or
-// SSE-KMS with a given key.
+// written with the bucket's default encryption (S3 encrypts every object:
+// SSE-S3 unless the bucket's default is SSE-KMS), or SSE-KMS with a given
+// key.
 //
 // # Deleting payloads
 //

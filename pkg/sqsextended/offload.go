@@ -74,7 +74,10 @@ type OffloaderOptions struct {
 	// would be wrong for every queue with another limit.
 	MaxMessageSize int
 	// KMSKeyID, when set, has payloads encrypted with SSE-KMS under this
-	// key (an id, ARN or alias). Empty means SSE-S3 (AES256).
+	// key (an id, ARN or alias). Empty means the bucket's default
+	// encryption: the write names none, so that a bucket whose default is
+	// SSE-KMS keeps it (S3 encrypts every object, with SSE-S3 when the
+	// bucket says nothing).
 	KMSKeyID string
 }
 
@@ -250,8 +253,6 @@ func (o *Offloader) put(ctx context.Context, p Pointer, body string) error {
 	if o.opts.KMSKeyID != "" {
 		in.ServerSideEncryption = s3types.ServerSideEncryptionAwsKms
 		in.SSEKMSKeyId = aws.String(o.opts.KMSKeyID)
-	} else {
-		in.ServerSideEncryption = s3types.ServerSideEncryptionAes256
 	}
 	_, err := o.client.PutObject(ctx, in, retryConflicts)
 	if awserr.Classify(err) == awserr.Changed {

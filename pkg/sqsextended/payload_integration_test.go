@@ -141,9 +141,15 @@ func TestIntegrationOtherBodySameRecord(t *testing.T) {
 
 // TestIntegrationSameBodyWrittenOnce offloads one record with one body
 // three times (a retry, a re-run): one object, written once, and the same
-// pointer every time.
+// pointer every time, encrypted as the bucket's default says.
 func TestIntegrationSameBodyWrittenOnce(t *testing.T) {
 	c, bucket := versionedS3(t)
+	if _, err := c.PutBucketEncryption(t.Context(), &s3.PutBucketEncryptionInput{Bucket: aws.String(bucket),
+		ServerSideEncryptionConfiguration: &s3types.ServerSideEncryptionConfiguration{Rules: []s3types.ServerSideEncryptionRule{{
+			ApplyServerSideEncryptionByDefault: &s3types.ServerSideEncryptionByDefault{SSEAlgorithm: s3types.ServerSideEncryptionAwsKms, KMSMasterKeyID: aws.String("alias/lake")},
+		}}}}); err != nil {
+		t.Fatal(err)
+	}
 	off := offloader(t, c, bucket, "retry/")
 	e := sqsbatch.Entry{ID: "e", Body: strings.Repeat("r", 4096)}
 	var bodies []string
@@ -165,8 +171,9 @@ func TestIntegrationSameBodyWrittenOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if head.ServerSideEncryption != s3types.ServerSideEncryptionAes256 || aws.ToInt64(head.ContentLength) != int64(len(e.Body)) {
-		t.Errorf("object stored with SSE %q, %d bytes; want AES256, %d", head.ServerSideEncryption, aws.ToInt64(head.ContentLength), len(e.Body))
+	if head.ServerSideEncryption != s3types.ServerSideEncryptionAwsKms || aws.ToInt64(head.ContentLength) != int64(len(e.Body)) {
+		t.Errorf("object stored with SSE %q (key %q), %d bytes; want the bucket's default aws:kms, %d",
+			head.ServerSideEncryption, aws.ToString(head.SSEKMSKeyId), aws.ToInt64(head.ContentLength), len(e.Body))
 	}
 	// Another record with the same body gets its own object: a consumer
 	// that deletes one record's payload leaves the other's.

@@ -67,7 +67,8 @@ func (h *Handler) HandleReconcile(ctx context.Context, req reconcile.Request) (r
 	if err != nil {
 		return reconcile.Report{}, fmt.Errorf("fanout: reconcile: notificationFormat: %w", err)
 	}
-	o := reconcile.Options{Bucket: req.Bucket, Prefix: req.Prefix, Format: f, MaxAge: ro.MaxAge, RunID: "reconcile-" + h.opts.Now().UTC().Format("20060102T150405Z"), Now: h.opts.Now, Region: ro.Region}
+	o := reconcile.Options{Bucket: req.Bucket, Prefix: req.Prefix, Format: f, MaxAge: ro.MaxAge, RunID: "reconcile-" + h.opts.Now().UTC().Format("20060102T150405Z"), Now: h.opts.Now, Region: ro.Region,
+		KeyMarker: req.KeyMarker, VersionIDMarker: req.VersionIDMarker}
 	if req.MaxAge != "" {
 		if o.MaxAge, err = settings.MaxFileAge.Parse(req.MaxAge); err != nil {
 			return reconcile.Report{}, fmt.Errorf("fanout: reconcile: maxAge: %w", err)
@@ -82,7 +83,8 @@ func (h *Handler) HandleReconcile(ctx context.Context, req reconcile.Request) (r
 	}
 	rep, err := reconcile.Run(ctx, ro.S3, ingested, o)
 	h.log.InfoContext(ctx, "reconcile", "bucket", rep.Bucket, "prefix", rep.Prefix, "seen", rep.Seen, "ingested", rep.Ingested,
-		"missing", rep.Missing, "sent", rep.Sent, "skippedTooOld", rep.SkippedTooOld, "maxAge", rep.MaxAge, "failed", rep.Failed, "err", err)
+		"missing", rep.Missing, "sent", rep.Sent, "skippedTooOld", rep.SkippedTooOld, "maxAge", rep.MaxAge, "failed", rep.Failed,
+		"nextKeyMarker", rep.NextKeyMarker, "nextVersionIdMarker", rep.NextVersionIDMarker, "err", err)
 	if err == nil && rep.Failed > 0 {
 		err = fmt.Errorf("fanout: reconcile: %d object versions failed: %v", rep.Failed, rep.Errors)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
@@ -65,5 +66,49 @@ func TestIngestReplay(t *testing.T) {
 				t.Errorf("failure output holds %v", got)
 			}
 		})
+	}
+}
+
+// TestReplayedAgainWithClaims replays an object's version to s3ingest
+// twice, with its claims on: the second replay is a run of its own and
+// sends the records again, while a notification of the first replay sent
+// again (a retry, a resumed run) is the same notification, skipped as done.
+func TestReplayedAgainWithClaims(t *testing.T) {
+	f := newFixture(t, "", nil)
+	a := f.put("events/date=2024-01-01/a.jsonl", `{"id":1}`+"\n"+`{"id":2}`+"\n"+`{"id":3}`+"\n")
+	client, table := localaws.ClaimsTable(t)
+	o := f.defaults()
+	o.runner.Claims = claims.NewTable(client, table, claims.TableOptions{})
+	h := f.handler(o, nil, nil)
+	replayQueue := localaws.CreateQueue(t, f.sqs, "-replay", nil)
+	runner, err := fanout.New(t.Context(), f.s3, f.sqs, fanout.Options{
+		Target: sqsbatch.Queue{URL: replayQueue}, FailureQueueURL: f.failure,
+		Mode: worktask.ModeNotification, Region: localaws.Region,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, run := range []string{"replay-1", "replay-2", "replay-1"} {
+		if _, err := runner.Run(t.Context(), fanout.Request{Source: dataset.Source{Bucket: testBucket, Key: a.Key}, RunID: run}); err != nil {
+			t.Fatal(err)
+		}
+		ms := localaws.Drain(t, f.sqs, replayQueue, time.Second)
+		if len(ms) != 1 {
+			t.Fatalf("replay %s: %d notifications, want 1", run, len(ms))
+		}
+		resp, err := h.Handle(t.Context(), sqsEvent(msg{id: fmt.Sprintf("m%d", i), body: aws.ToString(ms[0].Body)}))
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("replay %s: %v, %v", run, resp.BatchItemFailures, err)
+		}
+		want := int64(3)
+		if i == 2 {
+			want = 0 // replay-1's notification again
+		}
+		if s := summaryOf(t, f.summary); s.RecordsSent != want {
+			t.Errorf("replay %s (#%d): %d records sent, want %d; summary %+v", run, i+1, s.RecordsSent, want, s)
+		}
+	}
+	if n := len(localaws.Drain(t, f.sqs, f.out, time.Second)); n != 6 {
+		t.Errorf("%d records arrived, want 6: the object's three, for each of the two replays", n)
 	}
 }
