@@ -91,7 +91,7 @@ func TestFanoutCancelledInProcess(t *testing.T) {
 	if len(got) == 0 || len(got) >= n {
 		t.Fatalf("the cancelled run sent %d of %d records; want some, not all\n%s", len(got), n, first.stderr)
 	}
-	status(": cancelled", " 0 in progress", "stopped by a cancel")
+	status(": cancelled", " in progress, 0 parked", "stopped by a cancel")
 
 	if code, out, errOut := runCLI(t, "", "resume", "-run-id", id, "-claims-table", table); code != 0 {
 		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)

@@ -95,8 +95,10 @@ func TestStatus(t *testing.T) {
 	for _, want := range []string{
 		"run status-1 at ", ": in progress\n",
 		"  state      running, max rate 500 messages/s\n",
-		// 10 - 4 - 1 - 1 - 1 parked.
-		"  tasks      10 planned: 4 done, 3 in progress, 1 failed, 1 skipped; 1 held (put back), 1 cancelled (parked now)\n",
+		// 10 - 4 done - 1 parked; failed and skipped deliveries are of
+		// tasks in progress or done.
+		"  tasks      10 planned: 4 done, 5 in progress, 1 parked by a cancel\n",
+		"  deliveries 1 failed, 1 skipped (done before), 1 held (put back)\n",
 		"  planning   1 steps left (2 queued, 1 done)\n",
 		"  records    10003 read, 10000 sent, 3 failed, 2 offloaded (10000 messages in 1000 requests)\n",
 		"  bytes      20.0 MB read of 50.0 MB planned (40%), 5 objects\n",
@@ -104,7 +106,7 @@ func TestStatus(t *testing.T) {
 		// (and the few milliseconds since: the byte rate's decimal moves).
 		"  rate       100 messages/s, 19", " kB/s (average since the run started, over 1m40s)\n",
 		"  time left  about 2m30s (30.0 MB left at ", " kB/s); planning goes on, so more may come\n",
-		"  failures   3 records and 1 tasks failed\n",
+		"  failures   3 records and 1 task deliveries failed (a failed delivery comes back until the work queue's maxReceiveCount, then waits in its DLQ)\n",
 		"refused records: on the failure queue http://127.0.0.1:1/000000000000/failures",
 		"failed ranges: the run report's s3://reports/fanout/status-1/failed/",
 	} {
@@ -120,7 +122,7 @@ func TestStatus(t *testing.T) {
 		t.Fatalf("exit %d, stdout %s (%v)\n%s", code, out, err, errOut)
 	}
 	if s.ID != id || s.State != runstate.StateRunning || s.MaxRate != 500 || s.TasksPlanned != 10 || s.Parked != 1 || s.Messages != 10_000 ||
-		s.TasksInProgress != 3 || s.TasksParkedNow != 1 || s.StepsLeft != 1 || s.Done || s.RateOver != rateSinceStart ||
+		s.TasksInProgress != 5 || s.TasksParkedNow != 1 || s.StepsLeft != 1 || s.Done || s.RateOver != rateSinceStart ||
 		s.Failures.Report != "s3://reports/fanout/status-1/" || s.Failures.QueueURL != "" {
 		t.Errorf("json %+v", s)
 	}
@@ -294,7 +296,7 @@ func TestControl(t *testing.T) {
 		}
 		bodies = append(bodies, body)
 	}
-	if out := cli(0, "status"); !strings.Contains(out, ": cancelled\n") || !strings.Contains(out, "4 planned: 0 done, 1 in progress, 0 failed, 0 skipped; 0 held (put back), 3 cancelled (parked now)") {
+	if out := cli(0, "status"); !strings.Contains(out, ": cancelled\n") || !strings.Contains(out, "4 planned: 0 done, 1 in progress, 3 parked by a cancel") {
 		t.Errorf("status of the cancelled run:\n%s", out)
 	}
 	if out := cli(1, "resume"); !strings.Contains(out, "run control-1 has 3 parked tasks: name the work queue they go back on with -work-queue-url") {

@@ -116,7 +116,7 @@ func (c *statusCmd) show(ctx context.Context, runs *runstate.Table, w io.Writer)
 		v := viewOf(run, since, now)
 		v.Failures = c.out
 		c.print(w, v)
-		if !c.watch || v.Ended || v.State == runstate.StateCancelled {
+		if !c.watch || v.Done || v.State == runstate.StateCancelled {
 			return nil
 		}
 		reads = append(reads, v)
@@ -169,21 +169,19 @@ type runView struct {
 	runstate.Run
 	// ReadAt is when the record was read.
 	ReadAt time.Time `json:"readAt"`
-	// TasksInProgress are the planned tasks not done, failed, skipped,
-	// stopped or parked: running, or on the work queue (held ones too).
+	// TasksInProgress are the planned tasks (chunks) not done nor parked:
+	// running, on the work queue (held ones too), failed and to be
+	// delivered again, or in the work DLQ. The claims store makes each
+	// chunk done once, however often its task is delivered.
 	TasksInProgress int64 `json:"tasksInProgress"`
 	// TasksParkedNow are the tasks a cancel parked that no resume has put
 	// back yet.
 	TasksParkedNow int64 `json:"tasksParkedNow"`
 	// StepsLeft are the planning steps queued and not done.
 	StepsLeft int64 `json:"stepsLeft"`
-	// Ended reports that the run has planned tasks, and none is in
-	// progress or parked, and no planning step is left; Done that it
-	// ended with no task failed or stopped by a cancel. A failed task's message comes back until
-	// the work queue's maxReceiveCount moves it to its dead-letter queue,
-	// and a later delivery that does the task takes it off the failed.
-	Ended bool `json:"ended"`
-	Done  bool `json:"done"`
+	// Done reports that the run has planned tasks, and every one is done,
+	// none parked, and no planning step is left.
+	Done bool `json:"done"`
 	// MessagesPerSecond and BytesPerSecond are the run's rates over
 	// RateOver: since an earlier read of a watch, up to rateWindow ago
 	// (rateRecent), or on average since the run started (rateSinceStart).
@@ -216,15 +214,14 @@ func viewOf(run runstate.Run, since *runView, now time.Time) runView {
 	}
 	v := runView{Run: run, ReadAt: now}
 	v.TasksParkedNow = max(run.Parked-run.Unparked, 0)
-	v.TasksInProgress = max(run.TasksPlanned-run.TasksDone-run.TasksFailed-run.TasksSkipped-run.TasksStopped-v.TasksParkedNow, 0)
+	v.TasksInProgress = max(run.TasksPlanned-run.TasksDone-v.TasksParkedNow, 0)
 	v.StepsLeft = max(run.StepsQueued-run.StepsDone, 0)
-	v.Ended = run.TasksPlanned > 0 && v.TasksInProgress == 0 && v.TasksParkedNow == 0 && v.StepsLeft == 0
-	v.Done = v.Ended && run.TasksFailed == 0 && run.TasksStopped == 0
+	v.Done = run.TasksPlanned > 0 && v.TasksInProgress == 0 && v.TasksParkedNow == 0 && v.StepsLeft == 0
 
 	msgs, bytes := run.Messages, run.BytesRead
 	v.RateOver = rateSinceStart
 	from, to := run.Started, now
-	if v.Ended || run.State != runstate.StateRunning {
+	if v.Done || run.State != runstate.StateRunning {
 		// Nothing moves after the run's last write: the average is over
 		// the time it ran.
 		to = run.Updated
@@ -242,7 +239,7 @@ func viewOf(run runstate.Run, since *runView, now time.Time) runView {
 
 	left := max(run.BytesPlanned-run.BytesRead, 0)
 	switch {
-	case v.Ended:
+	case v.Done:
 		v.SecondsLeft = new(float64)
 	case run.State == runstate.StateRunning && v.BytesPerSecond > 0:
 		s := float64(left) / v.BytesPerSecond
@@ -260,8 +257,8 @@ func writeStatus(w io.Writer, v runView) {
 		state += fmt.Sprintf(", max rate %d messages/s", v.MaxRate)
 	}
 	fmt.Fprintf(w, "  state      %s\n", state)
-	fmt.Fprintf(w, "  tasks      %d planned: %d done, %d in progress, %d failed, %d skipped; %d held (put back), %d cancelled (parked now)",
-		v.TasksPlanned, v.TasksDone, v.TasksInProgress, v.TasksFailed, v.TasksSkipped, v.TasksHeld, v.TasksParkedNow)
+	fmt.Fprintf(w, "  tasks      %d planned: %d done, %d in progress, %d parked by a cancel\n", v.TasksPlanned, v.TasksDone, v.TasksInProgress, v.TasksParkedNow)
+	fmt.Fprintf(w, "  deliveries %d failed, %d skipped (done before), %d held (put back)", v.TasksFailed, v.TasksSkipped, v.TasksHeld)
 	if v.TasksStopped > 0 {
 		fmt.Fprintf(w, ", %d stopped by a cancel (not parked: the run had no work queue)", v.TasksStopped)
 	}
@@ -290,10 +287,6 @@ func phase(v runView) string {
 		return "paused"
 	case v.Done:
 		return "done"
-	case v.Ended && v.TasksFailed > 0:
-		return fmt.Sprintf("ended, %d tasks failed", v.TasksFailed)
-	case v.Ended:
-		return fmt.Sprintf("ended, %d tasks stopped by a cancel", v.TasksStopped)
 	case v.TasksPlanned == 0:
 		return "planning"
 	}
@@ -323,8 +316,6 @@ func timeLeft(v runView) string {
 		return "none: the run is done"
 	case v.State != runstate.StateRunning:
 		return "unknown: the run is " + string(v.State)
-	case v.Ended:
-		return "none: the run has ended"
 	case v.SecondsLeft == nil && v.RateOver == rateRecent:
 		return "unknown: nothing was read in the last " + rounded(v.Over) + more
 	case v.SecondsLeft == nil:
@@ -341,7 +332,7 @@ func failureLines(v runView) []string {
 	if v.TasksFailed == 0 && v.RecordsFailed == 0 {
 		return []string{"none"}
 	}
-	lines := []string{fmt.Sprintf("%d records and %d tasks failed", v.RecordsFailed, v.TasksFailed)}
+	lines := []string{fmt.Sprintf("%d records and %d task deliveries failed (a failed delivery comes back until the work queue's maxReceiveCount, then waits in its DLQ)", v.RecordsFailed, v.TasksFailed)}
 	out := v.Failures
 	if out.QueueURL != "" {
 		lines = append(lines, "refused records: on the failure queue "+out.QueueURL+" (s3sqs redrive -from-queue "+out.QueueURL+")")

@@ -22,9 +22,10 @@ func TestViewOf(t *testing.T) {
 			StepsQueued: 5, StepsDone: 3, BytesPlanned: 10_000_000, BytesRead: 4_000_000, Messages: 6000,
 		}}
 	v := viewOf(run, nil, t0.Add(60*time.Second))
-	// 20 - 10 - 1 - 2 - (3 parked - 1 put back); held ones are in progress.
-	if v.TasksInProgress != 5 || v.TasksParkedNow != 2 || v.StepsLeft != 2 || v.Done {
-		t.Errorf("in progress %d, parked now %d, steps left %d, done %v; want 5, 2, 2, false", v.TasksInProgress, v.TasksParkedNow, v.StepsLeft, v.Done)
+	// 20 - 10 - (3 parked - 1 put back); failed, skipped and held
+	// deliveries are of tasks still in progress or done.
+	if v.TasksInProgress != 8 || v.TasksParkedNow != 2 || v.StepsLeft != 2 || v.Done {
+		t.Errorf("in progress %d, parked now %d, steps left %d, done %v; want 8, 2, 2, false", v.TasksInProgress, v.TasksParkedNow, v.StepsLeft, v.Done)
 	}
 	// A running run's average runs to now, not to its last write.
 	if v.RateOver != rateSinceStart || v.Over != time.Minute || v.MessagesPerSecond != 100 || v.BytesPerSecond != 4_000_000.0/60 {
@@ -47,27 +48,25 @@ func TestViewOf(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		name        string
-		edit        func(*runstate.Run)
-		ended, done bool
+		name string
+		edit func(*runstate.Run)
+		done bool
 	}{
-		{"all settled", func(r *runstate.Run) { r.TasksDone, r.TasksFailed, r.StepsDone, r.Parked, r.Unparked = 18, 0, 5, 0, 0 }, true, true},
-		{"one failed", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 17, 5, 0, 0 }, true, false},
-		{"stopped by a cancel", func(r *runstate.Run) {
-			r.TasksDone, r.TasksFailed, r.TasksStopped, r.StepsDone, r.Parked = 7, 0, 11, 5, 0
-		}, true, false},
-		{"more failed than planned (counts cut at 0)", func(r *runstate.Run) { r.TasksFailed, r.StepsDone, r.Parked = 30, 5, 0 }, true, false},
-		{"a step left", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 17, 4, 0, 0 }, false, false},
-		{"tasks parked", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 15, 5, 2, 0 }, false, false},
-		{"nothing planned yet", func(r *runstate.Run) { r.Counters, r.Parked, r.Unparked = runstate.Counters{}, 0, 0 }, false, false},
+		{"all done", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 20, 5, 0, 0 }, true},
+		{"one failed, not yet done", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 19, 5, 0, 0 }, false},
+		{"stopped by a cancel", func(r *runstate.Run) { r.TasksDone, r.TasksStopped, r.StepsDone, r.Parked = 9, 11, 5, 0 }, false},
+		{"more done than planned (counts cut at 0)", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked = 30, 5, 0 }, true},
+		{"a step left", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 20, 4, 0, 0 }, false},
+		{"tasks parked", func(r *runstate.Run) { r.TasksDone, r.StepsDone, r.Parked, r.Unparked = 18, 5, 2, 0 }, false},
+		{"nothing planned yet", func(r *runstate.Run) { r.Counters, r.Parked, r.Unparked = runstate.Counters{}, 0, 0 }, false},
 	} {
 		r := run
 		tc.edit(&r)
 		v := viewOf(r, nil, t0.Add(time.Hour))
-		if v.Ended != tc.ended || v.Done != tc.done || v.TasksInProgress < 0 {
-			t.Errorf("%s: ended %v, done %v, in progress %d; want ended %v, done %v", tc.name, v.Ended, v.Done, v.TasksInProgress, tc.ended, tc.done)
+		if v.Done != tc.done || v.TasksInProgress < 0 {
+			t.Errorf("%s: done %v, in progress %d; want done %v", tc.name, v.Done, v.TasksInProgress, tc.done)
 		}
-		if tc.ended && (v.SecondsLeft == nil || *v.SecondsLeft != 0 || v.Over != 50*time.Second) {
+		if tc.done && (v.SecondsLeft == nil || *v.SecondsLeft != 0 || v.Over != 50*time.Second) {
 			t.Errorf("%s: %v s left, rate over %s; want 0, and the average over the 50 s to the last write", tc.name, v.SecondsLeft, v.Over)
 		}
 	}
@@ -122,8 +121,7 @@ func TestTimeLeft(t *testing.T) {
 	}{
 		{"estimate", func(v *runView) { v.SecondsLeft = secs(120.4) }, "about 2m0s (6.0 MB left at 50.0 kB/s)"},
 		{"planning goes on", func(v *runView) { v.SecondsLeft, v.StepsLeft = secs(3), 2 }, "about 3s (6.0 MB left at 50.0 kB/s); planning goes on, so more may come"},
-		{"done", func(v *runView) { v.Ended, v.Done, v.SecondsLeft = true, true, secs(0) }, "none: the run is done"},
-		{"ended with failures", func(v *runView) { v.Ended, v.SecondsLeft = true, secs(0) }, "none: the run has ended"},
+		{"done", func(v *runView) { v.Done, v.SecondsLeft = true, secs(0) }, "none: the run is done"},
 		{"paused", func(v *runView) { v.State = runstate.StatePaused }, "unknown: the run is paused"},
 		{"nothing read", func(v *runView) { v.RateOver = rateSinceStart }, "unknown: nothing was read yet"},
 		{"nothing since", func(v *runView) { v.RateOver = rateRecent }, "unknown: nothing was read in the last 1s"},
@@ -143,7 +141,7 @@ func TestFailureLines(t *testing.T) {
 	}
 	v.RecordsFailed, v.TasksFailed = 3, 1
 	got := strings.Join(failureLines(v), "\n")
-	for _, want := range []string{"3 records and 1 tasks failed", "FAILURE_QUEUE_URL or FAILURE_S3_URI", "REPORT_S3_URI/r1/failed/", "-failure-queue-url, -failure-s3-uri and -report-s3-uri"} {
+	for _, want := range []string{"3 records and 1 task deliveries failed", "FAILURE_QUEUE_URL or FAILURE_S3_URI", "REPORT_S3_URI/r1/failed/", "-failure-queue-url, -failure-s3-uri and -report-s3-uri"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("none named: lacks %q:\n%s", want, got)
 		}
@@ -171,13 +169,14 @@ func TestWriteStatus(t *testing.T) {
 	writeStatus(&b, viewOf(run, nil, t0.Add(time.Minute)))
 	want := `run r1 at 2026-12-02T14:01:00Z: in progress
   state      running, max rate 500 messages/s
-  tasks      12 planned: 8 done, 3 in progress, 0 failed, 0 skipped; 2 held (put back), 1 cancelled (parked now)
+  tasks      12 planned: 8 done, 3 in progress, 1 parked by a cancel
+  deliveries 0 failed, 0 skipped (done before), 2 held (put back)
   planning   1 steps left (3 queued, 2 done)
   records    60000 read, 59990 sent, 10 failed, 2 offloaded (59990 messages in 6000 requests)
   bytes      6.0 MB read of 12.0 MB planned (50%), 4 objects
   rate       1000 messages/s, 100.0 kB/s (average since the run started, over 1m0s)
   time left  about 1m0s (6.0 MB left at 100.0 kB/s); planning goes on, so more may come
-  failures   10 records and 0 tasks failed
+  failures   10 records and 0 task deliveries failed (a failed delivery comes back until the work queue's maxReceiveCount, then waits in its DLQ)
              refused records are in the functions' failure output (FAILURE_QUEUE_URL or FAILURE_S3_URI), and with REPORT_S3_URI
              the run report REPORT_S3_URI/r1/failed/ names the failed ranges: -failure-queue-url, -failure-s3-uri and -report-s3-uri name them here
 `

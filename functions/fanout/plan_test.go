@@ -117,7 +117,7 @@ func TestPlanningContinues(t *testing.T) {
 		out, err := fn.Invoke(t.Context(), esm.Event(tasks[i:min(i+10, len(tasks))], workARN))
 		var resp events.SQSEventResponse
 		if err != nil || json.Unmarshal(out, &resp) != nil || len(resp.BatchItemFailures) > 0 {
-			t.Fatalf("tasks answered %s (%v)", out, err)
+			t.Fatalf("tasks answered %s (%v)\n%s", out, err, fn.Logs())
 		}
 	}
 	got := map[string]int{}

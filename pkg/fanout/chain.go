@@ -2,6 +2,8 @@ package fanout
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
@@ -48,11 +50,45 @@ func (r *Runner) RunChains(ctx context.Context, tasks []worktask.Task) []TaskRes
 		}
 	}
 	sendCtx := partialbatch.SendContext(ctx)
+	if slices.ContainsFunc(results, func(res TaskResult) bool {
+		return res.Held != nil && !cancelled(res.Held) && res.Continuation != nil && res.Err == nil
+	}) {
+		r.holdHere(sendCtx)
+	}
 	for i := range results {
 		r.settleHeld(sendCtx, &results[i])
+		if tasks[i].MessageID != "" {
+			r.continueQueued(sendCtx, tasks[i], &results[i])
+		}
 		r.settleTask(sendCtx, tasks[i], results[i])
 	}
 	return results
+}
+
+// errNotStarted fails the message of a task that stopped before it read a
+// record: it comes back, as the task itself.
+var errNotStarted = errors.New("stopped before reading a record of the task")
+
+// continueQueued queues the continuation of task t, which came from the
+// work queue, before t is settled, so that what its run counts is what
+// became of its message: continued once the continuation is queued;
+// otherwise the message comes back (res.Err). A continuation that is the
+// task itself (it stopped before reading a record) is not queued, since a
+// FIFO work queue would drop it as a duplicate: the message comes back.
+func (r *Runner) continueQueued(ctx context.Context, t worktask.Task, res *TaskResult) {
+	c := res.Continuation
+	if c == nil || res.Err != nil || r.work == nil {
+		return
+	}
+	if c.ID() == t.ID() {
+		res.Err, res.Continuation = fmt.Errorf("%w: %w", errNotStarted, partialbatch.ErrDeadline), nil
+		return
+	}
+	if err := r.Enqueue(ctx, *c); err != nil {
+		res.Err = fmt.Errorf("queue the continuation at offset %d: %w", c.ResumeAt, err)
+		return
+	}
+	res.Continuation, res.ContinuationQueued = nil, true
 }
 
 // settleHeld puts back or parks the continuation of a task its run's gate

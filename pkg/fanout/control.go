@@ -3,6 +3,7 @@ package fanout
 import (
 	"cmp"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -337,6 +338,24 @@ func (r *Runner) putBack(ctx context.Context, runID string, m message, why error
 	return false, nil
 }
 
+// holdHere waits, before tasks held by a pause or a backlog go back on a
+// FIFO work queue, for HoldDelay or half the time ctx has left, whichever
+// is shorter. A FIFO queue takes no delay of a message's own: a task put
+// back at once would come straight back, and a paused run would invoke
+// the function in a loop. One wait serves all the tasks of a call.
+func (r *Runner) holdHere(ctx context.Context) {
+	if r.work == nil || !r.work.FIFO() {
+		return
+	}
+	wait := min(cmp.Or(r.opts.HoldDelay, defaultHoldDelay), maxHoldDelay)
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl)/2)
+	}
+	if wait > 0 {
+		_ = sleep(ctx, wait) // cut short, the tasks go back sooner
+	}
+}
+
 // addCounters adds c to run runID's counters, when the runner keeps run
 // state. A write that fails is logged: the counters are for watching a run,
 // and the work they count is done either way. Like a claim, they are
@@ -353,49 +372,51 @@ func (r *Runner) addCounters(ctx context.Context, runID string, c runstate.Count
 	}
 }
 
-// addPlanned adds what pr planned to its run's counters, once however often
-// the run is started again with its id (see runstate.Table.AddOnce).
-func (r *Runner) addPlanned(ctx context.Context, pr *planRun) {
+// addPlanned adds what pr planned to its run's counters, once however
+// often the same planning is made again (see runstate.Table.AddOnce): the
+// run started again with its id, a request or a planning step retried. A
+// planning step is known by its id; a run planned in parts without steps
+// (the keys of a Batch Operations job, notified objects) by the tasks of
+// each part. Its error fails the planning, which comes back: a run whose
+// planning went uncounted would be done before its tasks are.
+func (r *Runner) addPlanned(ctx context.Context, pr *planRun) error {
 	if r.opts.Runs == nil {
-		return
+		return nil
+	}
+	key := "planned#"
+	if pr.step != nil {
+		// The step's number too: a first step that planned nothing before
+		// its deadline queues a second one at the same cursor.
+		key += pr.step.ID() + "#" + strconv.Itoa(pr.step.Step)
+	} else {
+		key += hex.EncodeToString(pr.ids.Sum(nil)[:16])
 	}
 	ctx, cancel := settleContext(ctx)
 	defer cancel()
-	if _, err := r.opts.Runs.AddOnce(ctx, pr.runID, "planned", pr.counters()); err != nil {
-		r.log.WarnContext(ctx, "run counters not updated", "runId", pr.runID, "error", err)
+	if _, err := r.opts.Runs.AddOnce(ctx, pr.runID, key, pr.counters()); err != nil {
+		return fmt.Errorf("fanout: count the planning of run %s: %w", pr.runID, err)
 	}
+	return nil
 }
 
-// settleTask adds what task t's delivery did to its run's counters, when
-// the runner keeps run state: its outcome once per message (see
-// runstate.Table.Settle), the work it did every time. A task not from a
-// queue is settled under its id, so that its run started again with the
-// same id (which plans it again) counts it once. A delivery that found
-// the task held by another is no outcome: it comes back.
+// settleTask adds what a delivery of task t did to its run's counters,
+// when the runner keeps run state: how it ended, as information (its
+// chunks done are counted as they settle, see settle), and the work it
+// did. Without a work queue the tasks a cancel stopped are not parked:
+// they count as stopped.
 func (r *Runner) settleTask(ctx context.Context, t worktask.Task, res TaskResult) {
-	if r.opts.Runs == nil {
-		return
-	}
 	c := taskCounters(res)
 	if r.work == nil {
-		// Not parked: the task ended (see settleHeld).
 		c.TasksStopped, c.TasksCancelled = c.TasksCancelled, 0
 	}
-	if errors.Is(res.Err, claims.ErrHeld) {
-		c.TasksFailed = 0
-		r.addCounters(ctx, t.RunID, c)
-		return
-	}
-	ctx, cancel := settleContext(ctx)
-	defer cancel()
-	if err := r.opts.Runs.Settle(ctx, t.RunID, cmp.Or(t.MessageID, "task#"+t.ID()), c); err != nil {
-		r.log.WarnContext(ctx, "run counters not updated", "runId", t.RunID, "task", t.ID(), "error", err)
-	}
+	r.addCounters(ctx, t.RunID, c)
 }
 
-// taskCounters is what a task (a chain of them, as RunChains runs it)
-// adds to its run's counters as it settles: how it ended, unless it
-// continues (its continuation settles it), and what this attempt did.
+// taskCounters is what a delivery of a task (a chain of them, as
+// RunChains runs it) adds to its run's counters as it settles: how it
+// ended, unless it continues (its continuation settles it), and what this
+// attempt did. A delivery that found the task held by another delivery,
+// or stopped before it started, comes back, and is no failure.
 func taskCounters(res TaskResult) runstate.Counters {
 	c := runstate.Counters{
 		TasksHeld: int64(res.TasksHeld), TasksCancelled: int64(res.TasksCancelled),
@@ -405,13 +426,11 @@ func taskCounters(res TaskResult) runstate.Counters {
 	}
 	switch {
 	case res.TasksHeld > 0 || res.TasksCancelled > 0:
+	case errors.Is(res.Err, claims.ErrHeld) || errors.Is(res.Err, errNotStarted):
 	case res.Err != nil:
 		c.TasksFailed = 1
-	case res.Continuation != nil:
-	case res.TasksSkipped > 0 && res.RecordsRead == 0:
+	case res.TasksSkipped > 0 && res.RecordsRead == 0 && res.Continuation == nil:
 		c.TasksSkipped = 1
-	default:
-		c.TasksDone = 1
 	}
 	return c
 }

@@ -559,12 +559,19 @@ func TestHeldGoBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			for range 2 {
+				start := time.Now()
 				res := r.RunChains(t.Context(), []worktask.Task{task})[0]
 				if res.Err != nil || res.Continuation != nil || res.TasksHeld != 1 {
 					t.Fatalf("paused task: %+v", res)
 				}
 				if _, err := r.PlanStep(t.Context(), step); err != nil {
 					t.Fatalf("paused step: %v", err)
+				}
+				// A FIFO queue has no per-message delay: the invocation
+				// waits HoldDelay itself, for the task and for the step,
+				// or a paused run's messages would loop at once.
+				if took := time.Since(start); suffix != "" && took < 2*time.Second {
+					t.Errorf("a paused task and step went back on the FIFO work queue after %s; want HoldDelay (1s) each", took)
 				}
 			}
 			if suffix == "" {

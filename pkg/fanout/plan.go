@@ -111,6 +111,9 @@ func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) 
 		err := r.pacer(p.RunID, cmp.Or(ov.MaxRate.Value(), r.opts.MaxRate)).Wait(ctx, 0)
 		switch {
 		case holds(err):
+			if !cancelled(err) {
+				r.holdHere(partialbatch.SendContext(ctx))
+			}
 			_, err := r.putBack(partialbatch.SendContext(ctx), p.RunID, p, err)
 			return rep, err
 		case err != nil:

@@ -2,8 +2,11 @@ package fanout
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"iter"
 
 	"github.com/s3sqs/s3sqs/internal/inorder"
@@ -39,24 +42,26 @@ type planRun struct {
 	// ended; err when planning failed.
 	more bool
 	err  error
-	// tasks counts the tasks planned, and steps the planning steps queued
-	// after this one; planned is set when the sink took them all (queued
-	// them, or ran them), so that they count in the run's counters once:
-	// a step that fails comes back and plans them again.
-	tasks   int
+	// steps counts the planning steps queued after this one; planned is
+	// set when the sink took the tasks all (queued them, or ran them), so
+	// that they count in the run's counters: a step that fails comes back
+	// and plans them again.
 	steps   int
 	planned bool
 	// counted is set when the sink has added the planning to the run's
 	// counters itself.
 	counted bool
+	// ids hashes the ids of the tasks planned, which name a planning
+	// without a step (see addPlanned).
+	ids hash.Hash
 }
 
-// counters is what pr's planning adds to its run's counters: the tasks
+// counters is what pr's planning adds to its run's counters: the chunks
 // and objects it planned, and, when it is a planning step, itself done
 // and the steps it queued. A run's first step, the request, counts itself
 // queued too, so that the steps left are those queued less those done.
 func (pr *planRun) counters() runstate.Counters {
-	c := runstate.Counters{TasksPlanned: int64(pr.tasks), Objects: int64(pr.rep.Objects), BytesPlanned: pr.rep.BytesPlanned}
+	c := runstate.Counters{TasksPlanned: int64(pr.rep.Chunks), Objects: int64(pr.rep.Objects), BytesPlanned: pr.rep.BytesPlanned}
 	if pr.step != nil {
 		c.StepsQueued, c.StepsDone = int64(pr.steps), 1
 		if pr.step.Step == 1 {
@@ -71,7 +76,7 @@ func newPlanRun(runID string, ov worktask.Overrides, step *worktask.Plan) *planR
 	if runID == "" {
 		runID = NewRunID()
 	}
-	pr := &planRun{runID: runID, ov: ov, step: step, rep: Report{RunID: runID}}
+	pr := &planRun{runID: runID, ov: ov, step: step, rep: Report{RunID: runID}, ids: sha256.New()}
 	if step != nil {
 		pr.cursor = step.Cursor
 	}
@@ -116,7 +121,9 @@ func (r *Runner) plan(ctx context.Context, objs iter.Seq2[dataset.Listed, error]
 	})
 	rep, err := to(ctx, pr, r.tasksOf(ctx, pr, plans))
 	if pr.planned && !pr.counted {
-		r.addCounters(partialbatch.SendContext(ctx), pr.runID, pr.counters())
+		// Queued: the step (or request) fails without its count, and
+		// comes back to plan and count again.
+		err = errors.Join(err, r.addPlanned(partialbatch.SendContext(ctx), pr))
 	}
 	return rep, err
 }
@@ -159,6 +166,7 @@ func (r *Runner) tasksOf(ctx context.Context, pr *planRun, plans iter.Seq2[plann
 			default:
 				r.countPlanned(pr, p)
 				for _, t := range p.tasks {
+					io.WriteString(pr.ids, t.ID()+"\x00")
 					if !yield(t) {
 						return
 					}
@@ -173,7 +181,6 @@ func (r *Runner) tasksOf(ctx context.Context, pr *planRun, plans iter.Seq2[plann
 func (r *Runner) countPlanned(pr *planRun, p planned) {
 	pr.rep.Objects += p.objects
 	pr.rep.Chunks += p.count
-	pr.tasks += len(p.tasks)
 	pr.rep.BytesPlanned += p.size
 	if pg := r.opts.Progress; pg != nil {
 		pg.BytesPlanned.Add(p.size)

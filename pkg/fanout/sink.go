@@ -54,9 +54,11 @@ func (r *Runner) inline(ctx context.Context, pr *planRun, tasks iter.Seq[worktas
 func (r *Runner) runKept(ctx context.Context, pr *planRun, tasks []worktask.Task) (Report, error) {
 	// Counted before the tasks run, not after, so that status shows the
 	// run while they do, and a cancel finds it.
-	r.addPlanned(partialbatch.SendContext(ctx), pr)
-	pr.planned, pr.counted = true, true // its tasks run, whatever becomes of them
 	rep := &pr.rep
+	if err := r.addPlanned(partialbatch.SendContext(ctx), pr); err != nil {
+		return *rep, err // nothing ran: the request comes back
+	}
+	pr.planned, pr.counted = true, true // its tasks run, whatever becomes of them
 	var rest []worktask.Task
 	var err error
 	for _, res := range r.RunChains(ctx, tasks) {

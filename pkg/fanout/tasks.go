@@ -47,6 +47,10 @@ type TaskResult struct {
 	// work queue or parks it, and counts it in TasksHeld or TasksCancelled
 	// instead of returning its Continuation.
 	Held error
+	// ContinuationQueued reports that RunChains queued the Continuation of
+	// a task from the work queue (worktask.Task.MessageID) on the work
+	// queue itself, and cleared it.
+	ContinuationQueued bool
 	// BytesRead counts the bytes of the records this attempt read.
 	BytesRead int64
 	// Err, when set, means the task must be run again: some of its records

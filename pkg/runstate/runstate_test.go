@@ -11,7 +11,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
@@ -288,65 +287,19 @@ func TestParkWrittenDuringUnpark(t *testing.T) {
 	})
 }
 
-// conflicting cancels the first n transactions as DynamoDB does when
-// another transaction writes one of their items at the same time.
-type conflicting struct {
-	runstate.API
-	n int
-}
-
-func (c *conflicting) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	if c.n > 0 {
-		c.n--
-		return nil, &types.TransactionCanceledException{Message: aws.String("conflict"), CancellationReasons: []types.CancellationReason{
-			{Code: aws.String("None")}, {Code: aws.String("TransactionConflict")},
-		}}
-	}
-	return c.API.TransactWriteItems(ctx, in, opts...)
-}
-
-// TestSettle settles deliveries of task messages: each message's outcome
-// counts once, a failed one moves to what a later delivery makes of it,
-// the work of every delivery counts, and a transaction that another
-// cancelled is tried again.
-func TestSettle(t *testing.T) {
+// TestAddOnce adds a planning's counts under its key once, however often
+// the planning is made again, and another key's beside.
+func TestAddOnce(t *testing.T) {
 	ctx := t.Context()
-	client, name := localaws.ClaimsTable(t)
-	conf := &conflicting{API: &serial{c: client}, n: 2}
-	tab := runstate.NewTable(conf, name, runstate.TableOptions{})
-	steps := []struct {
-		delivery string
-		c        runstate.Counters
-	}{
-		{"m1", runstate.Counters{TasksDone: 1, RecordsSent: 10}},
-		{"m1", runstate.Counters{TasksSkipped: 1}},                  // a lost delete
-		{"m2", runstate.Counters{TasksFailed: 1, RecordsSent: 3}},   // comes back
-		{"m2", runstate.Counters{TasksFailed: 1, RecordsSent: 1}},   // and fails again
-		{"m2", runstate.Counters{TasksDone: 1, RecordsSent: 7}},     // then is done
-		{"m2", runstate.Counters{TasksFailed: 1}},                   // no step back
-		{"m3", runstate.Counters{RecordsSent: 2}},                   // continued
-		{"m3", runstate.Counters{TasksDone: 1}},                     // its copy is the continuation's
-		{"task#t", runstate.Counters{TasksStopped: 1}},              // a cancel stopped it
-		{"task#t", runstate.Counters{TasksDone: 1, RecordsSent: 4}}, // the run started again
-		{"", runstate.Counters{TasksSkipped: 1}},                    // not from a queue
-		{"", runstate.Counters{TasksSkipped: 1}},
-	}
-	for _, s := range steps {
-		if err := tab.Settle(ctx, "r", s.delivery, s.c); err != nil {
-			t.Fatalf("Settle(%s, %+v): %v", s.delivery, s.c, err)
-		}
-	}
-	for i, wantAdded := range []bool{true, false} {
-		if added, err := tab.AddOnce(ctx, "r", "planned", runstate.Counters{TasksPlanned: 5}); added != wantAdded || err != nil {
-			t.Errorf("AddOnce #%d = %v, %v; want %v", i+1, added, err, wantAdded)
+	tab, _ := newTable(t, runstate.TableOptions{})
+	for i, k := range []string{"plan-a", "plan-a", "plan-b", "plan-a"} {
+		added, err := tab.AddOnce(ctx, "r", k, runstate.Counters{TasksPlanned: 5, StepsDone: 1})
+		if want := i == 0 || i == 2; added != want || err != nil {
+			t.Errorf("AddOnce #%d (%s) = %v, %v; want %v", i+1, k, added, err, want)
 		}
 	}
 	run, err := tab.Get(ctx, "r")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := runstate.Counters{TasksPlanned: 5, TasksDone: 3, TasksSkipped: 2, RecordsSent: 27}
-	if run.Counters != want || conf.n != 0 {
-		t.Errorf("counters %+v; want %+v (conflicts left %d)", run.Counters, want, conf.n)
+	if err != nil || run.TasksPlanned != 10 || run.StepsDone != 2 {
+		t.Errorf("Get = %+v, %v; want 10 planned, 2 steps done", run.Counters, err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -122,29 +121,20 @@ func (h *Handler) planSteps(ctx context.Context, inv *Invocation, b batch, errs 
 	}
 }
 
-// runTasks runs b's chunk tasks, each FIFO chain in order, and queues the
-// continuation of each that stopped early; each task's error goes in errs.
+// runTasks runs b's chunk tasks, each FIFO chain in order (RunChains
+// queues the continuation of each that stopped early); each task's error
+// goes in errs.
 func (h *Handler) runTasks(ctx context.Context, inv *Invocation, b batch, errs []error) {
 	for j, res := range h.runner.RunChains(ctx, b.tasks) {
 		i := b.taskMsg[j]
 		inv.Stats.Add(res.Stats)
 		inv.BadRecords += res.BadRecords
+		// RunChains has queued the continuation of each task that
+		// stopped early; one that could not be queued, or would be the
+		// task itself, failed it, and its message comes back.
 		errs[i] = res.Err
-		if res.Err == nil && res.Continuation != nil && res.Continuation.ID() == b.tasks[j].ID() {
-			// Stopped before it read a record: a continuation would be
-			// the task itself, which a FIFO work queue drops as a
-			// duplicate. The message comes back instead.
-			errs[i] = fmt.Errorf("stopped before reading a record of the task: %w", partialbatch.ErrDeadline)
-			continue
-		}
-		if res.Err == nil && res.Continuation != nil {
-			// The continuation takes over the rest of the task: if it
-			// cannot be queued, the task comes back and runs again whole.
-			if err := h.runner.Enqueue(partialbatch.SendContext(ctx), *res.Continuation); err != nil {
-				errs[i] = fmt.Errorf("queue the continuation at offset %d: %w", res.Continuation.ResumeAt, err)
-			} else {
-				inv.Continuations++
-			}
+		if res.ContinuationQueued {
+			inv.Continuations++
 		}
 	}
 }

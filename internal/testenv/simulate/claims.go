@@ -99,6 +99,15 @@ func (s *ClaimsModel) Done(ctx context.Context, c claims.Claim) error {
 	return nil
 }
 
+// IsDone reports whether the claim key is done, for the oracle: it fails
+// never and takes nothing.
+func (s *ClaimsModel) IsDone(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.m[key]
+	return st != nil && st.done
+}
+
 // owned returns c's state while c still holds it, else claims.ErrLost, as
 // the table's conditional update fails when another owner took the claim
 // over. The caller holds s.mu.

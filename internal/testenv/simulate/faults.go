@@ -36,8 +36,10 @@ type Rates struct {
 	// PutObjects (failure output, run report, offload) refused (SlowDown
 	// after the SDK's retries) or reset after they took effect.
 	S3500, BodyCut, BodyStall, PutRefused, PutLost float64
-	// Claims: a claims store call that fails.
-	ClaimsErr float64
+	// Claims: a claims store call that fails; a write to the runs' state
+	// (counters, control, parking) that fails, as a throttled table's
+	// does after the SDK's retries.
+	ClaimsErr, RunsErr float64
 }
 
 // Faults decides the faults of one scenario. Each decision is a function
@@ -60,7 +62,7 @@ type Faults struct {
 // FaultStats counts the faults injected.
 type FaultStats struct {
 	EntryFailed, SQS500, Throttled, ResetBefore, ResetAfter, BadMD5, SQSStall int
-	S3500, BodyCut, BodyStall, PutRefused, PutLost, ClaimsErr, Died           int
+	S3500, BodyCut, BodyStall, PutRefused, PutLost, ClaimsErr, RunsErr, Died  int
 	// PutFailed counts the PutObject calls whose every attempt failed
 	// (500s and lost answers): the caller sees an error as for PutRefused.
 	PutFailed int

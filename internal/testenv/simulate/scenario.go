@@ -18,6 +18,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -59,6 +60,8 @@ type Settings struct {
 	// Notify is where the scenario's notifications go: "", fanout or
 	// s3ingest.
 	Notify string
+	// Control keeps the runs' state, which Scenario.Controls steer.
+	Control bool
 }
 
 // Request is one direct request of a scenario, and the objects it covers.
@@ -80,6 +83,8 @@ type Scenario struct {
 	Requests []Request
 	// Notifications are delivered through a notification queue.
 	Notifications []Notification
+	// Controls are the operator's actions on the runs (Settings.Control).
+	Controls []Control
 	// Off is what was turned off when the scenario was made.
 	Off Off
 	// Dump, when set, receives what the queues and buckets hold at the
@@ -92,10 +97,10 @@ type Off map[string]bool
 
 // FaultClasses are the faults that can be turned off by name.
 var FaultClasses = []string{"entry-failed", "sqs-500", "throttled", "reset-before", "reset-after", "bad-md5", "sqs-stall",
-	"s3-500", "body-cut", "body-stall", "put-refused", "put-lost", "claims-err", "die", "redeliver", "duplicate-notification", "deadline"}
+	"s3-500", "body-cut", "body-stall", "put-refused", "put-lost", "claims-err", "runs-err", "die", "redeliver", "duplicate-notification", "deadline"}
 
 // SettingClasses are settings that can be forced off by name.
-var SettingClasses = []string{"chunk", "fifo", "claims", "offload", "work-queue", "versioned", "report", "notifications", "drivers", "overwrites"}
+var SettingClasses = []string{"chunk", "fifo", "claims", "offload", "work-queue", "versioned", "report", "notifications", "drivers", "overwrites", "control"}
 
 // Generate makes the scenario of seed, without the classes off names.
 func Generate(seed uint64, off Off) Scenario {
@@ -200,6 +205,7 @@ func Generate(seed uint64, off Off) Scenario {
 		}
 		sc.Requests = append(sc.Requests, r)
 	}
+	genControl(rng, &sc, off)
 	return sc
 }
 
@@ -221,6 +227,8 @@ type world struct {
 	sqs     *SQSModel
 	faults  *Faults
 	claims  *ClaimsModel
+	dynamo  *DynamoModel
+	runs    *runstate.Table
 	handler *fanouthandler.Handler
 	target  string
 	work    string
@@ -249,6 +257,7 @@ func Run(ctx context.Context, sc Scenario) Outcome {
 	}
 	out.Steps = w.drive(ctx, &out)
 	w.check(&out)
+	w.checkRuns(ctx, &out)
 	if sc.Dump != nil {
 		w.dump(sc.Dump)
 	}
@@ -319,6 +328,7 @@ func (w *world) setUp(ctx context.Context) error {
 		w.claims = NewClaimsModel(w.faults)
 		opts.Claims = w.claims
 	}
+	w.setUpControl(&opts)
 	s3c := &FaultS3{M: w.s3, F: w.faults}
 	r, err := fanout.New(ctx, s3c, NewFaultSQS(w.sqs, w.faults), opts)
 	if err != nil {
@@ -388,7 +398,12 @@ func (w *world) drive(ctx context.Context, out *Outcome) int {
 	for ; step < maxSteps; step++ {
 		if step == faultSteps {
 			w.faults.Heal()
+			w.resumeAll(ctx)
 		}
+		if !w.faults.healed.Load() {
+			w.act(ctx, step)
+		}
+		w.checkDoneEarly(ctx, step, out)
 		w.sqs.Advance(time.Second)
 		busy := false
 		for i, req := range w.sc.Requests {
@@ -440,7 +455,11 @@ func (w *world) drive(ctx context.Context, out *Outcome) int {
 		}
 		if !w.faults.healed.Load() {
 			w.faults.Heal()
+			w.resumeAll(ctx)
 			step = max(step, faultSteps)
+			continue
+		}
+		if w.resumeAll(ctx) {
 			continue
 		}
 		if len(w.dlq) > 0 && redriven < 2 {

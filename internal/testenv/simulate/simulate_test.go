@@ -165,6 +165,7 @@ func summary(outs []Outcome, off Off, d time.Duration) string {
 		faults.PutLost += o.Faults.PutLost
 		faults.PutFailed += o.Faults.PutFailed
 		faults.ClaimsErr += o.Faults.ClaimsErr
+		faults.RunsErr += o.Faults.RunsErr
 		faults.Died += o.Faults.Died
 	}
 	var offs []string

@@ -125,6 +125,16 @@ func (m *SQSModel) Receive(url string, n int) []*Message {
 	return out
 }
 
+// Pending returns the messages of url that wait to be received.
+func (m *SQSModel) Pending(url string) []*Message {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if q := m.queues[url]; q != nil {
+		return slices.Clone(q.ready)
+	}
+	return nil
+}
+
 // Return makes received messages visible again (their visibility timeout
 // ran out), at the front of the queue, in order.
 func (m *SQSModel) Return(url string, msgs []*Message) {

@@ -1,0 +1,87 @@
+package runstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/s3sqs/s3sqs/pkg/claims"
+)
+
+// API is the part of the DynamoDB client a Table calls.
+type API interface {
+	claims.API
+	TransactWriteItems(ctx context.Context, params *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+var _ API = (*dynamodb.Client)(nil)
+
+// addedAttr marks a key AddOnce has added.
+const addedAttr = "added"
+
+// AddOnce adds c to the run's counters unless an AddOnce of the run with
+// the same key has added them before, and reports whether it did: a
+// planning made again (a retried request or step, a run started again
+// with its id) so counts once. The key and the counters are written in
+// one transaction: a planning is never counted twice, nor lost.
+func (t *Table) AddOnce(ctx context.Context, runID, k string, c Counters) (bool, error) {
+	record := types.Update{
+		TableName:                 aws.String(t.name),
+		Key:                       key(onceKey(runID, k)),
+		UpdateExpression:          aws.String("SET #added = :true, #expires = :expires"),
+		ConditionExpression:       aws.String("attribute_not_exists(#added)"),
+		ExpressionAttributeNames:  map[string]string{"#added": addedAttr, "#expires": claims.ExpiresAttribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":expires": num(t.now().Add(t.ttl).Unix())},
+	}
+	items := []types.TransactWriteItem{{Update: &record}}
+	if add, ok := t.addition(runID, c); ok {
+		items = append(items, types.TransactWriteItem{Update: &add})
+	}
+	for try := 1; ; try++ {
+		_, err := t.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		switch reason := cancelReason(err); {
+		case err == nil:
+			return true, nil
+		case reason == "ConditionalCheckFailed":
+			return false, nil
+		case reason != "TransactionConflict" || try == conflictTries:
+			return false, fmt.Errorf("runstate: add %s to the counters of run %s in table %s: %w", k, runID, t.name, err)
+		}
+		// Another write of the run record was under way, which the SDK
+		// does not retry: a few milliseconds, then twice as many...
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(time.Duration(rand.Int64N(int64(5*time.Millisecond) << try))):
+		}
+	}
+}
+
+// conflictTries is how many times AddOnce tries a transaction that another
+// write of the run record cancelled.
+const conflictTries = 6
+
+// cancelReason is the code of the first reason a cancelled transaction
+// gives that is not "None", or "".
+func cancelReason(err error) string {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return ""
+	}
+	for _, r := range tce.CancellationReasons {
+		if c := aws.ToString(r.Code); c != "None" && c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+func onceKey(runID, k string) string {
+	return runKey(runID) + "#once#" + k
+}
