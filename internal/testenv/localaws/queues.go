@@ -45,13 +45,22 @@ func CreateQueue(tb testing.TB, c *sqs.Client, suffix string, attrs map[string]s
 // come for quiet, or until 60s pass, and returns them in the order
 // received. Messages are received with a 2s visibility timeout, so that a
 // receive whose answer is lost on the way (fauxqs does this now and then)
-// hides its messages only briefly: quiet should be longer.
+// hides its messages only briefly: when the queue still has messages in
+// flight once quiet has passed, the drain waits for them once, past their
+// visibility timeout.
 func Drain(tb testing.TB, c *sqs.Client, url string, quiet time.Duration) []types.Message {
 	tb.Helper()
 	var got []types.Message
 	deadline := time.Now().Add(60 * time.Second)
 	last := time.Now()
-	for time.Now().Before(deadline) && time.Since(last) < quiet {
+	waited := false
+	for time.Now().Before(deadline) {
+		if time.Since(last) >= quiet {
+			if _, inFlight, err := Depth(tb.Context(), c, url); waited || err != nil || inFlight == 0 {
+				break
+			}
+			waited, last, quiet = true, time.Now(), max(quiet, 2500*time.Millisecond)
+		}
 		out, err := c.ReceiveMessage(tb.Context(), &sqs.ReceiveMessageInput{
 			QueueUrl:                    aws.String(url),
 			MaxNumberOfMessages:         10,
