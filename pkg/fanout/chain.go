@@ -41,6 +41,7 @@ func (r *Runner) RunChains(ctx context.Context, tasks []worktask.Task) []TaskRes
 			res.Stats.Add(lr.Stats)
 			res.BadRecords += lr.BadRecords
 			res.BytesRead += lr.BytesRead
+			res.chunksDone += lr.chunksDone
 			res.Continuation, res.Stopped, res.Held = lr.Continuation, lr.Stopped, lr.Held
 			if lr.Err != nil {
 				r.log.WarnContext(ctx, "a chained chunk failed; it is queued to run again on its own", "chunk", links[j].Chunk.URI(), "task", links[j].ID(), "error", lr.Err)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
-	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -84,17 +83,13 @@ func settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // settle tells the claims store what became of tr: done (also when what
 // follows is its chain's next chunk), or released where the next attempt
 // (a continuation, or the message again) resumes.
-//
-// A chunk done is counted in its run's counters here: with a claims
-// store, once the store has made it done, which it does once per run
-// however often the chunk's task is delivered; without one, each time.
-func (r *Runner) settle(ctx context.Context, tr *taskRun, res TaskResult) {
-	done := runstate.Counters{TasksDone: 1}
+// It reports whether the chunk is done for its run to count: with a
+// claims store, when the store has made it done, which it does once per
+// run however often the chunk's task is delivered; without one, each
+// time it is sent to its end.
+func (r *Runner) settle(ctx context.Context, tr *taskRun, res TaskResult) (counted bool) {
 	if tr.claim == nil {
-		if res.Err == nil && (res.Continuation == nil || res.Continuation.Chunk.ID() != tr.task.Chunk.ID()) {
-			r.addCounters(ctx, tr.task.RunID, done)
-		}
-		return
+		return res.Err == nil && (res.Continuation == nil || res.Continuation.Chunk.ID() != tr.task.Chunk.ID())
 	}
 	ctx, cancel := settleContext(ctx)
 	defer cancel()
@@ -105,13 +100,13 @@ func (r *Runner) settle(ctx context.Context, tr *taskRun, res TaskResult) {
 	case res.Continuation != nil && res.Continuation.Chunk.ID() == tr.task.Chunk.ID():
 		err = r.opts.Claims.Release(ctx, *tr.claim, max(res.Continuation.ResumeAt, tr.from))
 	default:
-		if err = r.opts.Claims.Done(ctx, *tr.claim); err == nil {
-			r.addCounters(ctx, tr.task.RunID, done)
-		}
+		err = r.opts.Claims.Done(ctx, *tr.claim)
+		counted = err == nil
 	}
 	if err != nil {
 		// The records are sent (or not) either way; the claim ends with
 		// its lease, and a later delivery may then send them again.
 		r.log.WarnContext(ctx, "claims store not updated", "task", tr.task.ID(), "error", err)
 	}
+	return counted
 }

@@ -96,7 +96,9 @@ func (r *Runner) finish(ctx context.Context, tr *taskRun) TaskResult {
 			res.Continuation = &next
 		}
 	}
-	r.settle(ctx, tr, res)
+	if r.settle(ctx, tr, res) {
+		res.chunksDone = 1
+	}
 	return res
 }
 

@@ -53,6 +53,9 @@ type TaskResult struct {
 	ContinuationQueued bool
 	// BytesRead counts the bytes of the records this attempt read.
 	BytesRead int64
+	// chunksDone counts the chunks this attempt made done (see settle):
+	// what its run counts done, with the rest of what it did.
+	chunksDone int64
 	// Err, when set, means the task must be run again: some of its records
 	// were neither sent nor put on the failure output.
 	Err error
