@@ -26,7 +26,11 @@
 //     design (a send cut off at the deadline, a claims store call or a
 //     PutObject that failed after the SDK's retries);
 //   - no offloaded payload object is ever rewritten with other bytes;
-//   - nothing is left in the work queue's dead-letter queue.
+//   - nothing is left in the work queue's dead-letter queue;
+//   - with the control plane (Settings.Control: pause, resume, cancel and
+//     rate actions on the runs, whose state a DynamoDB model keeps), no
+//     run is done while a task of it waits undone on the work queue, and
+//     at the end each run counts every chunk it planned done, once.
 //
 // The engine reaches the SQS model through a real SQS client over an
 // in-process transport, so that its serializer and MD5 check run; S3 and
