@@ -22,3 +22,16 @@ func (c *fanoutCmd) interrupted(stderr io.Writer, rep fanout.Report) int {
 	}
 	return exitInterrupted
 }
+
+// exitCancelled is the exit code of a run sent in this process that
+// `s3sqs cancel` stopped.
+const exitCancelled = 3
+
+// cancelled says what became of a run sent in this process that `s3sqs
+// cancel` stopped, and how to go on: nothing is parked without a work
+// queue, and the claims keep where each task stopped.
+func (c *fanoutCmd) cancelled(stderr io.Writer, rep fanout.Report) int {
+	fmt.Fprintf(stderr, "s3sqs fanout: run %s was cancelled (s3sqs cancel): %d records sent before its tasks stopped; nothing is parked without a work queue.\n", rep.RunID, rep.RecordsSent)
+	fmt.Fprintf(stderr, "To continue from where each task stopped: s3sqs resume -run-id %s -claims-table %s, then the same command (-run-id %s).\n", rep.RunID, c.claimsTable, rep.RunID)
+	return exitCancelled
+}

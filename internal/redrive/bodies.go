@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
@@ -114,15 +113,7 @@ func newOffloader(s3c sqsextended.OffloadAPI, target *sqsbatch.Sender, opts Opti
 		return nil, fmt.Errorf("redrive: offload: %w", err)
 	}
 	if opts.DryRun {
-		s3c = discardPuts{}
+		s3c = sqsextended.Discard
 	}
 	return sqsextended.NewOffloader(s3c, o)
-}
-
-// discardPuts takes the payloads a dry run would offload and writes
-// nothing.
-type discardPuts struct{}
-
-func (discardPuts) PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
-	return &s3.PutObjectOutput{}, nil
 }

@@ -88,8 +88,9 @@ func settleContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // run however often the chunk's task is delivered; without one, each
 // time it is sent to its end.
 func (r *Runner) settle(ctx context.Context, tr *taskRun, res TaskResult) (counted bool) {
+	continues := res.Continuation != nil && res.Continuation.Chunk.ID() == tr.task.Chunk.ID()
 	if tr.claim == nil {
-		return res.Err == nil && (res.Continuation == nil || res.Continuation.Chunk.ID() != tr.task.Chunk.ID())
+		return res.Err == nil && !continues
 	}
 	ctx, cancel := settleContext(ctx)
 	defer cancel()
@@ -97,7 +98,7 @@ func (r *Runner) settle(ctx context.Context, tr *taskRun, res TaskResult) (count
 	switch {
 	case res.Err != nil:
 		err = r.opts.Claims.Release(ctx, *tr.claim, tr.releaseAt())
-	case res.Continuation != nil && res.Continuation.Chunk.ID() == tr.task.Chunk.ID():
+	case continues:
 		err = r.opts.Claims.Release(ctx, *tr.claim, max(res.Continuation.ResumeAt, tr.from))
 	default:
 		err = r.opts.Claims.Done(ctx, *tr.claim)

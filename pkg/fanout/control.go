@@ -401,8 +401,8 @@ func (r *Runner) addPlanned(ctx context.Context, pr *planRun) error {
 
 // settleTask adds what a delivery of task t did to its run's counters,
 // when the runner keeps run state: the chunks it made done (see settle),
-// how it ended, as information, and the work it did. Without a work queue the tasks a cancel stopped are not parked:
-// they count as stopped.
+// how it ended, as information, and the work it did. Without a work
+// queue the tasks a cancel stopped are not parked: they count as stopped.
 func (r *Runner) settleTask(ctx context.Context, t worktask.Task, res TaskResult) {
 	c := taskCounters(res)
 	if r.work == nil {
@@ -414,8 +414,9 @@ func (r *Runner) settleTask(ctx context.Context, t worktask.Task, res TaskResult
 // taskCounters is what a delivery of a task (a chain of them, as
 // RunChains runs it) adds to its run's counters as it settles: the chunks
 // it made done, how it ended, unless it continues (its continuation
-// settles it), and what this attempt did, in one write. A delivery that found the task held by another delivery,
-// or stopped before it started, comes back, and is no failure.
+// settles it), and what this attempt did, in one write. A delivery that
+// found the task held by another delivery, or stopped before it started,
+// comes back, and is no failure.
 func taskCounters(res TaskResult) runstate.Counters {
 	c := runstate.Counters{
 		TasksHeld: int64(res.TasksHeld), TasksCancelled: int64(res.TasksCancelled),

@@ -8,8 +8,6 @@ import (
 	"iter"
 	"slices"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
@@ -228,19 +226,11 @@ func (r *Runner) dryGroup(ctx context.Context, specs []*taskSpec, t *tally) erro
 func (r *Runner) dryOffloader(s *sqsbatch.Sender) (*sqsextended.Offloader, error) {
 	o := *r.offload
 	o.MaxMessageSize = s.MaxMessageSize()
-	off, err := sqsextended.NewOffloader(discardPuts{}, o)
+	off, err := sqsextended.NewOffloader(sqsextended.Discard, o)
 	if err != nil {
 		return nil, fmt.Errorf("fanout: offload: %w", err)
 	}
 	return off, nil
-}
-
-// discardPuts takes the payloads of a dry run's offloaded records and
-// writes nothing.
-type discardPuts struct{}
-
-func (discardPuts) PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
-	return &s3.PutObjectOutput{}, nil
 }
 
 // dryRunOptions returns the dry run options req gives, or none.

@@ -52,9 +52,9 @@ func (r *Runner) inline(ctx context.Context, pr *planRun, tasks iter.Seq[worktas
 // runKept runs the tasks of a run small enough to send here, each FIFO
 // chain in order.
 func (r *Runner) runKept(ctx context.Context, pr *planRun, tasks []worktask.Task) (Report, error) {
+	rep := &pr.rep
 	// Counted before the tasks run, not after, so that status shows the
 	// run while they do, and a cancel finds it.
-	rep := &pr.rep
 	if err := r.addPlanned(partialbatch.SendContext(ctx), pr); err != nil {
 		return *rep, err // nothing ran: the request comes back
 	}

@@ -57,6 +57,16 @@ type OffloadAPI interface {
 
 var _ OffloadAPI = (*s3.Client)(nil)
 
+// Discard is an OffloadAPI that writes nothing: an Offloader over it
+// returns the pointers it would send, for a dry run.
+var Discard OffloadAPI = discard{}
+
+type discard struct{}
+
+func (discard) PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	return &s3.PutObjectOutput{}, nil
+}
+
 // OffloaderOptions configures an [Offloader].
 type OffloaderOptions struct {
 	// Bucket is the bucket payloads are written to. It is required.

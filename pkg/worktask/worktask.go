@@ -43,9 +43,10 @@ type Task struct {
 	// versions in one message group, in order (see dataset.Versions).
 	Versions bool `json:"versions,omitempty"`
 	// MessageID is the id of the SQS message that delivered the task, when
-	// it came from a queue; it is not part of the message. A run counts
-	// what became of each message once, however often SQS delivers it
-	// (see runstate.Table.Settle).
+	// it came from a queue; it is not part of the message. A task with one
+	// has its continuation queued by the engine (see fanout.RunChains), and
+	// a task that stopped before reading a record has its message come
+	// back instead.
 	MessageID string `json:"-"`
 }
 
