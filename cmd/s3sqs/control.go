@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +15,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // controlUsages are the usages of the commands that steer a run.
@@ -176,7 +175,7 @@ func (c *controlCmd) resume(ctx context.Context, runs *runstate.Table, before ru
 		}
 	}
 	n, err := runs.Unpark(ctx, id, func(ctx context.Context, n int64, body string) error {
-		return sendTask(ctx, sqsc, c.work, body, fmt.Sprintf("%s\x00parked\x00%d", id, n))
+		return sendTask(ctx, sqsc, c.work, id, n, body)
 	})
 	fmt.Fprintf(stdout, "%d parked tasks put back on %s.\n", n, c.work)
 	if err != nil {
@@ -204,18 +203,13 @@ func sqsClient(ctx context.Context) (*sqs.Client, error) {
 	return sqsc, err
 }
 
-// sendTask sends a parked work-queue message back to queue. On a FIFO work
-// queue each message is its own group, as each task the planner queues
-// is, and is deduplicated by its parking (parked, which names the run and
-// the parking's number), not its body: a task parked again after a resume
-// has the same body, and SQS would drop it for five minutes.
-func sendTask(ctx context.Context, c sqsAPI, queue, body, parked string) error {
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(body)}
-	if strings.HasSuffix(queue, ".fifo") {
-		group := sha256.Sum256([]byte(body))
-		dedup := sha256.Sum256([]byte(parked + "\x00" + body))
-		in.MessageGroupId = aws.String(hex.EncodeToString(group[:]))
-		in.MessageDeduplicationId = aws.String(hex.EncodeToString(dedup[:]))
+// sendTask sends runID's n-th parked work-queue message back to queue
+// (see worktask.ParkedEntry).
+func sendTask(ctx context.Context, c sqsAPI, queue, runID string, n int64, body string) error {
+	e := worktask.ParkedEntry(runID, n, body, strings.HasSuffix(queue, ".fifo"))
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String(e.Body)}
+	if e.GroupID != "" {
+		in.MessageGroupId, in.MessageDeduplicationId = aws.String(e.GroupID), aws.String(e.DeduplicationID)
 	}
 	if _, err := c.SendMessage(ctx, in); err != nil {
 		return &fanout.QueueError{Role: fanout.RoleWork, Queue: queue, Err: err}

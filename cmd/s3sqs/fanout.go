@@ -223,7 +223,8 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner
 		return nil, nil, err
 	}
 	o := &c.opts
-	if err := checkBuckets(ctx, s3c, s3Output{"failure-s3-uri", o.FailureS3URI}, s3Output{"report-s3-uri", o.ReportS3URI}, s3Output{"offload-s3-uri", o.OffloadS3URI}); err != nil {
+	if err := awssetup.CheckBuckets(ctx, s3c, awssetup.S3Output{Setting: "-failure-s3-uri", URI: o.FailureS3URI},
+		awssetup.S3Output{Setting: "-report-s3-uri", URI: o.ReportS3URI}, awssetup.S3Output{Setting: "-offload-s3-uri", URI: o.OffloadS3URI}); err != nil {
 		return nil, nil, err
 	}
 	var failures *lazyFile

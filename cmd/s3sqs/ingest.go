@@ -51,7 +51,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return failed(err)
 	}
-	if err := checkBuckets(ctx, s3c, s3Output{"failure-s3-uri", c.opts.FailureS3URI}, s3Output{"offload-s3-uri", c.opts.OffloadS3URI}); err != nil {
+	if err := awssetup.CheckBuckets(ctx, s3c, awssetup.S3Output{Setting: "-failure-s3-uri", URI: c.opts.FailureS3URI}, awssetup.S3Output{Setting: "-offload-s3-uri", URI: c.opts.OffloadS3URI}); err != nil {
 		return failed(err)
 	}
 	ev, err := c.event(ctx, s3c, stdin)

@@ -286,7 +286,7 @@ func (c *redriveCmd) start(ctx context.Context, stderr io.Writer) (*redrive.Redr
 	if err != nil {
 		return nil, err
 	}
-	if err := checkBuckets(ctx, s3c, s3Output{"offload-s3-uri", c.opts.OffloadS3URI}); err != nil {
+	if err := awssetup.CheckBuckets(ctx, s3c, awssetup.S3Output{Setting: "-offload-s3-uri", URI: c.opts.OffloadS3URI}); err != nil {
 		return nil, err
 	}
 	c.opts.Progress = &redrive.Progress{}

@@ -63,6 +63,10 @@ func TestRefusals(t *testing.T) {
 			"OUTPUT_QUEUE_URL: queue " + out + "-gone cannot be used: AWS.SimpleQueueService.NonExistentQueue"},
 		{"missing hand-off queue", []string{settings.OutputQueueURL.Env + "=" + out, settings.HandoffBytes.Env + "=1MiB", settings.FanoutWorkQueueURL.Env + "=" + out + "-work-gone"},
 			"FANOUT_WORK_QUEUE_URL: queue " + out + "-work-gone cannot be used"},
+		{"missing failure bucket", []string{settings.OutputQueueURL.Env + "=" + out, settings.FailureS3URI.Env + "=s3://s3sqs-no-such-bucket/failures"},
+			"FAILURE_S3_URI: bucket s3sqs-no-such-bucket does not exist"},
+		{"missing offload bucket", []string{settings.OutputQueueURL.Env + "=" + out, settings.OffloadS3URI.Env + "=s3://s3sqs-no-such-bucket/big"},
+			"OFFLOAD_S3_URI: bucket s3sqs-no-such-bucket does not exist"},
 		{"chunk size in KiB", []string{settings.OutputQueueURL.Env + "=" + out, settings.ChunkSize.Env + "=16"}, "CHUNK_SIZE: 16 bytes is not a chunk size from 1KiB to 1GiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -113,6 +113,21 @@ func (t Task) Entry(fifo bool) (sqsbatch.Entry, error) {
 	return e, nil
 }
 
+// ParkedEntry returns the message that puts back body, a work-queue
+// message parked as runID's n-th (see runstate.Table.Unpark). On a FIFO
+// queue it is its own message group, as each task the planner queues is,
+// and is deduplicated by its parking, not its body: a task parked again
+// after a resume has the same body, and SQS would drop it for five minutes.
+func ParkedEntry(runID string, n int64, body string, fifo bool) sqsbatch.Entry {
+	e := sqsbatch.Entry{ID: "0", Body: body}
+	if fifo {
+		group := sha256.Sum256([]byte(body))
+		dedup := sha256.Sum256(fmt.Appendf(nil, "%s\x00parked\x00%d\x00%s", runID, n, body))
+		e.GroupID, e.DeduplicationID = hex.EncodeToString(group[:]), hex.EncodeToString(dedup[:])
+	}
+	return e
+}
+
 // ErrNotTask is returned by Parse for a body that is not a chunk task at
 // all (not a JSON object with a "chunk" field), so that the caller may read
 // it as another kind of message.

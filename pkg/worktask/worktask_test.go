@@ -199,3 +199,20 @@ func TestTaskID(t *testing.T) {
 		t.Errorf("resumed task id %q, want %q", resumed.ID(), a.ID()+"-5")
 	}
 }
+
+func TestParkedEntry(t *testing.T) {
+	const body = `{"runId":"r","chunk":{}}`
+	first, again := ParkedEntry("r", 1, body, true), ParkedEntry("r", 2, body, true)
+	if first.Body != body || first.GroupID == "" || first.GroupID != again.GroupID {
+		t.Errorf("FIFO entries %+v and %+v: want the body, and one group for one body", first, again)
+	}
+	if first.DeduplicationID == again.DeduplicationID || first.DeduplicationID != ParkedEntry("r", 1, body, true).DeduplicationID {
+		t.Errorf("deduplication ids %q and %q: want one per parking, the same for the same parking", first.DeduplicationID, again.DeduplicationID)
+	}
+	if other := ParkedEntry("s", 1, body, true); other.DeduplicationID == first.DeduplicationID {
+		t.Errorf("two runs' first parkings share deduplication id %q", first.DeduplicationID)
+	}
+	if std := ParkedEntry("r", 1, body, false); std.GroupID != "" || std.DeduplicationID != "" {
+		t.Errorf("standard entry %+v: want no group or deduplication id", std)
+	}
+}

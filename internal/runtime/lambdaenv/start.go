@@ -125,6 +125,11 @@ func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Cl
 		log.Info("each task and notified object version runs once", "claimsTable", fn.ClaimsTable)
 	}
 	fn.Runner.Logger = log
+	if err := awssetup.CheckBuckets(ctx, s3c, awssetup.S3Output{Setting: settings.FailureS3URI.Env, URI: fn.Runner.FailureS3URI},
+		awssetup.S3Output{Setting: settings.ReportS3URI.Env, URI: fn.Runner.ReportS3URI},
+		awssetup.S3Output{Setting: settings.OffloadS3URI.Env, URI: fn.Runner.OffloadS3URI}); err != nil {
+		return nil, err
+	}
 	// Notification mode names the region the function runs in, its
 	// buckets' (the SDK's, from Lambda's AWS_REGION).
 	fn.Runner.Region = cmp.Or(fn.Runner.Region, cfg.Region)

@@ -71,6 +71,9 @@ func (w *world) check(out *Outcome) {
 		// is a duplicate delivery.
 		coverage[n.Key]++
 	}
+	for k, n := range w.reconciled {
+		coverage[k] += n
+	}
 
 	for _, e := range byToken {
 		if coverage[e.obj.Key] > 0 {
@@ -271,6 +274,9 @@ func (w *world) failures(bad func(string, ...any)) map[string][]fanout.Failure {
 // records of each run.
 func (w *world) checkReport(byOffset map[string]*expected, bad func(string, ...any)) {
 	for _, req := range w.sc.Requests {
+		if req.Replay {
+			continue
+		}
 		count := map[string]int{}
 		for _, k := range w.s3.Keys(auxBucket, repPrefix+"/"+req.RunID+"/failed/") {
 			b, _ := w.s3.Object(auxBucket, k)

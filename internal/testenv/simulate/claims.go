@@ -28,12 +28,16 @@ type claimState struct {
 	expired  bool
 }
 
-// NewClaimsModel returns an empty store whose calls fail at f's rate.
+// NewClaimsModel returns an empty store whose calls fail at f's rate
+// (never when f is nil).
 func NewClaimsModel(f *Faults) *ClaimsModel { return &ClaimsModel{F: f, m: map[string]*claimState{}} }
 
 var _ claims.Store = (*ClaimsModel)(nil)
 
 func (s *ClaimsModel) fault(ctx context.Context, op, key string) error {
+	if s.F == nil {
+		return nil
+	}
 	if err := s.F.tick(ctx); err != nil {
 		return err
 	}
@@ -99,6 +103,23 @@ func (s *ClaimsModel) Done(ctx context.Context, c claims.Claim) error {
 	return nil
 }
 
+// MarkDone records key as done, whoever holds it, as claims.Table's
+// MarkDone does: s3ingest marks the objects it ingested so.
+func (s *ClaimsModel) MarkDone(ctx context.Context, key string) error {
+	if err := s.fault(ctx, "MarkDone", key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.m[key]
+	if st == nil {
+		st = &claimState{}
+		s.m[key] = st
+	}
+	st.done = true
+	return nil
+}
+
 // IsDone reports whether the claim key is done, for the oracle: it fails
 // never and takes nothing.
 func (s *ClaimsModel) IsDone(key string) bool {
@@ -110,10 +131,10 @@ func (s *ClaimsModel) IsDone(key string) bool {
 
 // owned returns c's state while c still holds it, else claims.ErrLost, as
 // the table's conditional update fails when another owner took the claim
-// over. The caller holds s.mu.
+// over or the work was marked done meanwhile. The caller holds s.mu.
 func (s *ClaimsModel) owned(c claims.Claim) (*claimState, error) {
 	st := s.m[c.Key]
-	if st == nil || st.owner != c.Owner {
+	if st == nil || st.owner != c.Owner || st.done {
 		return nil, claims.ErrLost
 	}
 	return st, nil

@@ -111,8 +111,12 @@ func (w *world) resume(ctx context.Context, id string) bool {
 		return false
 	}
 	w.runs.Unpark(ctx, id, func(ctx context.Context, n int64, body string) error {
-		out, err := w.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(w.work),
-			Entries: []types.SendMessageBatchRequestEntry{{Id: aws.String("0"), MessageBody: aws.String(body)}}})
+		e := worktask.ParkedEntry(id, n, body, w.sc.Settings.WorkFIFO)
+		in := types.SendMessageBatchRequestEntry{Id: aws.String(e.ID), MessageBody: aws.String(e.Body)}
+		if e.GroupID != "" {
+			in.MessageGroupId, in.MessageDeduplicationId = aws.String(e.GroupID), aws.String(e.DeduplicationID)
+		}
+		out, err := w.sqs.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(w.work), Entries: []types.SendMessageBatchRequestEntry{in}})
 		if err == nil && len(out.Failed) > 0 {
 			err = fmt.Errorf("put back: %s", aws.ToString(out.Failed[0].Code))
 		}

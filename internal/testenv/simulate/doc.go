@@ -5,7 +5,8 @@
 // newlines, bare quotes, ragged rows, empty objects, multi-byte text,
 // records near and over the queue's size limit, versioned buckets; engine
 // settings: record and chunk mode, chunk sizes, standard and FIFO targets,
-// offload, claims, requests in flight, a work queue, deadlines), drives the
+// offload, claims, requests in flight, a standard or FIFO work queue,
+// deadlines), drives the
 // real engine (fanouthandler.Handler over fanout.Runner) end to end against
 // in-process models of S3, SQS and the claims store with faults at every
 // call (per-entry failures, 5xx, throttles, resets before and after the
@@ -30,13 +31,19 @@
 //   - with the control plane (Settings.Control: pause, resume, cancel and
 //     rate actions on the runs, whose state a DynamoDB model keeps), no
 //     run is done while a task of it waits undone on the work queue, and
-//     at the end each run counts every chunk it planned done, once.
+//     at the end each run counts every chunk it planned done, once;
+//   - with replays and reconciles (Scenario.Reconciles: a fanout run in
+//     notification mode to s3ingest's queue, and `s3sqs reconcile` of the
+//     prefix while the faults last and once all settled), every record of
+//     every object they announce is delivered, and a reconcile after the
+//     one that sent the rest finds no object missing.
 //
 // The engine reaches the SQS model through a real SQS client over an
 // in-process transport, so that its serializer and MD5 check run; S3 and
-// the claims store are reached through their Go interfaces. The S3 and SQS
-// models answer as the stand-ins do on the calls the engine makes (see
-// TestConformanceSQS and TestConformanceS3). Faults are drawn from the seed
+// the claims store are reached through their Go interfaces. The models
+// answer as the stand-ins do on the calls the engine makes (see
+// TestConformanceSQS, TestConformanceS3, TestConformanceDynamo and
+// TestConformanceClaims). Faults are drawn from the seed
 // and each call's content, not the order of the calls; scenarios with
 // deadlines still depend on real time, so a few seeds replay only most of
 // the time. TestSimulate runs 200 seeds (SIMULATE_SEEDS or -seeds

@@ -18,6 +18,8 @@ import (
 const (
 	notifyFanout = "fanout"
 	notifyIngest = "s3ingest"
+	// notesQueue is the notification queue's name.
+	notesQueue = "notifications"
 )
 
 // Notification is an S3 event notification of one object that a scenario
@@ -53,7 +55,7 @@ func (w *world) setUpNotify(ctx context.Context, opts fanout.Options) error {
 	if len(w.sc.Notifications) == 0 {
 		return nil
 	}
-	w.notes = w.sqs.CreateQueue("notifications", 0, false)
+	w.notes = w.sqs.CreateQueue(notesQueue, 0, false)
 	for _, n := range w.sc.Notifications {
 		obj := dataset.Object{Bucket: dataBucket, Key: n.Key, ETag: w.etags[n.Key], VersionID: w.versions[n.Key]}
 		b, _ := w.s3.Object(dataBucket, n.Key)

@@ -47,8 +47,9 @@ type Settings struct {
 	// FailureQueue sends failures to a queue; otherwise to S3.
 	FailureQueue bool
 	Report       bool
-	// WorkQueue configures a work queue; InlineMax is INLINE_MAX_BYTES.
-	WorkQueue bool
+	// WorkQueue configures a work queue, a FIFO one when WorkFIFO is
+	// set; InlineMax is INLINE_MAX_BYTES.
+	WorkQueue, WorkFIFO bool
 	InlineMax int64
 	// Deadline is each invocation's time; zero means none. Margin is
 	// DeadlineMargin.
@@ -72,6 +73,9 @@ type Request struct {
 	Payload []byte
 	RunID   string
 	Keys    []string
+	// Replay announces the objects to s3ingest (notification mode): their
+	// records are read, and their failures reported, by s3ingest's runs.
+	Replay bool
 }
 
 // Scenario is one generated test case.
@@ -85,6 +89,9 @@ type Scenario struct {
 	Notifications []Notification
 	// Controls are the operator's actions on the runs (Settings.Control).
 	Controls []Control
+	// Reconciles are the steps at which a reconcile runs while the faults
+	// last; non-nil (maybe empty) runs reconciles once all has settled.
+	Reconciles []int
 	// Off is what was turned off when the scenario was made.
 	Off Off
 	// Dump, when set, receives what the queues and buckets hold at the
@@ -100,7 +107,7 @@ var FaultClasses = []string{"entry-failed", "sqs-500", "throttled", "reset-befor
 	"s3-500", "body-cut", "body-stall", "put-refused", "put-lost", "claims-err", "runs-err", "die", "redeliver", "duplicate-notification", "deadline"}
 
 // SettingClasses are settings that can be forced off by name.
-var SettingClasses = []string{"chunk", "fifo", "claims", "offload", "work-queue", "versioned", "report", "notifications", "drivers", "overwrites", "control"}
+var SettingClasses = []string{"chunk", "fifo", "claims", "offload", "work-queue", "versioned", "report", "notifications", "drivers", "overwrites", "control", "work-fifo", "reconcile", "replay"}
 
 // Generate makes the scenario of seed, without the classes off names.
 func Generate(seed uint64, off Off) Scenario {
@@ -206,6 +213,10 @@ func Generate(seed uint64, off Off) Scenario {
 		sc.Requests = append(sc.Requests, r)
 	}
 	genControl(rng, &sc, off)
+	// Drawn last, so that the rest of a seed's scenario is as it was
+	// before there were FIFO work queues.
+	sc.Settings.WorkFIFO = s.WorkQueue && pick("work-fifo", 0.35)
+	genReplays(seed, &sc, keys, off)
 	return sc
 }
 
@@ -242,6 +253,10 @@ type world struct {
 	// pins of the objects as stored: version id (versioned) and ETag.
 	versions map[string]string
 	etags    map[string]string
+	// reconciled counts the runs reconciles made of each key;
+	// recons the reconciles, settledRecons those run once all settled.
+	reconciled            map[string]int
+	recons, settledRecons int
 }
 
 // Run runs the scenario against the real engine and checks the outcome.
@@ -249,7 +264,7 @@ func Run(ctx context.Context, sc Scenario) Outcome {
 	start := time.Now()
 	w := &world{sc: sc, s3: NewS3Model(), sqs: NewSQSModel(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 		faults: NewFaults(seedOf(sc.Seed, "faults"), sc.Rates), rng: rand.New(rand.NewPCG(sc.Seed, seedOf(sc.Seed, "driver"))),
-		versions: map[string]string{}, etags: map[string]string{}, dlqOf: map[*Message]string{}}
+		versions: map[string]string{}, etags: map[string]string{}, dlqOf: map[*Message]string{}, reconciled: map[string]int{}}
 	out := Outcome{Seed: sc.Seed}
 	if err := w.setUp(ctx); err != nil {
 		out.Violations = append(out.Violations, "set-up: "+err.Error())
@@ -308,7 +323,11 @@ func (w *world) setUp(ctx context.Context) error {
 		IngestEncoder: ingesthandler.EncodeRecords,
 	}
 	if s.WorkQueue {
-		w.work = w.sqs.CreateQueue("work", 0, false)
+		name := "work"
+		if s.WorkFIFO {
+			name += ".fifo"
+		}
+		w.work = w.sqs.CreateQueue(name, 0, false)
 		opts.WorkQueueURL = w.work
 	}
 	if s.FailureQueue {
@@ -402,6 +421,7 @@ func (w *world) drive(ctx context.Context, out *Outcome) int {
 		}
 		if !w.faults.healed.Load() {
 			w.act(ctx, step)
+			w.reconcileAt(ctx, step)
 		}
 		w.checkDoneEarly(ctx, step, out)
 		w.sqs.Advance(time.Second)
@@ -459,7 +479,7 @@ func (w *world) drive(ctx context.Context, out *Outcome) int {
 			step = max(step, faultSteps)
 			continue
 		}
-		if w.resumeAll(ctx) {
+		if w.resumeAll(ctx) || w.reconcileSettled(ctx, out) {
 			continue
 		}
 		if len(w.dlq) > 0 && redriven < 2 {

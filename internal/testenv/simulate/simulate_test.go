@@ -124,7 +124,7 @@ func describe(sc Scenario) string {
 		on   bool
 		name string
 	}{{s.Claims, "claims"}, {s.Offload, "offload"}, {s.FailureQueue, "failure-queue"}, {!s.FailureQueue, "failure-s3"},
-		{s.Report, "report"}, {s.WorkQueue, fmt.Sprintf("work-queue(inline=%d)", s.InlineMax)}, {s.Versioned, "versioned"},
+		{s.Report, "report"}, {s.WorkQueue, fmt.Sprintf("work-queue(inline=%d)", s.InlineMax)}, {s.WorkFIFO, "work-fifo"}, {s.Versioned, "versioned"},
 		{s.Deadline > 0, fmt.Sprintf("deadline=%s/margin=%s", s.Deadline, s.Margin)}, {s.Die > 0, fmt.Sprintf("die=%.2f", s.Die)},
 		{s.Redeliver > 0, fmt.Sprintf("redeliver=%.2f", s.Redeliver)}, {s.Notify != "", fmt.Sprintf("notify=%s(%d)", s.Notify, len(sc.Notifications))}} {
 		if f.on {
