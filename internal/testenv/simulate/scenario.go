@@ -50,7 +50,7 @@ type Settings struct {
 	// WorkQueue configures a work queue, a FIFO one when WorkFIFO is
 	// set; InlineMax is INLINE_MAX_BYTES.
 	WorkQueue, WorkFIFO bool
-	InlineMax int64
+	InlineMax           int64
 	// Deadline is each invocation's time; zero means none. Margin is
 	// DeadlineMargin.
 	Deadline, Margin time.Duration
