@@ -3,7 +3,6 @@ package fanout
 import (
 	"cmp"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -373,27 +372,18 @@ func (r *Runner) addCounters(ctx context.Context, runID string, c runstate.Count
 }
 
 // addPlanned adds what pr planned to its run's counters, once however
-// often the same planning is made again (see runstate.Table.AddOnce): the
-// run started again with its id, a request or a planning step retried. A
-// planning step is known by its id; a run planned in parts without steps
-// (the keys of a Batch Operations job, notified objects) by the tasks of
-// each part. Its error fails the planning, which comes back: a run whose
-// planning went uncounted would be done before its tasks are.
+// often the same planning is made again (see runstate.Table.AddOnce and
+// plannedKey): the run started again with its id, a request or a planning
+// step retried; with a step's extent (see extent). Its error fails the
+// planning, which comes back: a run whose planning went uncounted would
+// be done before its tasks are.
 func (r *Runner) addPlanned(ctx context.Context, pr *planRun) error {
 	if r.opts.Runs == nil {
 		return nil
 	}
-	key := "planned#"
-	if pr.step != nil {
-		// The step's number too: a first step that planned nothing before
-		// its deadline queues a second one at the same cursor.
-		key += pr.step.ID() + "#" + strconv.Itoa(pr.step.Step)
-	} else {
-		key += hex.EncodeToString(pr.ids.Sum(nil)[:16])
-	}
 	ctx, cancel := settleContext(ctx)
 	defer cancel()
-	if _, err := r.opts.Runs.AddOnce(ctx, pr.runID, key, pr.counters()); err != nil {
+	if _, err := r.opts.Runs.AddOnce(ctx, pr.runID, plannedKey(pr), pr.counters(), extentNote(pr)); err != nil {
 		return fmt.Errorf("fanout: count the planning of run %s: %w", pr.runID, err)
 	}
 	return nil

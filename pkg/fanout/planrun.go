@@ -52,8 +52,11 @@ type planRun struct {
 	// counters itself.
 	counted bool
 	// ids hashes the ids of the tasks planned, which name a planning
-	// without a step (see addPlanned).
+	// without a step (see plannedKey).
 	ids hash.Hash
+	// extent, when set, is where an earlier delivery of the step, whose
+	// planning was counted, stopped: this one plans to it exactly.
+	extent *extent
 }
 
 // counters is what pr's planning adds to its run's counters: the chunks
@@ -91,6 +94,9 @@ func (r *Runner) plan(ctx context.Context, objs iter.Seq2[dataset.Listed, error]
 	}
 	plan, err := r.planner(ctx, pr.runID, pr.ov, true)
 	if err != nil {
+		return pr.rep, err
+	}
+	if err := r.readExtent(ctx, pr); err != nil {
 		return pr.rep, err
 	}
 	ov := pr.ov // what a key's version tasks carry
@@ -150,6 +156,10 @@ func (r *Runner) tasksOf(ctx context.Context, pr *planRun, plans iter.Seq2[plann
 	resumable := pr.step != nil && r.work != nil
 	return func(yield func(worktask.Task) bool) {
 		for p, err := range plans {
+			if pr.extent != nil && !pr.extent.end && reached(pr.cursor, pr.extent.cursor) {
+				pr.more = true
+				return
+			}
 			if resumable && ctx.Err() != nil {
 				pr.more = true
 				return

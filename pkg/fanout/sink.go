@@ -85,12 +85,13 @@ func (r *Runner) runKept(ctx context.Context, pr *planRun, tasks []worktask.Task
 
 // queued is the sink of a run whose tasks go to the work queue: each task
 // as it is planned and, when the listing can resume and ctx ended first,
-// the next planning steps. Planning stops at ctx's end; what it planned is
-// queued in the time the send context leaves.
+// the next planning steps, once the planning is counted with its extent
+// (see extent). Planning stops at ctx's end; what it planned is queued in
+// the time the send context leaves.
 func (r *Runner) queued(ctx context.Context, pr *planRun, tasks iter.Seq[worktask.Task]) (Report, error) {
 	rep := &pr.rep // the planning iterator counts in it as the send takes tasks
 	rep.Queued = true
-	var noProgress bool
+	var stop error // why no next step was queued, when one was due
 	steps := 0
 	var err error
 	rep.TasksQueued, err = r.enqueue(partialbatch.SendContext(ctx), func(yield func(message) bool) {
@@ -99,14 +100,9 @@ func (r *Runner) queued(ctx context.Context, pr *planRun, tasks iter.Seq[worktas
 				return
 			}
 		}
-		if !pr.more {
-			return
-		}
-		if pr.cursor == pr.step.Cursor && pr.step.Step > 1 {
-			noProgress = true
-			return
-		}
-		for _, ns := range nextSteps(*pr.step, pr.cursor, &pr.ov) {
+		var next []worktask.Plan
+		next, stop = r.nextOf(ctx, pr)
+		for _, ns := range next {
 			steps++
 			if !yield(ns) {
 				return
@@ -117,11 +113,42 @@ func (r *Runner) queued(ctx context.Context, pr *planRun, tasks iter.Seq[worktas
 		rep.PlanContinued = true
 		rep.TasksQueued -= steps
 	}
-	if err == nil && noProgress {
-		err = errNoProgress
+	if err == nil {
+		err = stop
 	}
-	pr.steps, pr.planned = steps, err == nil && pr.err == nil
+	pr.planned = err == nil && pr.err == nil
 	return *rep, errors.Join(err, pr.err)
+}
+
+// nextOf returns the planning steps that follow pr's, once its tasks are
+// all queued: none when the listing ended or failed; those from the
+// extent an earlier delivery counted; or, counted first with this
+// delivery's extent, those from where ctx's end stopped it. The error
+// says why none were, when some were due.
+func (r *Runner) nextOf(ctx context.Context, pr *planRun) ([]worktask.Plan, error) {
+	switch x := pr.extent; {
+	case pr.err != nil:
+		return nil, nil
+	case x != nil && x.end && pr.more, x != nil && !x.end && pr.more && !reached(pr.cursor, x.cursor):
+		return nil, errShortOfExtent
+	case x != nil && x.end:
+		return nil, nil
+	case x != nil:
+		// Also when the listing ended before the extent (its last objects
+		// deleted since): the steps counted are queued.
+		return nextSteps(*pr.step, x.cursor, &pr.ov), nil
+	case !pr.more:
+		return nil, nil
+	case pr.cursor == pr.step.Cursor && pr.step.Step > 1:
+		return nil, errNoProgress
+	}
+	next := nextSteps(*pr.step, pr.cursor, &pr.ov)
+	pr.steps = len(next)
+	if err := r.addPlanned(partialbatch.SendContext(ctx), pr); err != nil {
+		return nil, err
+	}
+	pr.counted = true
+	return next, nil
 }
 
 // maxStepKeyBytes bounds the keys one planning step carries: its message

@@ -22,22 +22,27 @@ type API interface {
 
 var _ API = (*dynamodb.Client)(nil)
 
-// addedAttr marks a key AddOnce has added.
-const addedAttr = "added"
+// addedAttr marks a key AddOnce has added; noteAttr keeps its note.
+const (
+	addedAttr = "added"
+	noteAttr  = "note"
+)
 
 // AddOnce adds c to the run's counters unless an AddOnce of the run with
 // the same key has added them before, and reports whether it did: a
 // planning made again (a retried request or step, a run started again
-// with its id) so counts once. The key and the counters are written in
-// one transaction: a planning is never counted twice, nor lost.
-func (t *Table) AddOnce(ctx context.Context, runID, k string, c Counters) (bool, error) {
+// with its id) so counts once. The key, note and the counters are written
+// in one transaction: a planning is never counted twice, nor lost. note
+// is kept with the key for Once: what the counted planning covered, which
+// a planning made again must cover too.
+func (t *Table) AddOnce(ctx context.Context, runID, k string, c Counters, note string) (bool, error) {
 	record := types.Update{
 		TableName:                 aws.String(t.name),
 		Key:                       key(onceKey(runID, k)),
-		UpdateExpression:          aws.String("SET #added = :true, #expires = :expires"),
+		UpdateExpression:          aws.String("SET #added = :true, #note = :note, #expires = :expires"),
 		ConditionExpression:       aws.String("attribute_not_exists(#added)"),
-		ExpressionAttributeNames:  map[string]string{"#added": addedAttr, "#expires": claims.ExpiresAttribute},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":expires": num(t.now().Add(t.ttl).Unix())},
+		ExpressionAttributeNames:  map[string]string{"#added": addedAttr, "#note": noteAttr, "#expires": claims.ExpiresAttribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":note": str(note), ":expires": num(t.now().Add(t.ttl).Unix())},
 	}
 	items := []types.TransactWriteItem{{Update: &record}}
 	if add, ok := t.addition(runID, c); ok {
@@ -61,6 +66,21 @@ func (t *Table) AddOnce(ctx context.Context, runID, k string, c Counters) (bool,
 		case <-time.After(time.Duration(rand.Int64N(int64(5*time.Millisecond) << try))):
 		}
 	}
+}
+
+// Once reports whether an AddOnce of the run with key k has added its
+// counters, and the note it kept: one strongly consistent GetItem.
+func (t *Table) Once(ctx context.Context, runID, k string) (note string, added bool, err error) {
+	out, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(t.name), Key: key(onceKey(runID, k)), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("runstate: read %s of run %s in table %s: %w", k, runID, t.name, err)
+	}
+	if out.Item == nil {
+		return "", false, nil
+	}
+	return stringOf(out.Item[noteAttr]), true, nil
 }
 
 // conflictTries is how many times AddOnce tries a transaction that another

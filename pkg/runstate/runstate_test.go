@@ -3,6 +3,7 @@ package runstate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -292,11 +293,17 @@ func TestParkWrittenDuringUnpark(t *testing.T) {
 func TestAddOnce(t *testing.T) {
 	ctx := t.Context()
 	tab, _ := newTable(t, runstate.TableOptions{})
+	if note, added, err := tab.Once(ctx, "r", "plan-a"); note != "" || added || err != nil {
+		t.Errorf("Once before = %q, %v, %v; want nothing added", note, added, err)
+	}
 	for i, k := range []string{"plan-a", "plan-a", "plan-b", "plan-a"} {
-		added, err := tab.AddOnce(ctx, "r", k, runstate.Counters{TasksPlanned: 5, StepsDone: 1})
+		added, err := tab.AddOnce(ctx, "r", k, runstate.Counters{TasksPlanned: 5, StepsDone: 1}, fmt.Sprintf("note %d", i))
 		if want := i == 0 || i == 2; added != want || err != nil {
 			t.Errorf("AddOnce #%d (%s) = %v, %v; want %v", i+1, k, added, err, want)
 		}
+	}
+	if note, added, err := tab.Once(ctx, "r", "plan-a"); note != "note 0" || !added || err != nil {
+		t.Errorf("Once = %q, %v, %v; want the first AddOnce's note", note, added, err)
 	}
 	run, err := tab.Get(ctx, "r")
 	if err != nil || run.TasksPlanned != 10 || run.StepsDone != 2 {

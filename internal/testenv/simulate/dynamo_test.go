@@ -57,10 +57,14 @@ func controlScript(ctx context.Context, tab *runstate.Table, at time.Time) []str
 	note("unpark: %d %v %v", n, put, err)
 	n, err = tab.Unpark(ctx, "r", func(context.Context, int64, string) error { return nil })
 	note("unpark again: %d %v", n, err)
-	for range 2 {
-		added, err := tab.AddOnce(ctx, "r", "planned", runstate.Counters{StepsQueued: 1})
+	for i := range 2 {
+		added, err := tab.AddOnce(ctx, "r", "planned", runstate.Counters{StepsQueued: 1}, fmt.Sprint("extent ", i))
 		note("add once: %v %v", added, err)
+		text, added, err := tab.Once(ctx, "r", "planned")
+		note("once: %q %v %v", text, added, err)
 	}
+	text, added, err := tab.Once(ctx, "r", "unplanned")
+	note("once of another: %q %v %v", text, added, err)
 	run, err = tab.Get(ctx, "r")
 	note("get: %+v %v", run, err)
 	return out
