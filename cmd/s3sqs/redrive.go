@@ -116,7 +116,8 @@ func newRedriveCmd(stderr io.Writer) *redriveCmd {
 	fs.BoolVar(&o.DryRun, "dry-run", false, "send, delete and write nothing; list what would be sent")
 	fs.BoolVar(&o.Delete, "delete", false, "with -from-s3 or -from-file: delete each failure file once all its records are sent (default: keep it, with a .redriven marker)")
 	fs.BoolVar(&o.Reread, "reread", false, "read every failure output record again from its object, not only those without a whole body")
-	fs.choice(settings.Format, "auto", "`format` of the objects records are read again from: auto, jsonl, csv, text or parquet", func(v string) { o.Format = dataset.Format(v) })
+	fs.choice(settings.Format, "auto", "`format` of the objects records are read again from: auto, jsonl, csv, text or parquet", func(v string) { o.Plan.Format = dataset.Format(v) })
+	fs.formatFlags(&o.Plan)
 	mappingFlags(fs, &o.Mapping, "records read again: ", "record `field` sent as the body, as fanout's -body-field",
 		"record `field` of message attributes", "record `field` of the FIFO group", "record `field` of the FIFO deduplication id")
 	fs.BoolVar(&c.useIngest, "ingest", false, "the failure output is s3ingest's: records carry only the record id, and records read again are encoded as s3ingest does")

@@ -745,3 +745,26 @@ func deadLetter(t *testing.T, c *sqs.Client, src, dlq string) {
 	}
 	t.Fatal("the message never reached the DLQ")
 }
+
+// TestRedriveRereadCSVDialect rereads a record of a semicolon-separated
+// CSV object that was too large for its queue, with the dialect flags the
+// run had: its fields come back as the run read them, not as one column
+// of a comma-separated reading.
+func TestRedriveRereadCSVDialect(t *testing.T) {
+	s3c, sqsc := standIns(t)
+	big := strings.Repeat("x", 1100)
+	obj := put(t, s3c, "in/semi.csv", "id;note\n1;short\n2;"+big+"\n")
+	target := localaws.CreateQueue(t, sqsc, "-target", map[string]string{"MaximumMessageSize": "1024"})
+	failingOutput(t, sqsc, target, 1, "-key", "in/semi.csv", "-csv-delimiter", ";", "-failure-s3-uri", "s3://lake/failures", "-run-id", "semi")
+	setMaxSize(t, sqsc, target, 262144)
+
+	code, sum, errOut := redriveCLI(t, "-from-s3", "s3://lake/failures/", "-target-queue-url", target, "-s3-path-style",
+		"-code", "MessageTooLarge", "-reread", "-csv-delimiter", ";")
+	if code != 0 || sum.Sent != 1 {
+		t.Fatalf("redrive: exit %d, %+v; want the large record sent\n%s", code, sum, errOut)
+	}
+	want := map[string]string{`{"id":"2","note":"` + big + `"}`: fanout.RecordID(obj, int64(len("id;note\n1;short\n")))}
+	if diff := cmp.Diff(want, records(t, localaws.Drain(t, sqsc, target, 2*time.Second))); diff != "" {
+		t.Errorf("target (-want +got):\n%.600s", diff)
+	}
+}

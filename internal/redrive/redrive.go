@@ -68,14 +68,17 @@ type Options struct {
 	// RunID names the run of the tasks a report redrive sends; "" means
 	// the report's run id with "-redrive" added (see RedriveRunID).
 	RunID string
-	// Mapping, Ingest and Format say how records read again from their
-	// object become messages: fanout's record mode with Mapping (the
-	// default), or, with Ingest set, as s3ingest sends them; Format
-	// overrides the format taken from the key. Records of a run report
+	// Mapping and Ingest say how records read again from their object
+	// become messages: fanout's record mode with Mapping (the default),
+	// or, with Ingest set, as s3ingest sends them. Records of a run report
 	// are encoded by their task's own overrides.
 	Mapping worktask.Mapping
 	Ingest  *worktask.IngestEncoding
-	Format  dataset.Format
+	// Plan says how records are read again: the format (zero: from the
+	// key), the CSV dialect and header, and how Parquet bytes are written,
+	// as the run that failed them read them. Its chunk sizes are not
+	// used.
+	Plan dataset.PlanOptions
 	// IngestEncoder encodes the records sent as s3ingest sends them (with
 	// Ingest, or a run report's tasks that carry its encoding); see
 	// fanout.Options.IngestEncoder.
@@ -166,7 +169,8 @@ func New(ctx context.Context, s3c S3API, sqsc SQSAPI, opts Options) (*Redriver, 
 			OffloadMode:     opts.OffloadMode,
 			OffloadKMSKeyID: opts.OffloadKMSKeyID,
 		}
-		fo.Plan.Format = opts.Format
+		fo.Plan = opts.Plan
+		fo.Plan.ChunkSize, fo.Plan.RowGroupsPerChunk = 0, 0
 		run, err := fanout.New(ctx, s3c, sqsc, fo)
 		if err != nil {
 			return nil, err

@@ -36,7 +36,9 @@ func (r *Redriver) readAgain(ctx context.Context, ps []*pending, pace *pace) {
 		}
 		g.ps = append(g.ps, p)
 	}
-	planner := dataset.NewPlanner(r.s3, dataset.PlanOptions{Format: r.opts.Format, RowGroupsPerChunk: math.MaxInt32})
+	po := r.opts.Plan
+	po.ChunkSize, po.RowGroupsPerChunk = 0, math.MaxInt32
+	planner := dataset.NewPlanner(r.s3, po)
 	for _, g := range groups {
 		skip := func(why string) {
 			for _, p := range g.ps {
