@@ -35,7 +35,7 @@ func TestFanoutDryRun(t *testing.T) {
 	target := localaws.CreateQueue(t, sqsc, "-target", nil)
 	work := localaws.CreateQueue(t, sqsc, "-work", nil)
 	t.Chdir(t.TempDir())
-	base := []string{"fanout", "-bucket", "lake", "-prefix", "in/", "-target-queue-url", target, "-s3-path-style", "-chunk-size", "16KiB", "-run-id", "cli-dry"}
+	base := []string{"fanout", "-bucket", "lake", "-prefix", "in/", "-target-queue-url", target, "-s3-path-style", "-chunk-size", "16KiB", "-run-id", "cli-dry", spark[0], spark[1]}
 
 	code, out, errOut := runCLI(t, "", append(base, "-dry-run", "-sample-chunks", "100", "-sqs-price", "0.40", "-lambda-price", "0.0000133334")...)
 	if code != 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -291,6 +292,12 @@ func (c *fanoutCmd) finish(stderr io.Writer, rep fanout.Report, err error, failu
 		}
 		fmt.Fprintf(stderr, "s3sqs fanout: %d records read, %d sent, %d failed%s in %s\n",
 			rep.RecordsRead, rep.RecordsSent, rep.RecordsFailed, cut, took.Round(time.Millisecond))
+	}
+	if rep.RecordsMapped > 0 {
+		// The mapping left fields out of the messages: say which, so that
+		// none goes missing unnoticed.
+		fmt.Fprintf(stderr, "s3sqs fanout: %d records sent as their %q field; fields left out of them: %s\n",
+			rep.RecordsMapped, cmp.Or(c.req.Overrides.Mapping.BodyField, c.opts.Mapping.BodyField), cmp.Or(strings.Join(rep.FieldsLeftOut, ", "), "none"))
 	}
 	if failures != nil && failures.f != nil {
 		fmt.Fprintf(stderr, "s3sqs fanout: failed records are in %s\n", failures.path)

@@ -137,7 +137,7 @@ func TestRedriveFromFile(t *testing.T) {
 	}
 	target := localaws.CreateQueue(t, sqsc, "-target", nil)
 	t.Chdir(t.TempDir())
-	if code, _, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-prefix", "ff/", "-target-queue-url", target, "-s3-path-style", "-run-id", "ff-1"); code != 1 || !strings.Contains(errOut, "failed records are in s3sqs-failures-ff-1.jsonl") {
+	if code, _, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-prefix", "ff/", "-target-queue-url", target, "-s3-path-style", "-run-id", "ff-1", spark[0], spark[1]); code != 1 || !strings.Contains(errOut, "failed records are in s3sqs-failures-ff-1.jsonl") {
 		t.Fatalf("fanout: exit %d\n%s", code, errOut)
 	}
 	localaws.Drain(t, sqsc, target, time.Second)

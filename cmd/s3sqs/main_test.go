@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,10 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
+
+// spark is the Spark SQS sink's column mapping, in which the tests' records
+// are written: their value is the body (by default a record is sent whole).
+var spark = []string{"-body-field", "value", "-attributes-field", "msg_attributes", "-group-id-field", "group_id"}
 
 func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -144,7 +150,7 @@ func TestFanout(t *testing.T) {
 	s3c, sqsc := standIns(t)
 	var b strings.Builder
 	for i := range 2000 {
-		b.WriteString(`{"value":"v` + strings.Repeat("x", i%7) + `"}` + "\n")
+		b.WriteString(`{"value":"v` + strings.Repeat("x", i%7) + `","n":` + strconv.Itoa(i) + `}` + "\n")
 	}
 	b.WriteString(`{"value":"bad` + "\\u0000" + `"}` + "\n")
 	if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String("in/date=2024-01-01/a b.jsonl"), Body: strings.NewReader(b.String())}); err != nil {
@@ -152,7 +158,7 @@ func TestFanout(t *testing.T) {
 	}
 	target := localaws.CreateQueue(t, sqsc, "-target", nil)
 	failFile := filepath.Join(t.TempDir(), "failed.jsonl")
-	code, out, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-prefix", "in/", "-target-queue-url", target,
+	code, out, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-prefix", "in/", "-target-queue-url", target, spark[0], spark[1],
 		"-s3-path-style", "-chunk-size", "4KiB", "-failure-file", failFile, "-progress-interval", "1ms", "-run-id", "cli-1")
 	if code != 1 {
 		t.Errorf("exit %d, want 1 (a record failed)\n%s", code, errOut)
@@ -163,6 +169,9 @@ func TestFanout(t *testing.T) {
 	}
 	if rep.RunID != "cli-1" || rep.RecordsRead != 2001 || rep.RecordsSent != 2000 || rep.RecordsFailed != 1 {
 		t.Errorf("report %+v", rep)
+	}
+	if rep.RecordsMapped != 2001 || !slices.Equal(rep.FieldsLeftOut, []string{"n"}) || !strings.Contains(errOut, `2001 records sent as their "value" field; fields left out of them: n`) {
+		t.Errorf("report %+v: want the 2001 records mapped and n left out, and stderr saying so:\n%.2000s", rep.Stats, errOut)
 	}
 	if !strings.Contains(errOut, "progress records=") || !strings.Contains(errOut, "failed records are in "+failFile) {
 		t.Errorf("stderr lacks progress lines or the failure file:\n%.2000s", errOut)
@@ -250,7 +259,7 @@ func TestFanoutOffload(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := localaws.CreateQueue(t, sqsc, "-target", map[string]string{"MaximumMessageSize": "262144"})
-	code, out, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-key", "big/a.jsonl", "-target-queue-url", target,
+	code, out, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-key", "big/a.jsonl", "-target-queue-url", target, spark[0], spark[1],
 		"-s3-path-style", "-offload-s3-uri", "s3://lake/offload/", "-progress-interval", "1ms")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errOut)

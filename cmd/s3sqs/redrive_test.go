@@ -225,7 +225,7 @@ func TestRedriveReport(t *testing.T) {
 	target := localaws.CreateQueue(t, sqsc, "-target", map[string]string{"MaximumMessageSize": "1024"})
 	fanoutRun := func(runID string) {
 		t.Helper()
-		code, _, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-key", obj.Key, "-target-queue-url", target, "-s3-path-style",
+		code, _, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-key", obj.Key, "-target-queue-url", target, "-s3-path-style", spark[0], spark[1],
 			"-chunk-size", "1KiB", "-run-id", runID, "-report-s3-uri", "s3://lake/reports", "-failure-file", t.TempDir()+"/f.jsonl", "-progress-interval", "1h")
 		if code != 1 {
 			t.Fatalf("fanout %s: exit %d, want 1 (records failed)\n%s", runID, code, errOut)
@@ -374,7 +374,7 @@ func TestRedriveChainedTask(t *testing.T) {
 // output flags names, and expects records to fail.
 func failingOutput(t *testing.T, sqsc *sqs.Client, target string, wantSent int, flags ...string) {
 	t.Helper()
-	args := append([]string{"fanout", "-bucket", "lake", "-target-queue-url", target, "-s3-path-style", "-progress-interval", "1h"}, flags...)
+	args := append([]string{"fanout", "-bucket", "lake", "-target-queue-url", target, "-s3-path-style", "-progress-interval", "1h", spark[0], spark[1]}, flags...)
 	code, _, errOut := runCLI(t, "", args...)
 	if code != 1 {
 		t.Fatalf("fanout: exit %d, want 1 (records failed)\n%s", code, errOut)
@@ -414,7 +414,7 @@ func TestRedriveFailureQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := func(name string) string { return strconv.FormatInt(l.offsets[name], 10) }
-	base := []string{"-from-queue", failures, "-target-queue-url", target, "-visibility-timeout", "5s"}
+	base := []string{"-from-queue", failures, "-target-queue-url", target, "-visibility-timeout", "5s", spark[0], spark[1]}
 
 	// The dry run says what the real run below does: the target refuses
 	// big-a (over its 1 KiB) and nul (a character SQS refuses).
@@ -532,7 +532,7 @@ func TestRedriveFailureS3(t *testing.T) {
 	failingOutput(t, sqsc, target, 3, "-keys", "in/a.jsonl,in/b.jsonl", "-failure-s3-uri", "s3://lake/failures", "-run-id", "f1")
 	put(t, s3c, "in/a.jsonl", `{"value":"overwritten"}`+"\n")
 	setMaxSize(t, sqsc, target, 262144)
-	base := []string{"-from-s3", "s3://lake/failures/", "-target-queue-url", target, "-s3-path-style"}
+	base := []string{"-from-s3", "s3://lake/failures/", "-target-queue-url", target, "-s3-path-style", spark[0], spark[1]}
 
 	code, sum, errOut := redriveCLI(t, append(base, "-code", "MessageTooLarge", "-reread", "-rate", "1000")...)
 	if code != 0 || sum.Sent != 2 || sum.Skipped != 2 {

@@ -46,7 +46,7 @@ func TestEndToEndPausedRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
+	fn := startFanout(t, rie.Build(t, "./functions/fanout"),
 		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
 		"AWS_ENDPOINT_URL_DYNAMODB="+localaws.Endpoint(t, localaws.EnvMoto), settings.ClaimsTable.Env+"="+table,
 		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.MaxRate.Env+"=100",

@@ -113,7 +113,7 @@ func TestBatchOperations(t *testing.T) {
 	putRecords(t, s3c, bucket, "batch/versioned.jsonl", "v2", 5) // overwrites: the task names v1
 	big, _ := putRecords(t, s3c, bucket, "batch/big+plus.jsonl", "big", 400)
 
-	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
+	fn := startFanout(t, rie.Build(t, "./functions/fanout"),
 		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
 		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.FailureQueueURL.Env+"="+failure,
 		settings.ChunkSize.Env+"=4KiB", settings.InlineMaxBytes.Env+"=8KiB", "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
@@ -283,7 +283,7 @@ func TestDistributedMap(t *testing.T) {
 	if len(items) != 3 {
 		t.Fatalf("listed %d items", len(items))
 	}
-	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
+	fn := startFanout(t, rie.Build(t, "./functions/fanout"),
 		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
 		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
 

@@ -35,7 +35,7 @@ func TestEndToEndDryRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
+	fn := startFanout(t, rie.Build(t, "./functions/fanout"),
 		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
 		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.FailureQueueURL.Env+"="+failure,
 		settings.ChunkSize.Env+"=2KiB", settings.InlineMaxBytes.Env+"=8KiB", "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256")

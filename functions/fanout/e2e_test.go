@@ -51,7 +51,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 
-	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
+	fn := startFanout(t, rie.Build(t, "./functions/fanout"),
 		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
 		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.FailureQueueURL.Env+"="+failure,
 		settings.ChunkSize.Env+"=4KiB", settings.InlineMaxBytes.Env+"=8KiB", "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
@@ -126,7 +126,7 @@ func TestEndToEndDeadline(t *testing.T) {
 	if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String("big.jsonl"), Body: strings.NewReader(b.String())}); err != nil {
 		t.Fatal(err)
 	}
-	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
+	fn := startFanout(t, rie.Build(t, "./functions/fanout"),
 		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
 		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.InlineMaxBytes.Env+"=1KiB", settings.MaxInFlight.Env+"=2",
 		settings.DeadlineMargin.Env+"=2500ms", "AWS_LAMBDA_FUNCTION_TIMEOUT=3")
@@ -189,7 +189,7 @@ func TestEndToEndFIFO(t *testing.T) {
 			// A queue per mode: a chunk-mode message's deduplication id is
 			// the record id of its first record.
 			target := localaws.CreateQueue(t, sqsc, "-target.fifo", map[string]string{"ContentBasedDeduplication": "false"})
-			fn := rie.Start(t, bootstrap, "AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
+			fn := startFanout(t, bootstrap, "AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
 				settings.TargetQueueURL.Env+"="+target, "AWS_LAMBDA_FUNCTION_TIMEOUT=60")
 			out, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "prefix": "fifo/", "mode": mode, "runId": "fifo-" + mode})
 			if err != nil {
@@ -261,7 +261,7 @@ func TestRefusals(t *testing.T) {
 	}
 	bootstrap := rie.Build(t, "./functions/fanout")
 	env := []string{"AWS_ENDPOINT_URL_SQS=" + sqsEndpoint, "AWS_ENDPOINT_URL_S3=" + s3URL, settings.S3PathStyle.Env + "=true", "AWS_LAMBDA_FUNCTION_TIMEOUT=30"}
-	fn := rie.Start(t, bootstrap, append(env, settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.FailureQueueURL.Env+"="+failure)...)
+	fn := startFanout(t, bootstrap, append(env, settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.FailureQueueURL.Env+"="+failure)...)
 
 	refused := []struct {
 		name    string
@@ -385,7 +385,7 @@ func TestRefusals(t *testing.T) {
 	}
 	for _, tc := range inits {
 		t.Run(tc.name, func(t *testing.T) {
-			fn := rie.Start(t, bootstrap, append(env, tc.env...)...)
+			fn := startFanout(t, bootstrap, append(env, tc.env...)...)
 			_, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "prefix": "good/"})
 			if err == nil {
 				t.Fatal("the function answered; want it to stop at init")
@@ -400,3 +400,59 @@ func TestRefusals(t *testing.T) {
 }
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// sparkEnv is the Spark SQS sink's column mapping, in which these tests'
+// records are written (by default a record is sent whole).
+var sparkEnv = []string{settings.BodyField.Env + "=value", settings.AttributesField.Env + "=msg_attributes", settings.GroupIDField.Env + "=group_id"}
+
+// startFanout starts the built fanout bootstrap under aws-lambda-rie with
+// env and the Spark sink's mapping.
+func startFanout(t *testing.T, bootstrap string, env ...string) *rie.Runtime {
+	t.Helper()
+	return rie.Start(t, bootstrap, append(slices.Clone(env), sparkEnv...)...)
+}
+
+// TestWholeRecordByDefault sends metrics rows, whose value column is one
+// field among others, through the function at its defaults: each arrives
+// whole, every field kept. With BODY_FIELD=value the same rows arrive as
+// their value, and the answer counts them mapped and names the fields left
+// out, so that none goes missing unnoticed.
+func TestWholeRecordByDefault(t *testing.T) {
+	sqsEndpoint, s3URL, s3c, sqsc := e2eStack(t)
+	rows := []string{`{"sensor":"t1","value":42.5,"unit":"C"}`, `{"sensor":"t2","value":17,"unit":"C","site":"north"}`}
+	if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String("metrics/a.jsonl"),
+		Body: strings.NewReader(strings.Join(rows, "\n") + "\n")}); err != nil {
+		t.Fatal(err)
+	}
+	bootstrap := rie.Build(t, "./functions/fanout")
+	for _, tc := range []struct {
+		env    []string
+		bodies []string
+		mapped int64
+		left   []string
+	}{
+		{nil, rows, 0, nil},
+		{[]string{settings.BodyField.Env + "=value"}, []string{"42.5", "17"}, 2, []string{"sensor", "site", "unit"}},
+	} {
+		target := localaws.CreateQueue(t, sqsc, "-target", nil)
+		fn := rie.Start(t, bootstrap, append([]string{"AWS_ENDPOINT_URL_SQS=" + sqsEndpoint, "AWS_ENDPOINT_URL_S3=" + s3URL, settings.S3PathStyle.Env + "=true",
+			settings.TargetQueueURL.Env + "=" + target, "AWS_LAMBDA_FUNCTION_TIMEOUT=60"}, tc.env...)...)
+		out, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "key": "metrics/a.jsonl"})
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", tc.env, err, fn.Logs())
+		}
+		var rep fanout.Report
+		if err := json.Unmarshal(out, &rep); err != nil || rep.RecordsSent != 2 || rep.RecordsMapped != tc.mapped || !slices.Equal(rep.FieldsLeftOut, tc.left) {
+			t.Errorf("%v: answer %s (%v); want 2 sent, %d mapped, %v left out", tc.env, out, err, tc.mapped, tc.left)
+		}
+		var got []string
+		for _, m := range localaws.Drain(t, sqsc, target, 2*time.Second) {
+			got = append(got, aws.ToString(m.Body))
+		}
+		slices.Sort(got)
+		want := slices.Sorted(slices.Values(tc.bodies))
+		if !slices.Equal(got, want) {
+			t.Errorf("%v: bodies %q; want %q", tc.env, got, want)
+		}
+	}
+}

@@ -41,7 +41,7 @@ func TestOffload(t *testing.T) {
 			target := localaws.CreateQueue(t, sqsc, suffix, tc.attrs)
 			failure := localaws.CreateQueue(t, sqsc, "-failure", nil)
 			prefix := "offload/" + strings.ReplaceAll(strings.ReplaceAll(tc.name, " ", "-"), "/", "") + "/"
-			fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
+			fn := startFanout(t, rie.Build(t, "./functions/fanout"),
 				"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
 				settings.TargetQueueURL.Env+"="+target, settings.FailureQueueURL.Env+"="+failure, "OFFLOAD_S3_URI=s3://lake/"+prefix,
 				"AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
@@ -120,14 +120,35 @@ func TestOffload(t *testing.T) {
 		})
 	}
 
+	// A bucket that does not exist stops the function at init, named by
+	// its variable; one deleted after init fails its records as
+	// OffloadFailed, on the failure output.
 	t.Run("bucket missing", func(t *testing.T) {
 		target := localaws.CreateQueue(t, sqsc, "-offload", map[string]string{"MaximumMessageSize": "262144"})
 		failure := localaws.CreateQueue(t, sqsc, "-failure", nil)
-		fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
-			"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
-			settings.TargetQueueURL.Env+"="+target, settings.FailureQueueURL.Env+"="+failure, "OFFLOAD_S3_URI=s3://no-such-bucket/offload/",
-			"AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")
+		bootstrap := rie.Build(t, "./functions/fanout")
+		env := []string{"AWS_ENDPOINT_URL_SQS=" + sqsEndpoint, "AWS_ENDPOINT_URL_S3=" + s3URL, settings.S3PathStyle.Env + "=true",
+			settings.TargetQueueURL.Env + "=" + target, settings.FailureQueueURL.Env + "=" + failure,
+			"AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON"}
+		fn := startFanout(t, bootstrap, append(env, "OFFLOAD_S3_URI=s3://no-such-bucket/offload/")...)
+		if _, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "key": "sizes/any.jsonl"}); err == nil ||
+			!fn.WaitLogs("OFFLOAD_S3_URI: bucket no-such-bucket does not exist", 5*time.Second) {
+			t.Errorf("a missing offload bucket: %v; want the function stopped at init, naming OFFLOAD_S3_URI\n%s", err, fn.Logs())
+		}
+
+		if _, err := s3c.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String("offload-gone")}); err != nil {
+			t.Fatal(err)
+		}
+		fn = startFanout(t, bootstrap, append(env, "OFFLOAD_S3_URI=s3://offload-gone/offload/")...)
 		key := "sizes/missing.jsonl"
+		if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String(key), Body: strings.NewReader(`{"v":"small"}` + "\n")}); err != nil {
+			t.Fatal(err)
+		}
+		run(t, fn, key, "before") // init, with the bucket there
+		localaws.Drain(t, sqsc, target, 2*time.Second)
+		if _, err := s3c.DeleteBucket(t.Context(), &s3.DeleteBucketInput{Bucket: aws.String("offload-gone")}); err != nil {
+			t.Fatal(err)
+		}
 		big := `{"v":"` + strings.Repeat("x", 300<<10) + `"}`
 		if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("lake"), Key: aws.String(key),
 			Body: strings.NewReader(`{"v":"small"}` + "\n" + big + "\n")}); err != nil {

@@ -43,7 +43,7 @@ func TestPlanningContinues(t *testing.T) {
 	// Each CSV header read waits 150 ms: 16 at once, about 100 objects a
 	// second, against a second of work per invocation.
 	slow := faultproxy.Start(t, s3URL, faultproxy.Options{Ops: []string{"GetObject"}, Rates: faultproxy.Rates{Delay: 1, DelayFor: 150 * time.Millisecond}})
-	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
+	fn := startFanout(t, rie.Build(t, "./functions/fanout"),
 		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+slow.URL(), settings.S3PathStyle.Env+"=true",
 		"AWS_ENDPOINT_URL_DYNAMODB="+localaws.Endpoint(t, localaws.EnvMoto), settings.ClaimsTable.Env+"="+claimsTable,
 		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.InlineMaxBytes.Env+"=1KiB", "AWS_LAMBDA_FUNCTION_TIMEOUT=2",
@@ -156,7 +156,7 @@ func TestFIFOChunksInOrder(t *testing.T) {
 		}
 	}
 	slow := faultproxy.Start(t, s3URL, faultproxy.Options{Ops: []string{"GetObject"}, Rates: faultproxy.Rates{Delay: 1, DelayFor: 300 * time.Millisecond}})
-	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
+	fn := startFanout(t, rie.Build(t, "./functions/fanout"),
 		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+slow.URL(), settings.S3PathStyle.Env+"=true",
 		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.InlineMaxBytes.Env+"=1KiB", settings.ChunkSize.Env+"=4KiB",
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=2")

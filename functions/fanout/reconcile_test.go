@@ -50,7 +50,7 @@ func TestEndToEndReconcile(t *testing.T) {
 	}
 	target := localaws.CreateQueue(t, sqsc, "-target", nil)
 	ingest := localaws.CreateQueue(t, sqsc, "-ingest", nil)
-	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
+	fn := startFanout(t, rie.Build(t, "./functions/fanout"),
 		"AWS_ENDPOINT_URL_SQS="+moto, "AWS_ENDPOINT_URL_S3="+moto, "AWS_ENDPOINT_URL_DYNAMODB="+moto, settings.S3PathStyle.Env+"=true",
 		settings.TargetQueueURL.Env+"="+target, settings.ClaimsTable.Env+"="+table, settings.ReconcileQueueURL.Env+"="+ingest,
 		settings.ClaimsTTL.Env+"=3d", "AWS_LAMBDA_FUNCTION_TIMEOUT=60")

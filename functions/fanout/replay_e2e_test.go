@@ -37,7 +37,7 @@ func TestEndToEndReplay(t *testing.T) {
 		}
 		want[key] = int64(len(body))
 	}
-	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
+	fn := startFanout(t, rie.Build(t, "./functions/fanout"),
 		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
 		settings.TargetQueueURL.Env+"="+target, settings.FailureQueueURL.Env+"="+failure,
 		settings.Mode.Env+"=notification", settings.NotificationFormat.Env+"=sns", "AWS_LAMBDA_FUNCTION_TIMEOUT=60", "AWS_LAMBDA_LOG_FORMAT=JSON")

@@ -31,7 +31,7 @@ func TestTracing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fn := rie.Start(t, rie.Build(t, "./functions/fanout"),
+	fn := startFanout(t, rie.Build(t, "./functions/fanout"),
 		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
 		settings.TargetQueueURL.Env+"="+target, settings.Tracing.Env+"=stdout", "AWS_LAMBDA_FUNCTION_TIMEOUT=60")
 	if _, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "prefix": "traced/"}); err != nil {

@@ -58,9 +58,9 @@ var (
 	ReadConcurrency          = Count{Row{"READ_CONCURRENCY", S3Ingest, "read-concurrency", "", "`objects` read at once from a standard queue's batch"}, 1, 64}
 	InlineMaxBytes           = Size{Row{"INLINE_MAX_BYTES", Fanout, "", "", "the largest dataset sent in the invocation that planned it"}, 1, 1 << 62, "64MiB", "is not a positive size"}
 	HandoffBytes             = Size{Row{"HANDOFF_BYTES", S3Ingest, "", "", "objects larger than this go to FANOUT_WORK_QUEUE_URL as chunk tasks"}, 1, 1 << 62, "64MiB", "is not a positive size"}
-	BodyField                = Text{Row{"BODY_FIELD", Fanout, "body-field", "bodyField", "record `field` sent as the body (default value)"}, nil}
-	AttributesField          = Text{Row{"ATTRIBUTES_FIELD", Fanout, "attributes-field", "attributesField", "record `field` of message attributes (default msg_attributes)"}, nil}
-	GroupIDField             = Text{Row{"GROUP_ID_FIELD", Fanout, "group-id-field", "groupIdField", "record `field` of the FIFO group (default group_id)"}, nil}
+	BodyField                = Text{Row{"BODY_FIELD", Fanout, "body-field", "bodyField", "record `field` sent as the body, the rest of the record left out (default: none, the whole record is the body; the Spark SQS sink's is value)"}, nil}
+	AttributesField          = Text{Row{"ATTRIBUTES_FIELD", Fanout, "attributes-field", "attributesField", "record `field` of message attributes, an object of strings (default: none; the Spark SQS sink's is msg_attributes)"}, nil}
+	GroupIDField             = Text{Row{"GROUP_ID_FIELD", Fanout, "group-id-field", "groupIdField", "record `field` of the FIFO group (default: none, the object's group; the Spark SQS sink's is group_id)"}, nil}
 	DedupIDField             = Text{Row{"DEDUP_ID_FIELD", Fanout, "dedup-id-field", "dedupIdField", "record `field` of the FIFO deduplication id"}, nil}
 	ReplaceInvalidCharacters = Bool{Row{"REPLACE_INVALID_CHARACTERS", S3Ingest, "replace-invalid-characters", "", "replace the characters SQS rejects with U+FFFD, for records refused with InvalidCharacters"}}
 	PartitionColumns         = Choice{Row{"PARTITION_COLUMNS", S3Ingest, "partitions", "", "add the key's partition values: true, typed or false"},

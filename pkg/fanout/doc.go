@@ -23,10 +23,11 @@
 // (RunChains) run each object's chunks in order.
 //
 // Records become messages in one of three encodings. In record mode each
-// record is a message, mapped as the Spark SQS sink does: a JSON object's
-// "value" field is the body (the whole record when there is none),
-// "msg_attributes" (an object of strings) become message attributes,
-// "group_id" the FIFO group, and an optional field the deduplication id. In
+// record is a message, whole, as its body; on request (Options.Mapping) a
+// JSON object's fields are mapped as the Spark SQS sink's columns are: one
+// field is the body (the rest of the record left out, and counted in
+// Stats), an object of strings becomes message attributes, others the
+// FIFO group and the deduplication id. In
 // chunk mode many records go in one message, newline-delimited, up to the
 // queue's size limit. A task whose overrides carry Ingest (s3ingest's) has
 // its bodies made by the caller's Options.IngestEncoder: the engine does not

@@ -132,7 +132,7 @@ func TestDryRunMatchesRun(t *testing.T) {
 			}
 			putDataset(t, st, "in/", 5, 400, 5000, true, 1)
 			opts := fanout.Options{Mode: tt.mode, ChunkConcurrency: 1, Plan: dataset.PlanOptions{ChunkSize: 16 << 10},
-				Target: sqsbatch.Queue{URL: st.Target}, WorkQueueURL: st.Work, FailureQueueURL: st.Failure}
+				Target: sqsbatch.Queue{URL: st.Target}, WorkQueueURL: st.Work, FailureQueueURL: st.Failure, Mapping: fanoutstack.SparkMapping}
 			if tt.offload {
 				opts.OffloadS3URI = "s3://lake/offload/"
 			}

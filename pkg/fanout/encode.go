@@ -38,20 +38,6 @@ const (
 	AttrCount = "s3sqs-count"
 )
 
-// withDefaults returns m with the defaults of its empty fields.
-func withDefaults(m worktask.Mapping) worktask.Mapping {
-	if m.BodyField == "" {
-		m.BodyField = "value"
-	}
-	if m.AttributesField == "" {
-		m.AttributesField = "msg_attributes"
-	}
-	if m.GroupIDField == "" {
-		m.GroupIDField = "group_id"
-	}
-	return m
-}
-
 // RecordID returns the deterministic id of the record at offset in obj: 32
 // hex characters of SHA-256 over bucket, key, ETag and offset. The ETag,
 // not the version id, names the version: listings (which give no version
@@ -141,18 +127,25 @@ func GroupID(obj dataset.Object) string { return obj.GroupID() }
 // It reads only the top-level fields the mapping names, without decoding
 // the record: records come from package records, which has checked that a
 // JSON Lines line is JSON and writes CSV and Parquet rows as JSON objects.
-// It is used by one goroutine at a time.
+// Without a mapping a record is its own body. It is used by one goroutine
+// at a time.
 type recordMapper struct {
-	m      worktask.Mapping // with defaults
+	m      worktask.Mapping
 	ids    *recordIDs
 	isJSON bool
 	// The attributes every record of the object carries, built once.
 	source, version types.MessageAttributeValue
 	hasVersion      bool
+	// mapped counts the records whose body was the body field; leftOut
+	// names the other fields they had that no part of the mapping took
+	// (see Stats.FieldsLeftOut). others is a record's keys, reused.
+	mapped  int64
+	leftOut []string
+	others  [][]byte
 }
 
 func newRecordMapper(m worktask.Mapping, obj dataset.Object, isJSON bool) *recordMapper {
-	rm := &recordMapper{m: withDefaults(m), ids: newRecordIDs(obj), isJSON: isJSON, source: stringAttr(obj.URI())}
+	rm := &recordMapper{m: m, ids: newRecordIDs(obj), isJSON: isJSON, source: stringAttr(obj.URI())}
 	if v := obj.Pin(); v != "" {
 		rm.version, rm.hasVersion = stringAttr(v), true
 	}
@@ -169,9 +162,8 @@ func (rm *recordMapper) entry(rec records.Record) (sqsbatch.Entry, error) {
 	if rm.hasVersion {
 		attrs[AttrVersion] = rm.version
 	}
-	e := sqsbatch.Entry{Attributes: attrs, DeduplicationID: id}
-	if !rm.isJSON {
-		e.Body = string(rec.Value)
+	e := sqsbatch.Entry{Attributes: attrs, DeduplicationID: id, Body: string(rec.Value)}
+	if !rm.isJSON || rm.m == (worktask.Mapping{}) {
 		return e, nil
 	}
 	// A JSON value that is not an object has no fields: it is its own
@@ -179,11 +171,13 @@ func (rm *recordMapper) entry(rec records.Record) (sqsbatch.Entry, error) {
 	m := rm.m
 	var err error
 	hasBody := false
+	rm.others = rm.others[:0]
 	// One field may fill several roles (a key that is the group and the
 	// deduplication id): each role is checked on its own.
 	jsonfields.Each(rec.Value, func(key, raw []byte) bool {
-		if jsonfields.KeyIs(key, m.BodyField) {
-			hasBody = true
+		taken := false
+		if m.BodyField != "" && jsonfields.KeyIs(key, m.BodyField) {
+			hasBody, taken = true, true
 			switch s, ok := jsonfields.Unquote(raw); {
 			case ok:
 				e.Body = s
@@ -193,21 +187,53 @@ func (rm *recordMapper) entry(rec records.Record) (sqsbatch.Entry, error) {
 				e.Body = string(raw)
 			}
 		}
-		if err == nil && jsonfields.KeyIs(key, m.AttributesField) {
-			err = addAttributes(attrs, raw, m.AttributesField)
+		if m.AttributesField != "" && jsonfields.KeyIs(key, m.AttributesField) {
+			taken = true
+			if err == nil {
+				err = addAttributes(attrs, raw, m.AttributesField)
+			}
 		}
-		if err == nil && jsonfields.KeyIs(key, m.GroupIDField) {
-			e.GroupID, err = scalar(raw, m.GroupIDField, e.GroupID)
+		if m.GroupIDField != "" && jsonfields.KeyIs(key, m.GroupIDField) {
+			taken = true
+			if err == nil {
+				e.GroupID, err = scalar(raw, m.GroupIDField, e.GroupID)
+			}
 		}
-		if err == nil && m.DedupIDField != "" && jsonfields.KeyIs(key, m.DedupIDField) {
-			e.DeduplicationID, err = scalar(raw, m.DedupIDField, e.DeduplicationID)
+		if m.DedupIDField != "" && jsonfields.KeyIs(key, m.DedupIDField) {
+			taken = true
+			if err == nil {
+				e.DeduplicationID, err = scalar(raw, m.DedupIDField, e.DeduplicationID)
+			}
+		}
+		if !taken {
+			rm.others = append(rm.others, key)
 		}
 		return err == nil
 	})
-	if !hasBody {
-		e.Body = string(rec.Value)
+	if hasBody && err == nil {
+		rm.noteLeftOut()
 	}
 	return e, err
+}
+
+// noteLeftOut counts a record whose body was its body field, and names
+// the fields it had beside the mapping's, up to maxFieldsLeftOut names.
+func (rm *recordMapper) noteLeftOut() {
+	rm.mapped++
+	for _, k := range rm.others {
+		if len(rm.leftOut) == maxFieldsLeftOut {
+			return
+		}
+		known := false
+		for _, name := range rm.leftOut {
+			if known = jsonfields.KeyIs(k, name); known {
+				break
+			}
+		}
+		if name, ok := jsonfields.Unquote(k); ok && !known {
+			rm.leftOut = append(rm.leftOut, name)
+		}
+	}
 }
 
 // addAttributes adds the object of strings raw, the field name, to attrs;
@@ -330,8 +356,7 @@ func (p *chunkPacker) flush() (sqsbatch.Entry, span) {
 // mappedEntries returns the record-mode encoder of a chunk's records: the
 // mapping's body, attributes, group and deduplication id; on a FIFO queue a
 // record without a group goes in its object's (see GroupID).
-func mappedEntries(mapping worktask.Mapping, c dataset.Chunk, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
-	rm := newRecordMapper(mapping, c.Object, c.Format != dataset.FormatText)
+func mappedEntries(rm *recordMapper, c dataset.Chunk, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
 	group := GroupID(c.Object)
 	return func(rec records.Record) (sqsbatch.Entry, error) {
 		e, err := rm.entry(rec)

@@ -24,7 +24,8 @@ import (
 
 func TestRecordEntry(t *testing.T) {
 	obj := dataset.Object{Bucket: "b", Key: "k.jsonl", ETag: "e"}
-	m := worktask.Mapping{DedupIDField: "id"}
+	m := sparkMapping
+	m.DedupIDField = "id"
 	tests := []struct {
 		name, rec, body, group, dedup string
 		attrs                         map[string]string
@@ -213,6 +214,38 @@ func TestGroupID(t *testing.T) {
 	}
 }
 
+// sparkMapping is the Spark SQS sink's column mapping.
+var sparkMapping = worktask.Mapping{BodyField: "value", AttributesField: "msg_attributes", GroupIDField: "group_id"}
+
+// TestRecordMapperWholeRecord holds the default: without a mapping a
+// record is its own body, every field kept, whatever its fields are
+// named; with one, a record whose body is its body field is counted, and
+// the fields the mapping did not take are named.
+func TestRecordMapperWholeRecord(t *testing.T) {
+	obj := dataset.Object{Bucket: "b", Key: "k", ETag: "e"}
+	rec := `{"sensor":"t1","value":42.5,"unit":"C","msg_attributes":{"a":"b"},"group_id":"g"}`
+	rm := newRecordMapper(worktask.Mapping{}, obj, true)
+	e, err := rm.entry(records.Record{Value: []byte(rec)})
+	if err != nil || e.Body != rec || len(e.Attributes) != 3 || rm.mapped != 0 || rm.leftOut != nil {
+		t.Errorf("no mapping: body %s, attributes %v, %d mapped, left out %v (%v); want the whole record, only s3sqs's attributes", e.Body, e.Attributes, rm.mapped, rm.leftOut, err)
+	}
+	rm = newRecordMapper(sparkMapping, obj, true)
+	for _, r := range []string{rec, `{"value":1,"sensor":"t2","site":"s"}`, `{"sensor":"t3"}`} {
+		if _, err := rm.entry(records.Record{Value: []byte(r)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rm.mapped != 2 || !slices.Equal(rm.leftOut, []string{"sensor", "unit", "site"}) {
+		t.Errorf("Spark's mapping: %d mapped, left out %v; want 2 (the record without value is its own body), sensor, unit and site", rm.mapped, rm.leftOut)
+	}
+	var st Stats
+	st.Add(Stats{RecordsMapped: 2, FieldsLeftOut: []string{"sensor", "unit"}})
+	st.Add(Stats{RecordsMapped: 1, FieldsLeftOut: []string{"site", "unit"}})
+	if st.RecordsMapped != 3 || !slices.Equal(st.FieldsLeftOut, []string{"sensor", "site", "unit"}) {
+		t.Errorf("Stats.Add: %d mapped, left out %v; want 3, and the names once each, sorted", st.RecordsMapped, st.FieldsLeftOut)
+	}
+}
+
 func TestMappedEntriesGroup(t *testing.T) {
 	c := dataset.Chunk{Object: dataset.Object{Bucket: "b", Key: "dir/part 0001.jsonl", ETag: "e"}, Format: dataset.FormatJSONL}
 	for _, tc := range []struct {
@@ -223,7 +256,7 @@ func TestMappedEntriesGroup(t *testing.T) {
 		{true, `{"value":"v","group_id":"g"}`, "g", RecordID(c.Object, 0)},
 		{true, `{"value":"v"}`, GroupID(c.Object), RecordID(c.Object, 0)},
 	} {
-		e, err := mappedEntries(withDefaults(worktask.Mapping{}), c, tc.fifo)(records.Record{Value: []byte(tc.rec)})
+		e, err := mappedEntries(newRecordMapper(sparkMapping, c.Object, true), c, tc.fifo)(records.Record{Value: []byte(tc.rec)})
 		if err != nil || e.GroupID != tc.group || e.DeduplicationID != tc.dedup {
 			t.Errorf("fifo %v, %s: group %q dedup %q (%v); want %q %q", tc.fifo, tc.rec, e.GroupID, e.DeduplicationID, err, tc.group, tc.dedup)
 		}
@@ -311,7 +344,8 @@ func FuzzRecordMapper(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	obj := dataset.Object{Bucket: "b", Key: "k", ETag: "e"}
-	m := withDefaults(worktask.Mapping{DedupIDField: "id"})
+	m := sparkMapping
+	m.DedupIDField = "id"
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		var fields map[string]json.RawMessage
 		if !json.Valid(rec) || hasRepeatedKey(rec) {

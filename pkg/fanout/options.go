@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -222,7 +223,16 @@ type Stats struct {
 	// until it is resumed (or, without a work queue, ended).
 	TasksHeld      int `json:"tasksHeld,omitempty"`
 	TasksCancelled int `json:"tasksCancelled,omitempty"`
+	// RecordsMapped counts the records read whose body was their
+	// Mapping.BodyField, and FieldsLeftOut names the fields such records
+	// had that no part of the mapping took, and so are in no message
+	// (the first maxFieldsLeftOut names, sorted).
+	RecordsMapped int64    `json:"recordsMapped,omitempty"`
+	FieldsLeftOut []string `json:"fieldsLeftOut,omitempty"`
 }
+
+// maxFieldsLeftOut bounds the names Stats.FieldsLeftOut keeps.
+const maxFieldsLeftOut = 16
 
 // Add adds o to s.
 func (s *Stats) Add(o Stats) {
@@ -246,6 +256,12 @@ func (s *Stats) Add(o Stats) {
 	s.RecordsCutOff += o.RecordsCutOff
 	s.TasksHeld += o.TasksHeld
 	s.TasksCancelled += o.TasksCancelled
+	s.RecordsMapped += o.RecordsMapped
+	for _, f := range o.FieldsLeftOut {
+		if i, found := slices.BinarySearch(s.FieldsLeftOut, f); !found && len(s.FieldsLeftOut) < maxFieldsLeftOut {
+			s.FieldsLeftOut = slices.Insert(s.FieldsLeftOut, i, f)
+		}
+	}
 }
 
 // Report is the answer to a request.
@@ -350,7 +366,7 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 		r.offload = &o
 	}
 	if opts.ReportS3URI != "" {
-		r.report = &reporter{s3: s3c}
+		r.report = &reporter{s3: s3c, mapping: opts.Mapping}
 		if r.report.bucket, r.report.prefix, err = dataset.ParseS3URI(opts.ReportS3URI); err != nil {
 			return nil, fmt.Errorf("fanout: run report: %w", err)
 		}

@@ -52,6 +52,10 @@ type reporter struct {
 	s3     S3API
 	bucket string
 	prefix string
+	// mapping is the runner's, which a failed task's overrides carry
+	// when they name none, so that a redrive of the report maps its
+	// records again as this run did.
+	mapping worktask.Mapping
 }
 
 func (rp *reporter) put(ctx context.Context, key string, v any) error {
@@ -100,6 +104,10 @@ func (rp *reporter) failed(ctx context.Context, t worktask.Task, name string, fs
 	}
 	if t.Versions {
 		return rp.failedVersions(ctx, t, name, fs)
+	}
+	if ov := overridesOf(t.Overrides); rp.mapping != (worktask.Mapping{}) && ov.Mapping == (worktask.Mapping{}) && ov.Ingest == nil {
+		ov.Mapping = rp.mapping
+		t.Overrides = &ov
 	}
 	ft := FailedTask{Task: t}
 	for _, f := range fs {

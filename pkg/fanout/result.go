@@ -52,6 +52,15 @@ func newTaskRun(s *taskSpec, group int) *taskRun {
 	return tr
 }
 
+// noteMapping adds what the task's mapping took and left out of its
+// records to its result.
+func (tr *taskRun) noteMapping() {
+	if m := tr.mapper; m != nil {
+		tr.res.RecordsMapped = m.mapped
+		tr.res.FieldsLeftOut = slices.Sorted(slices.Values(m.leftOut))
+	}
+}
+
 // notAccepted notes that the record at offset, and so the task from there
 // on, was not accepted by a send that stopped.
 func (tr *taskRun) notAccepted(offset int64) {

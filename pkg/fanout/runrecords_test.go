@@ -26,7 +26,7 @@ func TestRunRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := fanout.New(t.Context(), st.S3, st.SQS, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}, FailureQueueURL: st.Failure})
+	r, err := fanout.New(t.Context(), st.S3, st.SQS, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}, FailureQueueURL: st.Failure, Mapping: fanoutstack.SparkMapping})
 	if err != nil {
 		t.Fatal(err)
 	}

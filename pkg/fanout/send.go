@@ -70,6 +70,7 @@ func (r *Runner) runGroup(ctx context.Context, specs []*taskSpec, concurrency in
 			runs[i] = newTaskRun(s, i) // not started: its whole chunk is its continuation
 		}
 		runs[i].consumed = gs.consumed[i]
+		runs[i].noteMapping()
 	}
 	for _, ref := range unsent {
 		tr := runs[ref.Source]

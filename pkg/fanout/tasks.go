@@ -165,6 +165,9 @@ type taskSpec struct {
 	// nil and chunkMax, the largest message, is set.
 	encode   func(rec records.Record) (sqsbatch.Entry, error)
 	chunkMax int
+	// mapper is record mode's mapping of the records, which counts what
+	// it left out.
+	mapper *recordMapper
 	// ingest is set for s3ingest's objects (see worktask.IngestEncoding).
 	ingest bool
 	// notify is set in notification mode: the chunk is not read, and its
@@ -219,7 +222,8 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 		if ov.Mapping != (worktask.Mapping{}) {
 			mapping = ov.Mapping
 		}
-		s.encode = mappedEntries(mapping, c, fifo)
+		s.mapper = newRecordMapper(mapping, c.Object, c.Format != dataset.FormatText)
+		s.encode = mappedEntries(s.mapper, c, fifo)
 	}
 	return s, nil
 }

@@ -59,15 +59,19 @@ const (
 )
 
 // Mapping names the record fields that become parts of a message. Empty
-// fields mean the defaults of the Spark SQS sink.
+// fields take no part: the zero Mapping sends each record whole as its
+// body. The Spark SQS sink's column mapping is value, msg_attributes and
+// group_id.
 type Mapping struct {
-	// BodyField is the field sent as the body; "" means "value". Without
-	// it a record is its own body.
+	// BodyField, when set, is the field sent as the body: a record that
+	// has it is sent as that field, its other fields left out (counted in
+	// the run's summary); one without it is its own body.
 	BodyField string `json:"bodyField,omitempty"`
-	// AttributesField is an object of strings sent as message attributes;
-	// "" means "msg_attributes".
+	// AttributesField, when set, is an object of strings sent as message
+	// attributes.
 	AttributesField string `json:"attributesField,omitempty"`
-	// GroupIDField is the FIFO message group; "" means "group_id".
+	// GroupIDField, when set, is the FIFO message group; a record without
+	// it goes in its object's.
 	GroupIDField string `json:"groupIdField,omitempty"`
 	// DedupIDField, when set, is the FIFO deduplication id.
 	DedupIDField string `json:"dedupIdField,omitempty"`

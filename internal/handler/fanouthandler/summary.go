@@ -40,6 +40,7 @@ func (h *Handler) summarize(ctx context.Context, inv *Invocation, start time.Tim
 		{Name: "RecordsRead", Unit: emf.Count, Value: float64(inv.RecordsRead)},
 		{Name: "RecordsSent", Unit: emf.Count, Value: float64(inv.RecordsSent)},
 		{Name: "RecordsOffloaded", Unit: emf.Count, Value: float64(inv.RecordsOffloaded)},
+		{Name: "RecordsMapped", Unit: emf.Count, Value: float64(inv.RecordsMapped)},
 		{Name: "RecordsFailed", Unit: emf.Count, Value: float64(inv.RecordsFailed)},
 		{Name: "BadRecords", Unit: emf.Count, Value: float64(inv.BadRecords)},
 		{Name: "Requests", Unit: emf.Count, Value: float64(inv.Requests)},

@@ -122,6 +122,10 @@ func Run(ctx context.Context, c Config, out io.Writer) (*Summary, error) {
 			"OUTPUT_QUEUE_URL=" + st.output, "MAX_FILE_AGE=off",
 			"TARGET_QUEUE_URL=" + st.target, "WORK_QUEUE_URL=" + st.work, "FAILURE_QUEUE_URL=" + st.failed,
 			"INLINE_MAX_BYTES=4KiB", "CHUNK_SIZE=8KiB",
+			// The demo's fanout records are in the Spark SQS sink's
+			// columns: their value is the body (by default a record is
+			// sent whole).
+			"BODY_FIELD=value", "ATTRIBUTES_FIELD=msg_attributes",
 		}
 		fn, err := rie.Run(c.RIE, bin, env, logf)
 		if err != nil {

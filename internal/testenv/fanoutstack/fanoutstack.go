@@ -26,6 +26,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // WorkARN is the ARN of the work queue that tasks arrive from.
@@ -67,6 +68,11 @@ func (st *Stack) Put(t *testing.T, key, body string) {
 	}
 }
 
+// SparkMapping is the Spark SQS sink's column mapping, in which the
+// stack's records (Records) are written: Handler maps them so when its
+// options name no mapping (by default a record is sent whole).
+var SparkMapping = worktask.Mapping{BodyField: "value", AttributesField: "msg_attributes", GroupIDField: "group_id"}
+
 // Handler builds a handler the way main does, with real clients; wrap,
 // if given, stands between the runner and SQS. The buffer holds its logs,
 // summary lines and metrics.
@@ -80,6 +86,9 @@ func (st *Stack) Handler(t *testing.T, opts fanout.Options, wrap func(sqsbatch.A
 	}
 	if opts.FailureQueueURL == "" && opts.FailureS3URI == "" {
 		opts.FailureQueueURL = st.Failure
+	}
+	if opts.Mapping == (worktask.Mapping{}) {
+		opts.Mapping = SparkMapping
 	}
 	opts.Send.Backoff = func(int) time.Duration { return 0 }
 	logs := &lockedBuffer{}
