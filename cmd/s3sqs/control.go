@@ -80,7 +80,7 @@ func newControlCmd(name string, stderr io.Writer) *controlCmd {
 	case "resume":
 		c.flags.text(settings.WorkQueueURL, &c.work, "the work queue `URL` (the fanout function's WORK_QUEUE_URL) the parked tasks go back on")
 	case "set":
-		c.flags.optionalCount(settings.MaxRate, &c.maxRate, "the run's new run-wide ceiling of messages per `second`, across all its invocations (required)")
+		c.flags.optionalCount(settings.MaxRate, &c.maxRate, "the run's new run-wide ceiling of `messages` per second, across all its invocations (required)")
 	}
 	return c
 }

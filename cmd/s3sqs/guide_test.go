@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ import (
 func TestHelpUnknownCommand(t *testing.T) {
 	for _, args := range [][]string{{"nope"}, {"help", "nope"}, {"help", "fanout", "extra"}} {
 		code, out, errOut := runCLI(t, "", args...)
-		if code != 2 || out != "" || !strings.Contains(errOut, "s3sqs") || !strings.Contains(errOut, "usage: s3sqs COMMAND") {
+		if code != 2 || out != "" || !strings.Contains(errOut, "s3sqs") || !strings.Contains(errOut, `Run "s3sqs -h"`) && !strings.Contains(errOut, "usage: s3sqs COMMAND") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and the reason on stderr", args, code, out, errOut)
 		}
 	}
@@ -154,5 +155,37 @@ func TestRedriveFromFile(t *testing.T) {
 	sum = redrive.Summary{}
 	if err := json.Unmarshal([]byte(out), &sum); err != nil || code != 0 || sum.Sent != 0 || sum.Skipped != 1 {
 		t.Errorf("second redrive: exit %d, %+v (%v); want the record skipped by the marker", code, sum, err)
+	}
+}
+
+// TestTypos: a mistyped command or flag gets one line that says what was
+// meant, not the whole usage; one that is nothing like any gets none.
+// `s3sqs version` says what was built.
+func TestTypos(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		want, hint string
+	}{
+		{[]string{"fanuot"}, `unknown command "fanuot"; did you mean fanout?`, `Run "s3sqs -h" for the commands.`},
+		{[]string{"stauts", "-run-id", "r"}, "did you mean status?", ""},
+		{[]string{"help", "redirve"}, "did you mean redrive?", ""},
+		{[]string{"xyzzy"}, `unknown command "xyzzy"` + "\n", ""},
+		{[]string{"fanout", "-tagret-queue-url", "q"}, "s3sqs fanout: flag provided but not defined: -tagret-queue-url; did you mean -target-queue-url?", `Run "s3sqs fanout -h" for its flags.`},
+		{[]string{"status", "--runid", "r"}, "did you mean -run-id?", ""},
+		{[]string{"fanout", "-zzzzzzzz"}, "flag provided but not defined: -zzzzzzzz\n", ""},
+	} {
+		code, out, errOut := runCLI(t, "", tc.args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, tc.hint) || strings.Count(errOut, "\n") > 2 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and two lines with %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, _ := runCLI(t, "", args...)
+		if code != 0 || !strings.HasPrefix(out, "s3sqs ") || !strings.Contains(out, runtime.Version()) {
+			t.Errorf("%v: exit %d, %q; want 0 and the version with the Go it was built with", args, code, out)
+		}
+	}
+	if code, _, errOut := runCLI(t, "", "fanout", "-h"); code != 0 || !strings.Contains(errOut, "-max-rate messages") {
+		t.Errorf("fanout -h: exit %d; want -max-rate's placeholder to name its kind:\n%.3000s", code, errOut)
 	}
 }

@@ -22,6 +22,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
@@ -49,6 +51,7 @@ Commands:
   resume   resume a paused or cancelled run, putting parked tasks back
   cancel   cancel a fanout run: its tasks end and are parked for a resume
   set      change a running run's rate (-max-rate)
+  version  show the version and commit this binary was built from
 
 Run "s3sqs COMMAND -h" for a command's flags. AWS credentials, region and
 endpoints (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_SQS,
@@ -87,6 +90,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, version())
+		return 0
 	case "help":
 		switch {
 		case len(args) == 1:
@@ -99,11 +105,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			// A command's help is its -h.
 			return run(ctx, []string{args[1], "-h"}, stdin, stdout, stderr, tty)
 		}
-		fmt.Fprintf(stderr, "s3sqs help: unknown command %q\n\n%s", args[1], usage)
+		fmt.Fprintf(stderr, "s3sqs help: unknown command %q%s\nRun \"s3sqs -h\" for the commands.\n", args[1], didYouMean(args[1], commandNames(), ""))
 		return 2
 	}
-	fmt.Fprintf(stderr, "s3sqs: unknown command %q\n\n%s", args[0], usage)
+	fmt.Fprintf(stderr, "s3sqs: unknown command %q%s\nRun \"s3sqs -h\" for the commands.\n", args[0], didYouMean(args[0], commandNames(), ""))
 	return 2
+}
+
+// commandNames lists the commands, for suggestions.
+func commandNames() []string {
+	names := []string{"version"}
+	for n := range commands {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // commands are the names run knows.
@@ -137,12 +153,28 @@ func usageError(command string, stderr io.Writer) func(format string, a ...any) 
 }
 
 // parseFlags parses args; when it cannot go on it returns the exit code:
-// 0 for -h, 2 for a bad flag (the flag package has said why).
+// 0 for -h, which prints the command's usage, 2 for a bad flag, which
+// prints one line that says why, with the flag meant when a typo is
+// likely, not the whole usage.
 func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, false
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return 0, false
+	case err != nil:
+		hint := ""
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			hint = didYouMean(strings.TrimPrefix(name, "-"), names, "-")
 		}
+		fmt.Fprintf(out, "s3sqs %s: %v%s\nRun \"s3sqs %s -h\" for its flags.\n", fs.Name(), err, hint, fs.Name())
 		return 2, false
 	}
 	return 0, true

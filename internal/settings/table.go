@@ -52,7 +52,7 @@ var (
 	MaxInFlight              = Count{Row{"MAX_IN_FLIGHT", Both, "max-in-flight", "maxInFlight", "the ceiling of SendMessageBatch `requests` in flight to a queue (they size themselves below it)"}, 1, 1000}
 	FixedInFlight            = Bool{Row{"FIXED_IN_FLIGHT", Both, "fixed-in-flight", "", "always keep the most requests in flight, instead of sizing them to the queue's latency and throttling"}}
 	MaxAttempts              = Count{Row{"MAX_ATTEMPTS", Both, "max-attempts", "maxAttempts", "`attempts` per entry"}, 1, 100}
-	MaxRate                  = Count{Row{"MAX_RATE", Fanout, "max-rate", "maxRate", "the run-wide ceiling of messages per `second` sent to the target, across all the run's invocations (needs CLAIMS_TABLE when the run is queued)"}, 1, 10_000_000}
+	MaxRate                  = Count{Row{"MAX_RATE", Fanout, "max-rate", "maxRate", "the run-wide ceiling of `messages` per second sent to the target, across all the run's invocations (needs CLAIMS_TABLE when the run is queued)"}, 1, 10_000_000}
 	TargetMaxBacklog         = Count{Row{"TARGET_MAX_BACKLOG", Fanout, "target-max-backlog", "targetMaxBacklog", "hold the run's sends while the target's ApproximateNumberOfMessages is above this many `messages`"}, 1, 1_000_000_000}
 	ChunkConcurrency         = Count{Row{"CHUNK_CONCURRENCY", Fanout, "concurrency", "", "`chunks` read at once"}, 1, 64}
 	ReadConcurrency          = Count{Row{"READ_CONCURRENCY", S3Ingest, "read-concurrency", "", "`objects` read at once from a standard queue's batch"}, 1, 64}
