@@ -3,11 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -232,8 +235,39 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 		ReportBucketName:   r.str(ctxBatchReportBucket, ""),
 		ReportPrefix:       r.str(ctxBatchReportPrefix, ""),
 	}
+	r.unknown()
 	return c, errors.Join(r.errs...)
 }
+
+// unknown refuses the context keys in the app's style (camelCase, as
+// `-c maxrate=500` for maxRate) that it does not read, naming the nearest
+// one it does: ignored, a misspelled key would deploy without the setting.
+// The CDK's own keys (feature flags such as @aws-cdk/..., aws:cdk:...,
+// lookups in cdk.context.json, acknowledged-issue-numbers) are not in
+// that style.
+func (r *ctxReader) unknown() {
+	all, _ := r.node.GetAllContext(nil).(map[string]any)
+	keys := slices.Sorted(maps.Keys(all))
+	for _, k := range keys {
+		if !appStyle.MatchString(k) || slices.Contains(r.read, k) {
+			continue
+		}
+		best, bestD := "", len(k)/3+1
+		for _, known := range r.read {
+			if d := levenshtein.ComputeDistance(strings.ToLower(k), strings.ToLower(known)); d < bestD {
+				best, bestD = known, d
+			}
+		}
+		if best != "" {
+			r.bad(k, "not a key this app reads; did you mean %s?", best)
+		} else {
+			r.bad(k, "not a key this app reads (README.md lists them)")
+		}
+	}
+}
+
+// appStyle is the shape of the app's context keys.
+var appStyle = regexp.MustCompile(`^[a-z][A-Za-z0-9]*$`)
 
 // parseDatasets reads "bucket[/prefix],..." into datasets, one per bucket,
 // in the order first seen.
@@ -290,6 +324,8 @@ var retentionDays = map[int]awslogs.RetentionDays{
 type ctxReader struct {
 	node constructs.Node
 	errs []error
+	// read is every key the app reads, for unknown.
+	read []string
 }
 
 func (r *ctxReader) bad(key, format string, args ...any) {
@@ -297,6 +333,7 @@ func (r *ctxReader) bad(key, format string, args ...any) {
 }
 
 func (r *ctxReader) get(key string) (any, bool) {
+	r.read = append(r.read, key)
 	v := r.node.TryGetContext(jsii.String(key))
 	return v, v != nil
 }

@@ -167,6 +167,15 @@ func TestContext(t *testing.T) {
 			wantErr: []string{"context datasets: fanout is enabled but can read no dataset"},
 		},
 		{
+			name: "misspelled keys",
+			ctx: map[string]any{"datasets": "none", "maxrate": "500", "fanoutMemoryMib": "512", "madeUpSetting": "1",
+				// The CDK's own keys pass: feature flags, lookups, acknowledgements.
+				"@aws-cdk/aws-lambda:recognizeLayerVersion": true, "availability-zones:account=1:region=us-east-1": []any{"a"},
+				"acknowledged-issue-numbers": []any{1}},
+			wantErr: []string{"context maxrate: not a key this app reads; did you mean maxRate?", "context fanoutMemoryMib: not a key this app reads; did you mean fanoutMemoryMiB?",
+				"context madeUpSetting: not a key this app reads (README.md lists them)"},
+		},
+		{
 			name: "fanout off needs no dataset",
 			ctx:  map[string]any{"fanout": "false"},
 			want: appConfig{stackName: "S3Sqs", nag: true, props: s3sqscdk.Props{

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+
+	"github.com/agnivade/levenshtein"
 )
 
 // closest returns the option nearest to name by edit distance, when it is
@@ -12,32 +14,11 @@ import (
 func closest(name string, options []string) string {
 	best, bestD := "", max(1, len(name)/3)+1
 	for _, o := range options {
-		if d := editDistance(name, o); d < bestD {
+		if d := levenshtein.ComputeDistance(name, o); d < bestD {
 			best, bestD = o, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // didYouMean is " (did you mean X?)" for the option closest to name, or "".
