@@ -37,7 +37,7 @@ SYNTH_SETS_OUT := .local/cdk.out-sets
 # How a function is built for Lambda: provided.al2023 on arm64.
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w'
 
-.PHONY: help demo backfill chaos simulate test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction cdk-cli deploy synth vet build bench bench-latency bench-go planbench membench plot clean
+.PHONY: help demo backfill chaos simulate test test-short check-links test-infra test-sam build-S3IngestFunction build-FanoutFunction cdk-cli deploy synth vet install build bench bench-latency bench-go planbench membench plot clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -107,6 +107,9 @@ check-links: ## check the links and #anchors of README.md and the Markdown files
 
 vet: ## go vet
 	$(GO) vet ./...
+
+install: ## install the s3sqs CLI into $(go env GOPATH)/bin (go install ./cmd/s3sqs)
+	$(GO) install ./cmd/s3sqs
 
 build: ## build a bootstrap for each Lambda function into dist/NAME/
 	@for f in $(FUNCTIONS); do \

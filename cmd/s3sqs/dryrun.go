@@ -66,6 +66,12 @@ func (c *fanoutCmd) dryRun(ctx context.Context, runner *fanout.Runner, stdout, s
 	rep, err := runner.DryRun(ctx, c.req, o)
 	close(done)
 	<-shown
+	if d := rep.DryRun; d != nil && !d.Queued {
+		// Sent from this process, the run uses no function: its estimate
+		// has no invocations, Lambda time or Lambda cost.
+		e := &d.Estimate
+		e.Invocations, e.MemoryMB, e.InvocationSeconds, e.GBSeconds, e.LambdaCost = 0, 0, 0, 0, 0
+	}
 	printJSON(stdout, rep)
 	if c.refused(stderr, rep, err) {
 		return 1
@@ -96,12 +102,18 @@ func dryRunSummary(rep fanout.Report, o fanout.DryRunOptions) string {
 	fmt.Fprintf(&b, "  dataset:  %d objects, %s, %d chunks, %d tasks, %s\n", d.Objects, megabytes(d.Bytes), d.Chunks, d.Tasks, how)
 	fmt.Fprintf(&b, "  target:   %d records in %d messages, %d SendMessageBatch requests, %d billed (64 KiB each)\n", d.Records, d.Messages, d.Requests, d.BilledRequests)
 	fmt.Fprintf(&b, "  records:  %d offloaded to S3, %d to the failure output\n", d.Offloaded, d.Failed)
-	inv := "invocations"
-	if e.Invocations == 1 {
-		inv = "invocation"
+	took := (time.Duration(e.Seconds * float64(time.Second))).Round(time.Millisecond)
+	if !d.Queued {
+		// Sent from this process: no function runs, so no Lambda time.
+		fmt.Fprintf(&b, "  estimate: %s sending from this process at about %.0f records/s (one vCPU); no Lambda time: the run does not use the function", took, e.RecordsPerSecond)
+	} else {
+		inv := "invocations"
+		if e.Invocations == 1 {
+			inv = "invocation"
+		}
+		fmt.Fprintf(&b, "  estimate: %s at %d %s of %d MB (%.0f records/s each): %.1f invocation-seconds, %.2f GB-s",
+			took, e.Invocations, inv, e.MemoryMB, e.RecordsPerSecond, e.InvocationSeconds, e.GBSeconds)
 	}
-	fmt.Fprintf(&b, "  estimate: %s at %d %s of %d MB (%.0f records/s each): %.1f invocation-seconds, %.2f GB-s",
-		(time.Duration(e.Seconds * float64(time.Second))).Round(time.Millisecond), e.Invocations, inv, e.MemoryMB, e.RecordsPerSecond, e.InvocationSeconds, e.GBSeconds)
 	if e.MaxRate > 0 {
 		fmt.Fprintf(&b, ", paced at %d messages/s", e.MaxRate)
 	}
@@ -109,7 +121,10 @@ func dryRunSummary(rep fanout.Report, o fanout.DryRunOptions) string {
 		fmt.Fprintf(&b, ", after %s of planning", (time.Duration(e.PlanSeconds * float64(time.Second))).Round(time.Millisecond))
 	}
 	b.WriteString("\n")
-	if o.SQSPrice > 0 || o.LambdaPrice > 0 {
+	switch {
+	case !d.Queued && o.SQSPrice > 0:
+		fmt.Fprintf(&b, "  cost:     SQS $%.6f (at $%g per million requests)\n", e.SQSCost, o.SQSPrice)
+	case d.Queued && (o.SQSPrice > 0 || o.LambdaPrice > 0):
 		fmt.Fprintf(&b, "  cost:     SQS $%.6f (at $%g per million requests), Lambda $%.6f (at $%g per GB-s)\n", e.SQSCost, o.SQSPrice, e.LambdaCost, o.LambdaPrice)
 	}
 	return b.String()

@@ -47,10 +47,13 @@ func TestFanoutDryRun(t *testing.T) {
 	}
 	d := dry.DryRun
 	for _, want := range []string{"dry run of run cli-dry: nothing was sent; counts exact", fmt.Sprintf("%d records in %d messages, %d SendMessageBatch requests", d.Records, d.Messages, d.Requests),
-		fmt.Sprintf("%d to the failure output", d.Failed), "at 1 invocation of 1024 MB", "cost:     SQS $"} {
+		fmt.Sprintf("%d to the failure output", d.Failed), "sending from this process", "no Lambda time", "cost:     SQS $"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
+	}
+	if e := d.Estimate; e.GBSeconds != 0 || e.LambdaCost != 0 || e.Invocations != 0 || e.Seconds <= 0 || strings.Contains(errOut, "GB-s") {
+		t.Errorf("a run sent from this process estimated %+v:\n%s; want its time, and no Lambda time or cost", e, errOut)
 	}
 	if got := localaws.ReceiveAll(t.Context(), sqsc, target, time.Second); len(got) > 0 {
 		t.Errorf("the target holds %d messages after a dry run", len(got))

@@ -290,8 +290,13 @@ func (c *fanoutCmd) finish(stderr io.Writer, rep fanout.Report, err error, failu
 		if rep.RecordsCutOff > 0 {
 			cut = fmt.Sprintf(", %d cut off mid-send (not failed: the next run sends them)", rep.RecordsCutOff)
 		}
-		fmt.Fprintf(stderr, "s3sqs fanout: %d records read, %d sent, %d failed%s in %s\n",
-			rep.RecordsRead, rep.RecordsSent, rep.RecordsFailed, cut, took.Round(time.Millisecond))
+		what := "records read"
+		if cmp.Or(c.req.Overrides.Mode, c.opts.Mode) == worktask.ModeNotification {
+			// Notification mode reads no object: each is announced.
+			what = "objects announced (not read)"
+		}
+		fmt.Fprintf(stderr, "s3sqs fanout: %d %s, %d sent, %d failed%s in %s\n",
+			rep.RecordsRead, what, rep.RecordsSent, rep.RecordsFailed, cut, took.Round(time.Millisecond))
 	}
 	if rep.RecordsMapped > 0 {
 		// The mapping left fields out of the messages: say which, so that

@@ -55,6 +55,9 @@ func TestReplayVersions(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("stdout is not the report: %v\n%s", err, out)
 	}
+	if !strings.Contains(errOut, "6 objects announced (not read), 6 sent, 0 failed") {
+		t.Errorf("stderr does not say the objects were announced, not read:\n%s", errOut)
+	}
 	if rep.Objects != 6 || rep.RecordsSent != 6 || rep.Chunks != 3 || rep.RecordsFailed != 0 {
 		t.Errorf("report %+v; want 6 versions of 3 keys, a task per key, 6 sent", rep)
 	}

@@ -253,6 +253,11 @@ func viewOf(run runstate.Run, since *runView, now time.Time) runView {
 func writeStatus(w io.Writer, v runView) {
 	fmt.Fprintf(w, "run %s at %s: %s\n", v.ID, v.ReadAt.UTC().Format(time.RFC3339), phase(v))
 	state := string(v.State)
+	if v.Done && v.State == runstate.StateRunning {
+		// Running is the run's control (not paused, not cancelled), which
+		// a finished run keeps: it is done.
+		state = "done"
+	}
 	if v.MaxRate > 0 {
 		state += fmt.Sprintf(", max rate %d messages/s", v.MaxRate)
 	}
@@ -369,8 +374,13 @@ func megabytes(n int64) string {
 
 // percent writes part's share of whole, "-" when whole is 0.
 func percent(part, whole int64) string {
-	if whole <= 0 {
+	switch {
+	case whole <= 0:
 		return "-"
+	case part > whole:
+		// Deliveries that read a chunk again (a retry, a redelivery, a
+		// resumed task's overlap) count their bytes again.
+		return "100%, and " + megabytes(part-whole) + " read again by retried tasks"
 	}
 	return fmt.Sprintf("%.0f%%", 100*float64(part)/float64(whole))
 }

@@ -184,3 +184,22 @@ func TestWriteStatus(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
+
+// TestWriteStatusDone: a finished run says done on its state line, not the
+// control's "running", and bytes read again by retried tasks are named as
+// such, not counted past 100% of the plan.
+func TestWriteStatusDone(t *testing.T) {
+	run := runstate.Run{ID: "r1", State: runstate.StateRunning, Started: t0, Updated: t0.Add(time.Minute),
+		Counters: runstate.Counters{TasksPlanned: 4, TasksDone: 4, StepsQueued: 1, StepsDone: 1, Objects: 2,
+			BytesPlanned: 10_000_000, BytesRead: 12_500_000, RecordsRead: 10, RecordsSent: 10, Messages: 10, Requests: 1}}
+	var b bytes.Buffer
+	writeStatus(&b, viewOf(run, nil, t0.Add(time.Minute)))
+	for _, want := range []string{": done\n", "  state      done\n", "(100%, and 2.5 MB read again by retried tasks)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "running") || strings.Contains(b.String(), "125%") {
+		t.Errorf("says running or more than 100%%:\n%s", b.String())
+	}
+}

@@ -27,12 +27,35 @@ import (
 // (credentials, region, AWS_ENDPOINT_URL_...); s3PathStyle turns on
 // path-style S3 requests, which stand-ins such as moto need.
 func Clients(ctx context.Context, s3PathStyle bool) (*s3.Client, *sqs.Client, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	cfg, err := load(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("AWS config: %w", err)
+		return nil, nil, err
 	}
 	s3c, sqsc := FromConfig(cfg, s3PathStyle)
 	return s3c, sqsc, nil
+}
+
+// ErrNoRegion and ErrNoCredentials are load's errors when the SDK's
+// standard configuration gives no region or no credentials: said once, in
+// words that name what to set, instead of in each request's error chain.
+var (
+	ErrNoRegion      = errors.New("no AWS region: set AWS_REGION (or AWS_PROFILE naming a profile with a region)")
+	ErrNoCredentials = errors.New("no AWS credentials: set AWS_PROFILE (after `aws sso login` or `aws configure`), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+)
+
+// load reads the SDK's standard configuration, and its credentials once.
+func load(ctx context.Context) (aws.Config, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	switch {
+	case err != nil:
+		return cfg, fmt.Errorf("AWS config: %w", err)
+	case cfg.Region == "":
+		return cfg, ErrNoRegion
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		return cfg, fmt.Errorf("%w (the SDK's standard chain said: %v)", ErrNoCredentials, err)
+	}
+	return cfg, nil
 }
 
 // FromConfig returns the S3 and SQS clients of cfg, as Clients does.
@@ -51,9 +74,9 @@ func FromConfig(cfg aws.Config, s3PathStyle bool) (*s3.Client, *sqs.Client) {
 // configuration, as Clients does; AWS_ENDPOINT_URL_DYNAMODB (or
 // AWS_ENDPOINT_URL) points it at a stand-in.
 func DynamoDB(ctx context.Context) (*dynamodb.Client, error) {
-	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	cfg, err := load(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("AWS config: %w", err)
+		return nil, err
 	}
 	return dynamodb.NewFromConfig(cfg), nil
 }

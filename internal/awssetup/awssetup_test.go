@@ -64,3 +64,29 @@ func TestDynamoDB(t *testing.T) {
 		t.Fatalf("describe %s through the client: %v", table, err)
 	}
 }
+
+// TestClientsSayWhatIsMissing: without a region, or without credentials,
+// the CLI's clients are refused once, in words that name what to set,
+// rather than failing each request with the SDK's chain.
+func TestClientsSayWhatIsMissing(t *testing.T) {
+	dir := t.TempDir()
+	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", dir+"/config")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/credentials")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	if _, _, err := Clients(t.Context(), false); !errors.Is(err, ErrNoRegion) || !strings.Contains(err.Error(), "AWS_REGION") {
+		t.Errorf("no region: %v; want ErrNoRegion", err)
+	}
+	t.Setenv("AWS_REGION", "eu-west-1")
+	if _, err := DynamoDB(t.Context()); !errors.Is(err, ErrNoCredentials) || !strings.Contains(err.Error(), "AWS_PROFILE") {
+		t.Errorf("no credentials: %v; want ErrNoCredentials", err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	if _, _, err := Clients(t.Context(), false); err != nil {
+		t.Errorf("with both: %v", err)
+	}
+}
