@@ -103,4 +103,3 @@ func expand(example, queue, fifo string) []string {
 	}
 	return args
 }
-
