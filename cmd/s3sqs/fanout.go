@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -121,6 +120,7 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.count(settings.ChunkConcurrency, &o.ChunkConcurrency, fanout.DefaultChunkConcurrency, "")
 	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
 	fs.DurationVar(&c.interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
+	fs.logFlag()
 	dryRunFlags(fs, &c.dry)
 	return c
 }
@@ -235,7 +235,7 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner
 	}
 	c.opts.Progress = &fanout.Progress{}
 	c.opts.Region = s3c.Options().Region
-	c.opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c.opts.Logger = c.flags.logger(stderr)
 	c.opts.IngestEncoder = ingesthandler.EncodeRecords
 	if c.opts.Claims, c.opts.Runs, err = claimStores(ctx, c.claimsTable); err != nil {
 		return nil, failures, err

@@ -2,7 +2,9 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
@@ -15,6 +17,30 @@ type cmdFlags struct {
 	*flag.FlagSet
 	// checks run after Parse, in the order the flags were defined.
 	checks []func() check
+	// logFormat is -log-format's value, for the commands that log.
+	logFormat string
+}
+
+// logFlag defines -log-format, how the warnings and errors of a run are
+// written on stderr.
+func (f *cmdFlags) logFlag() {
+	f.StringVar(&f.logFormat, "log-format", "text", "how the run's warnings and errors are logged on stderr, beside the command's own lines: `text` (key=value) or json (a JSON object a line, as the functions log)")
+	f.onCheck("log-format", func() error {
+		if f.logFormat != "text" && f.logFormat != "json" {
+			return fmt.Errorf("%q is not text or json", f.logFormat)
+		}
+		return nil
+	})
+}
+
+// logger returns the run's logger on w, of warnings and errors, in
+// -log-format's format.
+func (f *cmdFlags) logger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: slog.LevelWarn}
+	if f.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // newCmdFlags returns the flags of a command, as newFlags does.

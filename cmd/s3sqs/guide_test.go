@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -187,5 +188,27 @@ func TestTypos(t *testing.T) {
 	}
 	if code, _, errOut := runCLI(t, "", "fanout", "-h"); code != 0 || !strings.Contains(errOut, "-max-rate messages") {
 		t.Errorf("fanout -h: exit %d; want -max-rate's placeholder to name its kind:\n%.3000s", code, errOut)
+	}
+}
+
+// TestLogFormat: -log-format json logs the run's warnings as JSON lines, as
+// the functions do; another format is refused.
+func TestLogFormat(t *testing.T) {
+	if code, _, errOut := runCLI(t, "", "fanout", "-bucket", "b", "-prefix", "p/", "-target-queue-url", "https://sqs.us-east-1.amazonaws.com/1/q", "-log-format", "xml"); code != 2 || !strings.Contains(errOut, `-log-format: "xml" is not text or json`) {
+		t.Errorf("-log-format xml: exit %d\n%s", code, errOut)
+	}
+	for _, format := range []string{"text", "json"} {
+		c := newFanoutCmd(io.Discard)
+		if err := c.flags.Parse([]string{"-log-format", format}); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		c.flags.logger(&b).Warn("object listed but not found: skipped", "object", "s3://b/k")
+		c.flags.logger(&b).Info("not shown")
+		var line map[string]any
+		isJSON := json.Unmarshal([]byte(b.String()), &line) == nil && line["msg"] == "object listed but not found: skipped"
+		if isJSON != (format == "json") || strings.Contains(b.String(), "not shown") || !strings.Contains(b.String(), "s3://b/k") {
+			t.Errorf("-log-format %s wrote %q", format, b.String())
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"time"
 
@@ -66,7 +65,7 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if failures != nil {
 		defer failures.Close()
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := c.flags.logger(stderr)
 	c.opts.Logger, c.in.Logger = log, log
 	c.opts.IngestEncoder = ingesthandler.EncodeRecords
 	c.opts.ChunkConcurrency = c.in.ReadConcurrency // as s3ingest's config does
@@ -95,6 +94,7 @@ func newIngestCmd(stderr io.Writer) *ingestCmd {
 	fs.text(settings.FailureQueueURL, &o.FailureQueueURL, "")
 	fs.text(settings.FailureS3URI, &o.FailureS3URI, "")
 	fs.StringVar(&c.failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-ingest-failures.jsonl)")
+	fs.logFlag()
 	fs.choice(settings.Format, "auto", "", func(v string) { o.Plan.Format = dataset.Format(v) })
 	fs.formatFlags(&o.Plan)
 	fs.choice(settings.PartitionColumns, "true", "", func(v string) { in.Partitions = recordjson.PartitionMode(v) })

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -131,6 +130,7 @@ func newRedriveCmd(stderr io.Writer) *redriveCmd {
 	fs.boolean(settings.ReplaceInvalidCharacters, &o.Send.ReplaceInvalidCharacters, false, "")
 	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
 	fs.DurationVar(&c.interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
+	fs.logFlag()
 	return c
 }
 
@@ -291,7 +291,7 @@ func (c *redriveCmd) start(ctx context.Context, stderr io.Writer) (*redrive.Redr
 		return nil, err
 	}
 	c.opts.Progress = &redrive.Progress{}
-	c.opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c.opts.Logger = c.flags.logger(stderr)
 	c.opts.Send.Logger = nil
 	c.opts.IngestEncoder = ingesthandler.EncodeRecords
 	return redrive.New(ctx, s3c, sqsc, c.opts)
