@@ -56,11 +56,7 @@ func (s *ClaimsModel) Acquire(ctx context.Context, key string, _ time.Time) (cla
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.m[key]
-	if st == nil {
-		st = &claimState{}
-		s.m[key] = st
-	}
+	st := s.state(key)
 	switch {
 	case st.done:
 		return claims.Claim{}, claims.ErrDone
@@ -111,13 +107,19 @@ func (s *ClaimsModel) MarkDone(ctx context.Context, key string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.state(key).done = true
+	return nil
+}
+
+// state returns key's state, a new one when it has none. The caller holds
+// s.mu.
+func (s *ClaimsModel) state(key string) *claimState {
 	st := s.m[key]
 	if st == nil {
 		st = &claimState{}
 		s.m[key] = st
 	}
-	st.done = true
-	return nil
+	return st
 }
 
 // IsDone reports whether the claim key is done, for the oracle: it fails
