@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -113,18 +114,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // commandNames lists the commands, for suggestions.
-func commandNames() []string {
-	names := []string{"version"}
-	for n := range commands {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func commandNames() []string { return slices.Sorted(maps.Keys(commands)) }
 
 // commands are the names run knows.
 var commands = map[string]bool{"fanout": true, "ingest": true, "parse": true, "redrive": true, "reconcile": true,
-	"status": true, "pause": true, "resume": true, "cancel": true, "set": true}
+	"status": true, "pause": true, "resume": true, "cancel": true, "set": true, "version": true}
 
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()

@@ -21,7 +21,8 @@ func closest(name string, options []string) string {
 	return best
 }
 
-// didYouMean is " (did you mean X?)" for the option closest to name, or "".
+// didYouMean is "; did you mean PREFIX+X?" for the option X closest to
+// name, or "".
 func didYouMean(name string, options []string, prefix string) string {
 	if c := closest(name, options); c != "" {
 		return fmt.Sprintf("; did you mean %s%s?", prefix, c)

@@ -205,7 +205,8 @@ func (rm *recordMapper) entry(rec records.Record) (sqsbatch.Entry, error) {
 				e.DeduplicationID, err = scalar(raw, m.DedupIDField, e.DeduplicationID)
 			}
 		}
-		if !taken {
+		if !taken && m.BodyField != "" {
+			// Only a record sent as its body field leaves the others out.
 			rm.others = append(rm.others, key)
 		}
 		return err == nil

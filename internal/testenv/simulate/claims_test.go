@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/s3sqs/s3sqs/internal/reconcile"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 )
@@ -39,7 +40,7 @@ type marking interface {
 
 // claimsScript makes the calls of tasks' lives on s and returns what each
 // answered; expire ends the leases taken until a moment already past.
-func claimsScript(ctx context.Context, s claims.Store, r ingested2, expire func()) []string {
+func claimsScript(ctx context.Context, s claims.Store, r reconcile.Ingested, expire func()) []string {
 	var out []string
 	note := func(what string, v ...any) {
 		for i, x := range v {
@@ -95,9 +96,4 @@ func errName(err error) string {
 		}
 	}
 	return err.Error()
-}
-
-// ingested2 is how reconcile reads the markers.
-type ingested2 interface {
-	IsDone(ctx context.Context, key string) (bool, error)
 }
