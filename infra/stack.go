@@ -61,6 +61,9 @@ func newStack(scope constructs.Construct, cfg appConfig, env *awscdk.Environment
 	if s.ClaimsTable != nil {
 		out("ClaimsTableName", "the claims table: run-once claims and the state fanout's runs share (s3sqs status -claims-table)", s.ClaimsTable.TableName())
 	}
+	if s.OperatorPolicy != nil {
+		out("OperatorPolicyArn", "managed policy for an operator's role: what the s3sqs CLI needs against this stack (docs/deploy-cdk.md#operating-a-run)", s.OperatorPolicy.ManagedPolicyArn())
+	}
 	if s.QueueKey != nil {
 		out("QueueKeyArn", "KMS key of the queues; consumers need kms:Decrypt on it", s.QueueKey.KeyArn())
 	}

@@ -213,7 +213,7 @@ func TestStack(t *testing.T) {
 		{"defaults", map[string]any{"datasets": "none"}, []string{
 			"SourceBucketName", "TopicArn", "IngestQueueUrl", "IngestDLQUrl", "OutputQueueUrl", "OutputQueueArn", "OutputDLQUrl",
 			"S3IngestFunctionName", "FanoutFunctionName", "FanoutRoleArn", "WorkQueueUrl", "WorkDLQUrl", "FailureQueueUrl",
-			"TargetQueueUrl", "TargetQueueArn", "TargetDLQUrl", "ClaimsTableName",
+			"TargetQueueUrl", "TargetQueueArn", "TargetDLQUrl", "ClaimsTableName", "OperatorPolicyArn",
 		}},
 		{"fanout only, KMS, existing target, alarm topic, report", map[string]any{
 			"ingest": "false", "encryption": "kms", "targetQueueArn": "arn:aws:sqs:eu-west-1:444455556666:orders",
@@ -221,12 +221,13 @@ func TestStack(t *testing.T) {
 			"batchOperations": "true", "batchManifestBucketName": "lake", "batchReportPrefix": "jobs/done/",
 		}, []string{
 			"FanoutFunctionName", "FanoutRoleArn", "WorkQueueUrl", "WorkDLQUrl", "FailureQueueUrl", "TargetQueueUrl", "TargetQueueArn", "QueueKeyArn",
-			"ReportS3Uri", "BatchOperationsRoleArn", "ClaimsTableName",
+			"ReportS3Uri", "BatchOperationsRoleArn", "ClaimsTableName", "OperatorPolicyArn",
 		}},
 		{"fanout only, no claims table, paced", map[string]any{
 			"ingest": "false", "claims": "false", "datasets": "lake/exports/", "maxRate": "500", "targetMaxBacklog": "100000",
 		}, []string{
 			"FanoutFunctionName", "FanoutRoleArn", "WorkQueueUrl", "WorkDLQUrl", "FailureQueueUrl", "TargetQueueUrl", "TargetQueueArn", "TargetDLQUrl",
+			"OperatorPolicyArn",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -79,6 +79,12 @@ type S3SQS struct {
 	// nil otherwise.
 	ReconcileScheduleRole awsiam.Role
 
+	// OperatorPolicy is a managed policy for the role of whoever runs the
+	// s3sqs CLI against this stack: planning and queueing runs, status,
+	// pause, resume, cancel, set, redrive of the failure queue and the
+	// DLQs of the work and ingest queues, reconcile.
+	OperatorPolicy awsiam.ManagedPolicy
+
 	// ReportBucket receives fanout's run reports, when
 	// FanoutProps.Report.Enabled; nil otherwise.
 	ReportBucket awss3.IBucket
@@ -151,6 +157,7 @@ func New(scope constructs.Construct, id string, props *Props) (*S3SQS, error) {
 	if !p.Fanout.Disabled && p.Fanout.ReconcileEveryMinutes > 0 {
 		s.buildReconcile()
 	}
+	s.buildOperatorPolicy()
 	s.buildMonitoring()
 	return s, nil
 }

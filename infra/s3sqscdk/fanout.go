@@ -100,7 +100,29 @@ func (s *S3SQS) buildFanout() {
 	// Read-only S3 on the datasets: objects (pinned reads ask for a
 	// version), and listing limited to the prefixes, of the objects and of
 	// their versions (a request with "versions" replays every version).
-	datasets := fo.Datasets
+	datasets := s.datasets()
+	if len(datasets) == 0 {
+		return
+	}
+	list, read, keys := datasetAccess(datasets)
+	for _, st := range list {
+		role.AddToPolicy(st)
+	}
+	readPolicy := awsiam.NewPolicy(s.Construct, jsii.String("FanoutReadObjects"), &awsiam.PolicyProps{
+		Roles:      &[]awsiam.IRole{role},
+		Statements: &[]awsiam.PolicyStatement{read},
+	})
+	suppressObjectARNs(readPolicy, "fanout reads every object of the datasets (buckets and prefixes) it is given, pinned to versions (s3:GetObjectVersion)", datasetPrefixes(datasets)...)
+	fn.Node().AddDependency(readPolicy)
+	if keys != nil {
+		role.AddToPolicy(keys)
+	}
+}
+
+// datasets are the datasets fanout reads: FanoutProps.Datasets, and with
+// a handoff from s3ingest the source bucket under its key prefix first.
+func (s *S3SQS) datasets() []Dataset {
+	datasets := s.p.Fanout.Datasets
 	if !s.p.Ingest.Disabled && s.p.Ingest.HandoffBytes != "" {
 		var pre []string
 		if s.p.Ingest.KeyPrefix != "" {
@@ -108,36 +130,35 @@ func (s *S3SQS) buildFanout() {
 		}
 		datasets = append([]Dataset{{Bucket: *s.Bucket.BucketName(), Prefixes: pre, KeyARN: s.p.Ingest.ExistingBucketKeyARN}}, datasets...)
 	}
-	if len(datasets) == 0 {
-		return
-	}
-	var objects []*string
-	var keys []*string
+	return datasets
+}
+
+// datasetAccess is read-only S3 on datasets: a listing statement per
+// bucket (of its objects and their versions, limited to its prefixes), the
+// reading of their objects and, when a dataset has a KMS key, kms:Decrypt
+// on the keys (nil otherwise).
+func datasetAccess(datasets []Dataset) (list []awsiam.PolicyStatement, read, keys awsiam.PolicyStatement) {
+	var objects, keyARNs []*string
 	for _, d := range datasets {
 		arn := bucketARN(d.Bucket)
 		objects = append(objects, objectARNs(arn, d.Prefixes...)...)
-		list := allow([]string{"s3:ListBucket", "s3:ListBucketVersions"}, &arn)
+		st := allow([]string{"s3:ListBucket", "s3:ListBucketVersions"}, &arn)
 		if len(d.Prefixes) > 0 {
 			like := make([]string, len(d.Prefixes))
 			for i, p := range d.Prefixes {
 				like[i] = p + "*"
 			}
-			list.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": like})
+			st.AddCondition(jsii.String("StringLike"), map[string]any{"s3:prefix": like})
 		}
-		role.AddToPolicy(list)
+		list = append(list, st)
 		if d.KeyARN != "" {
-			keys = append(keys, jsii.String(d.KeyARN))
+			keyARNs = append(keyARNs, jsii.String(d.KeyARN))
 		}
 	}
-	read := awsiam.NewPolicy(s.Construct, jsii.String("FanoutReadObjects"), &awsiam.PolicyProps{
-		Roles:      &[]awsiam.IRole{role},
-		Statements: &[]awsiam.PolicyStatement{allow([]string{"s3:GetObject", "s3:GetObjectVersion"}, objects...)},
-	})
-	suppressObjectARNs(read, "fanout reads every object of the datasets (buckets and prefixes) it is given, pinned to versions (s3:GetObjectVersion)", datasetPrefixes(datasets)...)
-	fn.Node().AddDependency(read)
-	if len(keys) > 0 {
-		role.AddToPolicy(allow([]string{"kms:Decrypt"}, keys...))
+	if len(keyARNs) > 0 {
+		keys = allow([]string{"kms:Decrypt"}, keyARNs...)
 	}
+	return list, allow([]string{"s3:GetObject", "s3:GetObjectVersion"}, objects...), keys
 }
 
 // datasetPrefixes lists the prefixes of the datasets, "" for a whole bucket.

@@ -86,6 +86,7 @@ func TestNag(t *testing.T) {
 			untraced[0], untraced[1],
 			{"AwsSolutions-IAM4", "Test/BucketNotificationsHandler050a0587b7544547bf325f094a3db834/Role"},
 			{"AwsSolutions-IAM5", "FanoutReadObjects"},
+			{"AwsSolutions-IAM5", "OperatorPolicy"},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,7 +46,6 @@ import re
 import sys
 
 import yaml
-from samtranslator.translator.transform import transform
 
 # samtranslator warns about its own unpublished metrics on every transform.
 logging.getLogger("samtranslator.metrics").setLevel(logging.ERROR)
@@ -89,6 +88,9 @@ class _NoPolicies:
 
 
 def sam_transform(tpl):
+    # Imported here so that operator.py, which reads the template without
+    # transforming it, needs only PyYAML.
+    from samtranslator.translator.transform import transform
     tpl = copy.deepcopy(tpl)
     for r in tpl["Resources"].values():
         if r["Type"] == "AWS::Serverless::Function":
@@ -259,7 +261,7 @@ def common_names(tpl, cdk):
 COUNTED = {"AWS::SQS::Queue", "AWS::SQS::QueuePolicy", "AWS::SNS::Topic", "AWS::SNS::TopicPolicy",
            "AWS::SNS::Subscription", "AWS::S3::Bucket", "AWS::S3::BucketPolicy", "AWS::KMS::Key",
            "AWS::Lambda::Function", "AWS::Lambda::EventSourceMapping", "AWS::CloudWatch::Alarm",
-           "AWS::Logs::LogGroup", "AWS::IAM::Role", "AWS::DynamoDB::Table", "AWS::CloudWatch::Dashboard"}
+           "AWS::Logs::LogGroup", "AWS::IAM::Role", "AWS::IAM::ManagedPolicy", "AWS::DynamoDB::Table", "AWS::CloudWatch::Dashboard"}
 
 
 def statements(doc):
@@ -385,7 +387,8 @@ def model(tpl, cdk, values=None):
                            sort_keys=True) for s in statements(doc))
     # IAM: every (action, resource, condition) of each function's role,
     # from the role's inline policies, its managed policies and the
-    # AWS::IAM::Policy resources attached to it.
+    # AWS::IAM::Policy resources attached to it; and of each managed policy
+    # of the stack (the operator's), by its name.
     pairs = {}
     for lid, r, p in res:
         if r["Type"] == "AWS::IAM::Role":
@@ -402,6 +405,8 @@ def model(tpl, cdk, values=None):
                 rn = canon(role).strip("${}")
                 fn = role_of.get("${%s.Arn}" % rn, rn)
                 pairs.setdefault(fn, set()).update(grants(statements(p["PolicyDocument"])))
+        if r["Type"] == "AWS::IAM::ManagedPolicy":
+            pairs.setdefault(names[lid], set()).update(grants(statements(p["PolicyDocument"])))
     m["iam"] = {fn: sorted(" ".join(x) for x in v) for fn, v in pairs.items()}
     m["outputs"] = {k: canon(str(v)) for k, v in R.outputs()}
     count(m)
@@ -737,6 +742,9 @@ def _drifts():
         TARGET_MAX_BACKLOG={"Ref": "TargetMaxBacklog"})
     yield "SAM-generated role (managed policies)", "any", lambda t: (_res(t, "S3IngestFunction").pop("Role"),
                                                                     _res(t, "S3IngestFunction").update(Policies=[{"SQSPollerPolicy": {"QueueName": {"Fn::GetAtt": ["IngestQueue", "QueueName"]}}}]))
+    yield "the operator may receive from the output queue", "any", lambda t: _res(t, "OperatorPolicy")["PolicyDocument"]["Statement"].append(
+        {"Effect": "Allow", "Action": "sqs:ReceiveMessage", "Resource": {"Fn::GetAtt": ["OutputQueue", "Arn"]}})
+    yield "no OperatorPolicyArn output", "any", lambda t: t["Outputs"].pop("OperatorPolicyArn")
     yield "an extra queue", "any", lambda t: t["Resources"].update(Extra={"Type": "AWS::SQS::Queue", "Properties": {}})
     yield "work queue age alarm at 900 s", "any", lambda t: t["Parameters"]["FanoutTaskAgeAlarmSeconds"].update(Default=900)
     yield "no throttles alarm on fanout", "any", lambda t: t["Resources"].pop("FanoutThrottlesAlarm")
