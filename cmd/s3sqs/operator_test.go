@@ -180,7 +180,7 @@ func newOperatorStack(t *testing.T) operatorStack {
 func (s operatorStack) expand(t *testing.T, example string) []string {
 	t.Helper()
 	var args []string
-	for _, w := range strings.Fields(example)[1:] {
+	for _, w := range shellWords(example)[1:] {
 		if m := docVar.FindStringSubmatch(w); m != nil {
 			v, ok := s.vars[m[1]]
 			if !ok {
@@ -188,7 +188,7 @@ func (s operatorStack) expand(t *testing.T, example string) []string {
 			}
 			w = v
 		}
-		args = append(args, strings.Trim(w, `"'`))
+		args = append(args, w)
 	}
 	switch args[0] {
 	case "fanout", "redrive", "reconcile":
