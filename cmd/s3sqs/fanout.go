@@ -47,6 +47,8 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	if code, ok := c.parse(args, usageError("fanout", stderr)); !ok {
 		return code
 	}
+	stderr, tty, done := c.flags.stderr(stderr, tty)
+	defer done()
 	// The run has started: from here on, stdout gets a report, of zeros
 	// when the run fails before it reads anything (docs/cli.md).
 	runner, failures, err := c.start(ctx, stderr)

@@ -24,7 +24,7 @@ type cmdFlags struct {
 // logFlag defines -log-format, how the warnings and errors of a run are
 // written on stderr.
 func (f *cmdFlags) logFlag() {
-	f.StringVar(&f.logFormat, "log-format", "text", "how the run's warnings and errors are logged on stderr, beside the command's own lines: `text` (key=value) or json (a JSON object a line, as the functions log)")
+	f.StringVar(&f.logFormat, "log-format", "text", "how the run's warnings and errors are logged on stderr: `text` (key=value lines beside the command's own) or json (every line of stderr a JSON object, as the functions log, the command's own lines as msg)")
 	f.onCheck("log-format", func() error {
 		if f.logFormat != "text" && f.logFormat != "json" {
 			return fmt.Errorf("%q is not text or json", f.logFormat)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -210,5 +211,47 @@ func TestLogFormat(t *testing.T) {
 		if isJSON != (format == "json") || strings.Contains(b.String(), "not shown") || !strings.Contains(b.String(), "s3://b/k") {
 			t.Errorf("-log-format %s wrote %q", format, b.String())
 		}
+	}
+}
+
+// TestLogFormatJSONLines runs fanout with -log-format json against the
+// stand-ins, with a line that is not JSON: every line of stderr is a JSON object (the logger's
+// warnings and the command's own progress and summary lines alike).
+func TestLogFormatJSONLines(t *testing.T) {
+	s3c, sqsc := standIns(t)
+	put(t, s3c, "json/a.jsonl", "{\"n\":1}\nnot json\n")
+	target := localaws.CreateQueue(t, sqsc, "-target", nil)
+	code, _, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-prefix", "json/", "-target-queue-url", target, "-s3-path-style",
+		"-log-format", "json", "-progress-interval", "1ms", "-failure-file", filepath.Join(t.TempDir(), "f.jsonl"))
+	if code != 1 {
+		t.Errorf("exit %d, want 1 (a record failed)", code)
+	}
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	msgs := ""
+	for _, l := range lines {
+		var v struct{ Time, Level, Msg string }
+		if err := json.Unmarshal([]byte(l), &v); err != nil || v.Time == "" || v.Level == "" || v.Msg == "" {
+			t.Errorf("stderr line is not a JSON log line (%v): %q", err, l)
+		}
+		msgs += v.Msg + "\n"
+	}
+	for _, want := range []string{"2 records read, 1 sent, 1 failed", "failed records are in"} {
+		if !strings.Contains(msgs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+func TestJSONLines(t *testing.T) {
+	var b strings.Builder
+	j := &jsonLines{w: &b, now: func() time.Time { return time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC) }}
+	io.WriteString(j, "s3sqs fanout: half")
+	io.WriteString(j, " a line\n{\"level\":\"WARN\",\"msg\":\"as is\"}\n\nlast")
+	j.Close()
+	want := `{"time":"2026-12-04T00:00:00Z","level":"INFO","msg":"s3sqs fanout: half a line"}` + "\n" +
+		`{"level":"WARN","msg":"as is"}` + "\n" +
+		`{"time":"2026-12-04T00:00:00Z","level":"INFO","msg":"last"}` + "\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }

@@ -39,6 +39,9 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if code, ok := c.parse(args, bad); !ok {
 		return code
 	}
+	stderr, _, done := c.flags.stderr(stderr, false)
+	defer done()
+	bad = usageError("ingest", stderr)
 	// The run has started: from here on, stdout gets a partial batch
 	// response, empty when the run fails before it reads anything.
 	failed := func(err error) int {

@@ -67,6 +67,9 @@ func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tt
 	if code, ok := c.parse(args, bad); !ok {
 		return code
 	}
+	stderr, tty, done := c.flags.stderr(stderr, tty)
+	defer done()
+	bad = usageError("redrive", stderr)
 	// The run has started: from here on, stdout gets a summary, empty
 	// when the run fails before it finds anything.
 	r, err := c.start(ctx, stderr)
