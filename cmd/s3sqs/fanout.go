@@ -309,6 +309,7 @@ func (c *fanoutCmd) finish(stderr io.Writer, rep fanout.Report, err error, failu
 	if failures != nil && failures.f != nil {
 		fmt.Fprintf(stderr, "s3sqs fanout: failed records are in %s\n", failures.path)
 	}
+	writeArchived(stderr, rep.Stats)
 	if c.refused(stderr, rep, err) || rep.RecordsFailed > 0 {
 		return 1
 	}
@@ -322,7 +323,7 @@ func (c *fanoutCmd) refused(stderr io.Writer, rep fanout.Report, err error) bool
 	case err != nil:
 		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", c.queueError(err))
 		return true
-	case rep.Objects == 0 && !c.allowEmpty:
+	case rep.Objects == 0 && rep.ObjectsArchived == 0 && !c.allowEmpty:
 		fmt.Fprintf(stderr, "s3sqs fanout: %s: nothing to send; check the names, or pass -allow-empty to accept an empty dataset\n", noObject(c.req.Source))
 		return true
 	}

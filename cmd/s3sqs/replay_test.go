@@ -22,13 +22,8 @@ import (
 // a deleted key's too, arrive oldest first, once each. Its output is the
 // one docs/replay-and-reconcile.md shows (go test -v).
 func TestReplayVersions(t *testing.T) {
-	moto := localaws.Endpoint(t, localaws.EnvMoto)
-	t.Setenv("AWS_ENDPOINT_URL_S3", moto)
-	t.Setenv("AWS_REGION", localaws.Region)
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	s3c := motoS3(t)
 	ctx := t.Context()
-	s3c := localaws.S3Client(moto)
 	sqsc := sqs.NewFromConfig(localaws.SQS(t))
 	bucket := localaws.VersionedBucket(t, s3c, "history")
 	want := map[string][]string{}

@@ -272,6 +272,9 @@ func writeStatus(w io.Writer, v runView) {
 	fmt.Fprintf(w, "  records    %d read, %d sent, %d failed, %d offloaded (%d messages in %d requests)\n",
 		v.RecordsRead, v.RecordsSent, v.RecordsFailed, v.RecordsOffloaded, v.Messages, v.Requests)
 	fmt.Fprintf(w, "  bytes      %s read of %s planned (%s), %d objects\n", megabytes(v.BytesRead), megabytes(v.BytesPlanned), percent(v.BytesRead, v.BytesPlanned), v.Objects)
+	if v.ObjectsArchived > 0 {
+		fmt.Fprintf(w, "  archived   %d objects, %s, not read: restore them and run again\n", v.ObjectsArchived, megabytes(v.BytesArchived))
+	}
 	fmt.Fprintf(w, "  rate       %s\n", rateLine(v))
 	fmt.Fprintf(w, "  time left  %s\n", timeLeft(v))
 	for i, line := range failureLines(v) {

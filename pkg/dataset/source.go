@@ -28,6 +28,16 @@ type Object struct {
 	ETag string `json:"etag,omitempty"`
 	// VersionID is set when S3 reported a version.
 	VersionID string `json:"versionId,omitempty"`
+	// StorageClass is the object's storage class as its listing or
+	// HeadObject gave it; empty for STANDARD or when not known.
+	StorageClass string `json:"storageClass,omitempty"`
+	// Archive is set when the object cannot be read until it is restored:
+	// its storage class (GLACIER, DEEP_ARCHIVE) or, in
+	// INTELLIGENT_TIERING, its archive tier (ARCHIVE_ACCESS,
+	// DEEP_ARCHIVE_ACCESS), and no restored copy is ready. List tells it
+	// from HeadObject for every object a listing gives in one of those
+	// classes; empty means the object can be read.
+	Archive string `json:"archive,omitempty"`
 }
 
 // String returns s3://bucket/key, with ?versionId= when pinned to one.
@@ -304,8 +314,11 @@ func List(ctx context.Context, client ListAPI, src Source, from Cursor, opts Lis
 		}
 	}
 	pin := func(ctx context.Context, l Listed) (Listed, error) {
-		if l.Mark() || l.Size >= 0 {
+		if l.Mark() || l.Err != nil {
 			return l, nil
+		}
+		if l.Size >= 0 {
+			return archived(ctx, client, l)
 		}
 		if src.Versions {
 			vs, err := Versions(ctx, client, l.Bucket, l.Key)
@@ -346,7 +359,7 @@ func listPrefix(ctx context.Context, client ListAPI, src Source, from Cursor, yi
 				continue
 			}
 			passed = ""
-			obj := Object{Bucket: src.Bucket, Key: key, Size: aws.ToInt64(o.Size), ETag: trimETag(aws.ToString(o.ETag))}
+			obj := Object{Bucket: src.Bucket, Key: key, Size: aws.ToInt64(o.Size), ETag: trimETag(aws.ToString(o.ETag)), StorageClass: storageClass(string(o.StorageClass))}
 			if !yield(Listed{Object: obj, Next: Cursor{After: key}}, nil) {
 				return
 			}
@@ -392,11 +405,13 @@ func Head(ctx context.Context, client ListAPI, bucket, key, versionID string) (O
 		return Object{}, fmt.Errorf("dataset: head %s: %w", Object{Bucket: bucket, Key: key, VersionID: versionID}, classify(err))
 	}
 	return Object{
-		Bucket:    bucket,
-		Key:       key,
-		Size:      aws.ToInt64(out.ContentLength),
-		ETag:      trimETag(aws.ToString(out.ETag)),
-		VersionID: aws.ToString(out.VersionId),
+		Bucket:       bucket,
+		Key:          key,
+		Size:         aws.ToInt64(out.ContentLength),
+		ETag:         trimETag(aws.ToString(out.ETag)),
+		VersionID:    aws.ToString(out.VersionId),
+		StorageClass: storageClass(string(out.StorageClass)),
+		Archive:      archiveOf(string(out.StorageClass), string(out.ArchiveStatus), aws.ToString(out.Restore)),
 	}, nil
 }
 

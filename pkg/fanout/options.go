@@ -204,6 +204,12 @@ type Stats struct {
 	// did not find when they were planned; they are skipped, with a
 	// warning that names each.
 	ObjectsMissing int `json:"objectsMissing,omitempty"`
+	// ObjectsArchived counts objects the listing found in an archive
+	// (GLACIER, DEEP_ARCHIVE, an archive tier of INTELLIGENT_TIERING) with
+	// no restored copy, and BytesArchived their size: they are not read,
+	// nor counted in Objects and BytesPlanned. Restore them and run again.
+	ObjectsArchived int   `json:"objectsArchived,omitempty"`
+	BytesArchived   int64 `json:"bytesArchived,omitempty"`
 	// ObjectsFailed counts the chunks of objects that could not be read
 	// to their end for a reason no retry fixes (corrupt or truncated data,
 	// an object changed since it was planned): what was read was sent, and
@@ -251,6 +257,8 @@ func (s *Stats) Add(o Stats) {
 	s.Throttled += o.Throttled
 	s.TasksSkipped += o.TasksSkipped
 	s.ObjectsMissing += o.ObjectsMissing
+	s.ObjectsArchived += o.ObjectsArchived
+	s.BytesArchived += o.BytesArchived
 	s.ObjectsFailed += o.ObjectsFailed
 	s.RecordsOffloaded += o.RecordsOffloaded
 	s.RecordsCutOff += o.RecordsCutOff

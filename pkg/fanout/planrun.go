@@ -64,7 +64,8 @@ type planRun struct {
 // and the steps it queued. A run's first step, the request, counts itself
 // queued too, so that the steps left are those queued less those done.
 func (pr *planRun) counters() runstate.Counters {
-	c := runstate.Counters{TasksPlanned: int64(pr.rep.Chunks), Objects: int64(pr.rep.Objects), BytesPlanned: pr.rep.BytesPlanned}
+	c := runstate.Counters{TasksPlanned: int64(pr.rep.Chunks), Objects: int64(pr.rep.Objects), BytesPlanned: pr.rep.BytesPlanned,
+		ObjectsArchived: int64(pr.rep.ObjectsArchived), BytesArchived: pr.rep.BytesArchived}
 	if pr.step != nil {
 		c.StepsQueued, c.StepsDone = int64(pr.steps), 1
 		if pr.step.Step == 1 {
@@ -111,6 +112,10 @@ func (r *Runner) plan(ctx context.Context, objs iter.Seq2[dataset.Listed, error]
 			return planned{next: l.Next, mark: true}, nil
 		case l.Err != nil:
 			return planned{next: l.Next, obj: l.Object, missing: l.Err}, nil
+		case l.Archive != "" && len(l.Versions) == 0:
+			// Not read, nor announced: a GET would fail until it is
+			// restored.
+			return planned{next: l.Next, obj: l.Object, archived: true}, nil
 		case len(l.Versions) > 0:
 			ts, err := r.versionTasks(ctx, pr.runID, &ov, l)
 			var size int64
@@ -144,9 +149,11 @@ type planned struct {
 	// key (dataset.Source.Versions), else one.
 	objects int
 	mark    bool // no object: the listing moved past keys it leaves out
-	// missing is why the listed object obj was not found.
-	obj     dataset.Object
-	missing error
+	// missing is why the listed object obj was not found; archived that
+	// obj is in an archive (dataset.Object.Archive).
+	obj      dataset.Object
+	missing  error
+	archived bool
 }
 
 // tasksOf yields the tasks of plans, counting each object in pr's report
@@ -173,6 +180,9 @@ func (r *Runner) tasksOf(ctx context.Context, pr *planRun, plans iter.Seq2[plann
 			case p.missing != nil:
 				pr.rep.ObjectsMissing++
 				r.log.WarnContext(ctx, "object listed but not found: skipped", "runId", pr.runID, "object", p.obj.String(), "error", p.missing)
+			case p.archived:
+				pr.rep.ObjectsArchived++
+				pr.rep.BytesArchived += p.obj.Size
 			default:
 				r.countPlanned(pr, p)
 				for _, t := range p.tasks {

@@ -54,6 +54,10 @@ type Counters struct {
 	RecordsOffloaded int64 `json:"recordsOffloaded"`
 	Messages         int64 `json:"messages"`
 	Requests         int64 `json:"requests"`
+	// ObjectsArchived and BytesArchived count what planning left out as
+	// archived (see fanout.Stats).
+	ObjectsArchived int64 `json:"objectsArchived"`
+	BytesArchived   int64 `json:"bytesArchived"`
 }
 
 // Run is what the table holds of a run.

@@ -1,0 +1,17 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+)
+
+// writeArchived says how many objects the run left out as archived, if
+// any, and how to send them.
+func writeArchived(stderr io.Writer, st fanout.Stats) {
+	if st.ObjectsArchived > 0 {
+		fmt.Fprintf(stderr, "s3sqs fanout: %d objects (%s) archived (GLACIER, DEEP_ARCHIVE or an archive tier of INTELLIGENT_TIERING) were not read: restore them and run again\n",
+			st.ObjectsArchived, megabytes(st.BytesArchived))
+	}
+}

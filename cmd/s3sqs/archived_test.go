@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
+)
+
+// motoS3 points the CLI's S3 client at moto_server, with the stand-ins'
+// region and credentials, and returns a client of it for the test's own
+// set-up.
+func motoS3(t *testing.T) *s3.Client {
+	t.Helper()
+	moto := localaws.Endpoint(t, localaws.EnvMoto)
+	t.Setenv("AWS_ENDPOINT_URL_S3", moto)
+	t.Setenv("AWS_REGION", localaws.Region)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	return localaws.S3Client(moto)
+}
+
+// TestArchivedObjects runs fanout over a prefix on moto_server, which keeps
+// storage classes and refuses a GET of an archived object as S3 does
+// (InvalidObjectState): one object each in GLACIER, DEEP_ARCHIVE, GLACIER
+// restored, GLACIER_IR, INTELLIGENT_TIERING (moto has no archive tiers) and
+// STANDARD. The dry run and the run count the two archived ones, by their
+// listing and HeadObject, not by a failed GET, and read the other four;
+// the run ends without a failure, and status shows them from the claims
+// table.
+func TestArchivedObjects(t *testing.T) {
+	s3c := motoS3(t)
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", localaws.Endpoint(t, localaws.EnvMoto))
+	ctx := t.Context()
+	sqsc := sqs.NewFromConfig(localaws.SQS(t))
+	_, table := localaws.ClaimsTable(t)
+	bucket := fmt.Sprintf("archived-%d", time.Now().UnixNano())
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, class := range []s3types.StorageClass{"GLACIER", "DEEP_ARCHIVE", "GLACIER_IR", "INTELLIGENT_TIERING", "STANDARD"} {
+		put := &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("in/" + string(class) + ".jsonl"), StorageClass: class,
+			Body: strings.NewReader(`{"class":"` + string(class) + `"}` + "\n")}
+		if _, err := s3c.PutObject(ctx, put); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restored := &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("in/restored.jsonl"), StorageClass: "GLACIER", Body: strings.NewReader(`{"class":"restored"}` + "\n")}
+	if _, err := s3c.PutObject(ctx, restored); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3c.RestoreObject(ctx, &s3.RestoreObjectInput{Bucket: aws.String(bucket), Key: restored.Key, RestoreRequest: &s3types.RestoreRequest{Days: aws.Int32(1)}}); err != nil {
+		t.Fatal(err)
+	}
+	target := localaws.CreateQueue(t, sqsc, "-target", nil)
+	args := []string{"fanout", "-bucket", bucket, "-prefix", "in/", "-target-queue-url", target, "-s3-path-style", "-claims-table", table, "-run-id", "archived-1"}
+
+	code, out, errOut := runCLI(t, "", append(args, "-dry-run")...)
+	if code != 0 || !strings.Contains(errOut, "archived: 2 objects") {
+		t.Errorf("dry run: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	code, out, errOut = runCLI(t, "", args...)
+	var rep fanout.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("stdout is not the report: %v\n%s", err, out)
+	}
+	if code != 0 || rep.ObjectsArchived != 2 || rep.Objects != 4 || rep.RecordsSent != 4 || rep.RecordsFailed != 0 || rep.BytesArchived == 0 {
+		t.Errorf("exit %d, report %+v\n%s", code, rep.Stats, errOut)
+	}
+	if !strings.Contains(errOut, "s3sqs fanout: 2 objects (0.0 kB) archived") {
+		t.Errorf("stderr does not say what was archived:\n%s", errOut)
+	}
+	got := strings.Join(localaws.Bodies(localaws.Drain(t, sqsc, target, time.Second)), "\n")
+	for class, want := range map[string]bool{"GLACIER": false, "DEEP_ARCHIVE": false, "restored": true, "GLACIER_IR": true, "INTELLIGENT_TIERING": true, "STANDARD": true} {
+		if strings.Contains(got, `"`+class+`"`) != want {
+			t.Errorf("record of %s delivered: %v, want %v:\n%s", class, !want, want, got)
+		}
+	}
+
+	code, out, _ = runCLI(t, "", "status", "-run-id", "archived-1", "-claims-table", table)
+	if code != 0 || !strings.Contains(out, "archived   2 objects") {
+		t.Errorf("status: exit %d\n%s", code, out)
+	}
+}
