@@ -298,8 +298,11 @@ func scalar(raw []byte, name, def string) (string, error) {
 // place, in a buffer of max bytes, and handed over without a copy; between
 // messages the packer holds no buffer.
 type chunkPacker struct {
-	obj   dataset.Object
-	max   int
+	obj dataset.Object
+	max int
+	// fifo: each message gets the object's group and its own
+	// deduplication id, which a standard queue refuses.
+	fifo  bool
 	body  strings.Builder
 	first int64
 	last  int64
@@ -342,8 +345,9 @@ func (p *chunkPacker) flush() (sqsbatch.Entry, span) {
 			attrLast:     numberAttr(p.last),
 			AttrCount:    numberAttr(int64(p.n)),
 		},
-		DeduplicationID: id,
-		GroupID:         GroupID(p.obj),
+	}
+	if p.fifo {
+		e.GroupID, e.DeduplicationID = GroupID(p.obj), id
 	}
 	if v := p.obj.Pin(); v != "" {
 		e.Attributes[AttrVersion] = stringAttr(v)
@@ -356,7 +360,9 @@ func (p *chunkPacker) flush() (sqsbatch.Entry, span) {
 
 // mappedEntries returns the record-mode encoder of a chunk's records: the
 // mapping's body, attributes, group and deduplication id; on a FIFO queue a
-// record without a group goes in its object's (see GroupID).
+// record without a group goes in its object's (see GroupID). A standard
+// queue takes a record's group, which names its tenant for SQS's fair
+// queues, and no deduplication id.
 func mappedEntries(rm *recordMapper, c dataset.Chunk, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
 	group := GroupID(c.Object)
 	return func(rec records.Record) (sqsbatch.Entry, error) {
@@ -366,7 +372,7 @@ func mappedEntries(rm *recordMapper, c dataset.Chunk, fifo bool) func(records.Re
 		}
 		switch {
 		case !fifo:
-			e.GroupID, e.DeduplicationID = "", ""
+			e.DeduplicationID = ""
 		case e.GroupID == "":
 			e.GroupID = group
 		}

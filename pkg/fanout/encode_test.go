@@ -91,7 +91,7 @@ func TestRecordEntry(t *testing.T) {
 
 func TestChunkPacker(t *testing.T) {
 	obj := dataset.Object{Bucket: "b", Key: "k", ETag: "e"}
-	p := &chunkPacker{obj: obj, max: 2048}
+	p := &chunkPacker{obj: obj, max: 2048, fifo: true}
 	var out []sqsbatch.Entry
 	total := 0
 	for i := range 100 {
@@ -127,6 +127,14 @@ func TestChunkPacker(t *testing.T) {
 	}
 	if got != total || len(out) < 5 {
 		t.Errorf("%d records in %d messages, want %d packed", got, len(out), total)
+	}
+
+	// On a standard queue a chunk has neither id: SQS refuses a
+	// deduplication id there, and the object is no tenant.
+	std := &chunkPacker{obj: obj, max: 2048}
+	std.add(records.Record{Value: []byte("x")})
+	if e, _ := std.flush(); e.GroupID != "" || e.DeduplicationID != "" || e.Body != "x" {
+		t.Errorf("standard queue chunk: group %q, dedup id %q, body %q; want no ids", e.GroupID, e.DeduplicationID, e.Body)
 	}
 }
 
@@ -252,7 +260,10 @@ func TestMappedEntriesGroup(t *testing.T) {
 		fifo              bool
 		rec, group, dedup string
 	}{
-		{false, `{"value":"v","group_id":"g"}`, "", ""},
+		// A standard queue takes the record's group (SQS's fair queues)
+		// and no deduplication id, and has no object group.
+		{false, `{"value":"v","group_id":"g"}`, "g", ""},
+		{false, `{"value":"v"}`, "", ""},
 		{true, `{"value":"v","group_id":"g"}`, "g", RecordID(c.Object, 0)},
 		{true, `{"value":"v"}`, GroupID(c.Object), RecordID(c.Object, 0)},
 	} {

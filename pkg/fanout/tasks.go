@@ -222,6 +222,12 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 		if ov.Mapping != (worktask.Mapping{}) {
 			mapping = ov.Mapping
 		}
+		if !fifo {
+			// A standard queue takes no deduplication id: the field is
+			// not the mapping's there, and a record sent as its body
+			// field names it as left out.
+			mapping.DedupIDField = ""
+		}
 		s.mapper = newRecordMapper(mapping, c.Object, c.Format != dataset.FormatText)
 		s.encode = mappedEntries(s.mapper, c, fifo)
 	}

@@ -39,10 +39,13 @@ type Entry struct {
 	// String, Number or Binary, optionally followed by a custom suffix
 	// ("Number.int").
 	Attributes map[string]types.MessageAttributeValue
-	// GroupID is the FIFO MessageGroupId. It is required on FIFO queues.
+	// GroupID is the MessageGroupId. It is required on FIFO queues; on a
+	// standard queue it is optional and names the message's tenant for
+	// SQS's fair queues.
 	GroupID string
 	// DeduplicationID is the FIFO MessageDeduplicationId. It is required on
-	// FIFO queues without content-based deduplication.
+	// FIFO queues without content-based deduplication, and refused on a
+	// standard queue, as SQS refuses it (InvalidParameterValue).
 	DeduplicationID string
 	// DelaySeconds delays delivery (0 to 900). FIFO queues accept only a
 	// queue-level delay, so it must be zero there.
@@ -218,6 +221,12 @@ func validate(e *Entry, size int, q queueLimits) *ValidationError {
 		if e.DeduplicationID == "" && !q.contentBasedDup {
 			return fail(RuleMissingDeduplicationID, "FIFO queue without content-based deduplication needs a MessageDeduplicationId")
 		}
+	}
+	if !q.fifo && e.DeduplicationID != "" {
+		// SQS answers InvalidParameterValue, "The request include
+		// parameter that is not valid for this queue type"; stand-ins
+		// such as fauxqs take it, which hid a sender that set it.
+		return fail(RuleInvalidDeduplicationID, "a standard queue takes no MessageDeduplicationId")
 	}
 	if e.GroupID != "" {
 		if why := checkFIFOToken(e.GroupID); why != "" {

@@ -75,6 +75,7 @@ func TestValidate(t *testing.T) {
 		{name: "group id with space", e: Entry{Body: "x", GroupID: "g 1"}, q: fifoCBD, want: RuleInvalidGroupID},
 		{name: "dedup id too long", e: Entry{Body: "x", GroupID: "g", DeduplicationID: strings.Repeat("d", 129)}, q: fifoCBD, want: RuleInvalidDeduplicationID},
 		{name: "group on standard queue", e: Entry{Body: "x", GroupID: "tenant-1"}, q: std},
+		{name: "dedup id on standard queue", e: Entry{Body: "x", GroupID: "tenant-1", DeduplicationID: "d"}, q: std, want: RuleInvalidDeduplicationID, inMsg: "standard queue"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+)
+
+// sentEntries is a loopback proxy in front of the SQS stand-in that keeps
+// the entries of every SendMessageBatch, as SQS receives them: fauxqs
+// keeps no MessageGroupId of a standard queue's message, so the request
+// is where a test sees the group.
+type sentEntries struct {
+	mu      sync.Mutex
+	entries []sentEntry
+}
+
+type sentEntry struct{ MessageBody, MessageGroupId, MessageDeduplicationId string }
+
+// take returns the entries sent so far and starts again from none.
+func (s *sentEntries) take() []sentEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.entries
+	s.entries = nil
+	return e
+}
+
+func newSentEntries(t *testing.T, upstream string) (*sentEntries, string) {
+	t.Helper()
+	u, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sentEntries{}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if r.Header.Get("X-Amz-Target") == "AmazonSQS.SendMessageBatch" {
+			var in struct{ Entries []sentEntry }
+			if err := json.Unmarshal(body, &in); err != nil {
+				t.Errorf("SendMessageBatch body: %v", err)
+			}
+			s.mu.Lock()
+			s.entries = append(s.entries, in.Entries...)
+			s.mu.Unlock()
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return s, srv.URL
+}
+
+// TestGroupsOnStandardQueue sends Spark-mapped records to a standard
+// queue in record and chunk mode: a record's group_id goes as its
+// MessageGroupId (a tenant of SQS's fair queues), a record without one
+// has none, no entry has a deduplication id (SQS refuses one on a
+// standard queue), and the deduplication field the mapping names is
+// reported as left out rather than dropped unsaid.
+func TestGroupsOnStandardQueue(t *testing.T) {
+	s3c, sqsc := standIns(t)
+	put(t, s3c, "tenants/a.jsonl", `{"value":"a","group_id":"tenant-1","id":"r1"}`+"\n"+`{"value":"b","id":"r2"}`+"\n")
+	sent, proxy := newSentEntries(t, localaws.Endpoint(t, localaws.EnvSQS))
+	t.Setenv("AWS_ENDPOINT_URL_SQS", proxy)
+	for _, mode := range []string{"record", "chunk"} {
+		target := localaws.CreateQueue(t, sqsc, "-"+mode, nil)
+		code, _, errOut := runCLI(t, "", append([]string{"fanout", "-bucket", "lake", "-prefix", "tenants/", "-target-queue-url", target,
+			"-s3-path-style", "-mode", mode, "-dedup-id-field", "id"}, spark...)...)
+		if code != 0 {
+			t.Fatalf("%s mode: exit %d\n%s", mode, code, errOut)
+		}
+		if mode == "record" && !strings.Contains(errOut, "fields left out of them: id") {
+			t.Errorf("record mode: the deduplication field is not named as left out:\n%s", errOut)
+		}
+		groups := map[string]string{}
+		for _, e := range sent.take() {
+			if e.MessageDeduplicationId != "" {
+				t.Errorf("%s mode: entry %q has deduplication id %q on a standard queue", mode, e.MessageBody, e.MessageDeduplicationId)
+			}
+			groups[e.MessageBody] = e.MessageGroupId
+		}
+		want := map[string]string{"a": "tenant-1", "b": ""}
+		if mode == "chunk" {
+			// One message of both records: no group.
+			want = map[string]string{`{"value":"a","group_id":"tenant-1","id":"r1"}` + "\n" + `{"value":"b","id":"r2"}`: ""}
+		}
+		for body, g := range want {
+			if got, ok := groups[body]; !ok || got != g {
+				t.Errorf("%s mode: entry %q sent: %v, group %q; want group %q (sent %v)", mode, body, ok, got, g, groups)
+			}
+		}
+		if n := len(localaws.Drain(t, sqsc, target, time.Second)); n != len(want) {
+			t.Errorf("%s mode: %d messages on the queue, want %d", mode, n, len(want))
+		}
+	}
+}
