@@ -101,7 +101,7 @@ func dryRunSummary(rep fanout.Report, o fanout.DryRunOptions) string {
 	}
 	fmt.Fprintf(&b, "  dataset:  %d objects, %s, %d chunks, %d tasks, %s\n", d.Objects, megabytes(d.Bytes), d.Chunks, d.Tasks, how)
 	if rep.ObjectsArchived > 0 {
-		fmt.Fprintf(&b, "  archived: %d objects, %s, not read (GLACIER, DEEP_ARCHIVE or an archive tier): restore them first to send them\n", rep.ObjectsArchived, megabytes(rep.BytesArchived))
+		fmt.Fprintf(&b, "  archived: %d objects, %s, not read (GLACIER, DEEP_ARCHIVE or an archive tier): restore them, then send them in a new run\n", rep.ObjectsArchived, megabytes(rep.BytesArchived))
 	}
 	fmt.Fprintf(&b, "  target:   %d records in %d messages, %d SendMessageBatch requests, %d billed (64 KiB each)\n", d.Records, d.Messages, d.Requests, d.BilledRequests)
 	fmt.Fprintf(&b, "  records:  %d offloaded to S3, %d to the failure output\n", d.Offloaded, d.Failed)

@@ -33,8 +33,9 @@ type operatorStack struct {
 // through proxies that record the IAM action and resource of every
 // request; then it holds template.yaml's OperatorPolicy (which the SAM
 // parity check holds equal to the CDK stack's) to the calls: every call
-// is allowed by it, and every statement of it is used by a call, so that
-// the policy is exactly what the documented commands need. A call outside
+// is allowed by it, and every action of it is used by a call, but for a
+// few named with the flag they serve, so that the policy is what the
+// documented commands need. A call outside
 // the stack is refused by the same check, so that it can fail.
 func TestOperatorPolicy(t *testing.T) {
 	stack := newOperatorStack(t)
@@ -63,8 +64,20 @@ func TestOperatorPolicy(t *testing.T) {
 	for _, d := range verdict.Denied {
 		t.Errorf("the operator policy does not allow %s on %s (%s)", d.Action, d.Resource, d.Operation)
 	}
+	// Actions the policy grants for what the example does not show, each
+	// for a flag of a command it shows.
+	beyond := map[string]string{
+		"sqs:GetQueueUrl":             "fanout -target-queue-name",
+		"s3:ListBucketVersions":       "fanout -versions (replays of every version)",
+		"s3:GetObjectVersion":         "reads pinned to a version (fanout -keys of a versioned bucket, redrive -reread)",
+		"sqs:ChangeMessageVisibility": "redrive hands back a message it could not send",
+	}
 	for _, s := range verdict.Unused {
-		t.Errorf("no documented command uses this statement of the operator policy: %s", s)
+		action, _, _ := strings.Cut(s, " on ")
+		if _, ok := beyond[action]; ok {
+			continue
+		}
+		t.Errorf("no documented command uses this action of the operator policy: %s", s)
 	}
 
 	// The check can fail: a call on the output queue, which no command

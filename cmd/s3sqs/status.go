@@ -273,7 +273,7 @@ func writeStatus(w io.Writer, v runView) {
 		v.RecordsRead, v.RecordsSent, v.RecordsFailed, v.RecordsOffloaded, v.Messages, v.Requests)
 	fmt.Fprintf(w, "  bytes      %s read of %s planned (%s), %d objects\n", megabytes(v.BytesRead), megabytes(v.BytesPlanned), percent(v.BytesRead, v.BytesPlanned), v.Objects)
 	if v.ObjectsArchived > 0 {
-		fmt.Fprintf(w, "  archived   %d objects, %s, not read: restore them and run again\n", v.ObjectsArchived, megabytes(v.BytesArchived))
+		fmt.Fprintf(w, "  archived   %d objects, %s, left out when planned (not read; restored, a new run sends them)\n", v.ObjectsArchived, megabytes(v.BytesArchived))
 	}
 	fmt.Fprintf(w, "  rate       %s\n", rateLine(v))
 	fmt.Fprintf(w, "  time left  %s\n", timeLeft(v))

@@ -12,6 +12,11 @@ import (
 // tells; GLACIER_IR is read as any other.
 var archivedClasses = map[string]bool{"GLACIER": true, "DEEP_ARCHIVE": true}
 
+// archiveTiers are Intelligent-Tiering's access tiers that need a restore,
+// as HeadObject's ArchiveStatus and an inventory's
+// IntelligentTieringAccessTier name them.
+var archiveTiers = map[string]bool{"ARCHIVE_ACCESS": true, "DEEP_ARCHIVE_ACCESS": true}
+
 // storageClass is Object.StorageClass for class c as S3 gives it: empty
 // for STANDARD, which a listing names and HeadObject leaves out, so that
 // an object is the same whichever pinned it.
@@ -39,7 +44,7 @@ func archiveOf(c, archiveStatus, restore string) string {
 	switch {
 	case archivedClasses[c]:
 		return c
-	case archiveStatus != "":
+	case archiveTiers[archiveStatus]:
 		return "INTELLIGENT_TIERING " + archiveStatus
 	}
 	return ""
@@ -52,7 +57,7 @@ func archiveOf(c, archiveStatus, restore string) string {
 // since it was listed is l.Err, as a manifest's missing object is.
 func archived(ctx context.Context, client ListAPI, l Listed) (Listed, error) {
 	o := l.Object
-	if len(l.Versions) > 0 || !mayBeArchived(o.StorageClass) || o.Archive != "" {
+	if l.settled || len(l.Versions) > 0 || !mayBeArchived(o.StorageClass) || o.Archive != "" {
 		return l, nil
 	}
 	h, err := Head(ctx, client, o.Bucket, o.Key, o.VersionID)

@@ -29,10 +29,12 @@ const (
 	colIsDeleteMarker
 	colSize
 	colETag
+	colStorageClass
+	colAccessTier
 	numInventoryColumns
 )
 
-var inventoryColumnNames = [numInventoryColumns]string{"bucket", "key", "version_id", "is_latest", "is_delete_marker", "size", "e_tag"}
+var inventoryColumnNames = [numInventoryColumns]string{"bucket", "key", "version_id", "is_latest", "is_delete_marker", "size", "e_tag", "storage_class", "intelligent_tiering_access_tier"}
 
 // kindOK reports whether a Parquet column of physical type k can hold c.
 func (c inventoryColumn) kindOK(k parquet.Kind) bool {
@@ -57,6 +59,10 @@ func (c inventoryColumn) set(row *inventoryRow, v parquet.Value) {
 		row.VersionID = string(v.ByteArray())
 	case colETag:
 		row.ETag = string(v.ByteArray())
+	case colStorageClass:
+		row.StorageClass = string(v.ByteArray())
+	case colAccessTier:
+		row.AccessTier = string(v.ByteArray())
 	case colIsLatest:
 		row.Latest = v.Boolean()
 	case colIsDeleteMarker:

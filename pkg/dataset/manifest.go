@@ -103,6 +103,9 @@ type inventoryRow struct {
 	Bucket, Key, VersionID, ETag string
 	// Size is -1 when the report has no Size field.
 	Size int64
+	// StorageClass and AccessTier are the StorageClass and
+	// IntelligentTieringAccessTier fields, empty when the report has none.
+	StorageClass, AccessTier string
 	// Latest and DeleteMarker are the IsLatest and IsDeleteMarker fields
 	// (true and false when the report has none).
 	Latest, DeleteMarker bool
@@ -181,8 +184,14 @@ func listInventory(ctx context.Context, client ListAPI, src Source, manifest Obj
 				}
 				continue
 			}
-			o := Object{Bucket: row.Bucket, Key: row.Key, VersionID: row.VersionID, ETag: row.ETag, Size: row.Size}
-			if !yield(Listed{Object: o, Next: Cursor{Index: i, Offset: n, ETag: etag}}, nil) {
+			o := Object{Bucket: row.Bucket, Key: row.Key, VersionID: row.VersionID, ETag: row.ETag, Size: row.Size, StorageClass: storageClass(row.StorageClass)}
+			l := Listed{Object: o, Next: Cursor{Index: i, Offset: n, ETag: etag}}
+			// Only an archive class or tier is looked at with HeadObject
+			// (a restore may have been made since the report): a report
+			// without the StorageClass field is read as before, its
+			// archived objects failing their GET.
+			l.settled = row.StorageClass == "" || row.StorageClass == "INTELLIGENT_TIERING" && row.AccessTier != "" && !archiveTiers[row.AccessTier]
+			if !yield(l, nil) {
 				return
 			}
 		}
@@ -262,7 +271,8 @@ func readManifestCSV(name string, r io.Reader, schema []string, yield func(inven
 			return yield(inventoryRow{}, 0, fmt.Errorf("dataset: manifest %s line %d: key %q: %w", name, line, field(rec, "Key"), err))
 		}
 		row := inventoryRow{Bucket: field(rec, "Bucket"), Key: key, VersionID: field(rec, "VersionId"), ETag: field(rec, "ETag"), Size: -1,
-			Latest: field(rec, "IsLatest") != "false", DeleteMarker: field(rec, "IsDeleteMarker") == "true"}
+			Latest: field(rec, "IsLatest") != "false", DeleteMarker: field(rec, "IsDeleteMarker") == "true",
+			StorageClass: field(rec, "StorageClass"), AccessTier: field(rec, "IntelligentTieringAccessTier")}
 		if s := field(rec, "Size"); s != "" {
 			row.Size, err = strconv.ParseInt(s, 10, 64)
 			if err != nil {

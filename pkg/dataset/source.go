@@ -258,6 +258,9 @@ type Listed struct {
 	// Versions is, with Source.Versions, every version of the key, oldest
 	// first; Object is then the newest of them.
 	Versions []Object
+	// settled is set when the listing knows the object is not archived
+	// (see Object.Archive), so that no HeadObject asks.
+	settled bool
 }
 
 // Mark reports whether l names no object: the listing passed over keys

@@ -16,8 +16,8 @@ The request is a JSON object:
               123456789012)
   calls       [{"action", "resource", "context": {"s3:prefix": ...}, "operation"}]
 
-It prints {"denied": [calls not allowed], "unused": [statements no call
-used]} and exits 0; 1 when the template has no OperatorPolicy at these
+It prints {"denied": [calls not allowed], "unused": [each action of a
+statement that no call used, "ACTION on RESOURCES"]} and exits 0; 1 when the template has no OperatorPolicy at these
 parameters or a placeholder is left unbound; 2 on usage errors.
 TestOperatorPolicy (cmd/s3sqs) runs it over the calls the documented
 operator commands make.
@@ -84,15 +84,20 @@ def matches(st, call):
 
 
 def evaluate(statements, calls):
+    """The calls no statement allows (or one denies), and each action of an
+    Allow statement that no allowed call used, as "ACTION on RESOURCES"."""
     denied, used = [], set()
     for call in calls:
         allow = [i for i, st in enumerate(statements) if st["Effect"] == "Allow" and matches(st, call)]
         deny = [st for st in statements if st["Effect"] == "Deny" and matches(st, call)]
-        if allow and not deny:
-            used.update(allow)
-        else:
+        if not allow or deny:
             denied.append(call)
-    unused = [json.dumps(st, sort_keys=True) for i, st in enumerate(statements) if i not in used]
+            continue
+        for i in allow:
+            used.update((i, a) for a in as_list(statements[i]["Action"]) if glob(a, call["action"], fold=True))
+    unused = ["%s on %s" % (a, ", ".join(sorted(as_list(st["Resource"]))))
+              for i, st in enumerate(statements) if st["Effect"] == "Allow"
+              for a in as_list(st["Action"]) if (i, a) not in used]
     return denied, unused
 
 

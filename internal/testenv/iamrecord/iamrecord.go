@@ -17,6 +17,7 @@ package iamrecord
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,6 +26,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,8 +49,9 @@ type Call struct {
 type Options struct {
 	// Region of the ARNs; the zero value is us-east-1.
 	Region string
-	// Account of DynamoDB tables' ARNs (a queue's comes from its URL);
-	// the zero value is 123456789012, moto_server's.
+	// Account of DynamoDB tables' ARNs and of a queue named without its
+	// owner (a queue's URL names its own); the zero value is
+	// 123456789012, moto_server's.
 	Account string
 }
 
@@ -157,10 +160,7 @@ func (r *Recorder) sqsCall(op string, body []byte) Call {
 			}
 		}
 	case in.QueueName != "":
-		account := in.QueueOwnerAWSAccountID
-		if account == "" {
-			account = "${caller}"
-		}
+		account := cmp.Or(in.QueueOwnerAWSAccountID, r.opts.Account)
 		c.Resource = fmt.Sprintf("arn:aws:sqs:%s:%s:%s", r.opts.Region, account, in.QueueName)
 	}
 	return c
@@ -200,6 +200,26 @@ func (r *Recorder) dynamoCalls(op string, body []byte) []Call {
 	return calls
 }
 
+// objectQuery and listQuery are the query parameters that leave an object
+// request GetObject, PutObject, HeadObject or DeleteObject, and a bucket
+// request a listing: any other (tagging, acl, uploads, ...) makes another
+// operation, which is recorded as unknown.
+var (
+	objectQuery = []string{"versionId", "x-id", "partNumber"}
+	listQuery   = []string{"list-type", "prefix", "start-after", "continuation-token", "max-keys", "delimiter", "encoding-type", "fetch-owner", "versions", "key-marker", "version-id-marker", "marker", "x-id"}
+)
+
+// only reports whether every parameter of q is in allowed or a
+// response-* override.
+func only(q url.Values, allowed []string) bool {
+	for k := range q {
+		if !slices.Contains(allowed, k) && !strings.HasPrefix(k, "response-") {
+			return false
+		}
+	}
+	return true
+}
+
 func (r *Recorder) s3Call(req *http.Request) Call {
 	q := req.URL.Query()
 	bucket, key, _ := strings.Cut(strings.TrimPrefix(req.URL.Path, "/"), "/")
@@ -211,19 +231,20 @@ func (r *Recorder) s3Call(req *http.Request) Call {
 		return action
 	}
 	switch {
-	case key != "" && (req.Method == http.MethodGet || req.Method == http.MethodHead):
+	case bucket == "":
+	case key != "" && only(q, objectQuery) && (req.Method == http.MethodGet || req.Method == http.MethodHead):
 		return Call{Action: versioned("s3:GetObject"), Resource: object, Operation: req.Method + " object"}
-	case key != "" && req.Method == http.MethodPut && req.Header.Get("X-Amz-Copy-Source") == "" && len(q) <= 1:
+	case key != "" && only(q, objectQuery) && req.Method == http.MethodPut && req.Header.Get("X-Amz-Copy-Source") == "":
 		return Call{Action: "s3:PutObject", Resource: object, Operation: "PutObject"}
-	case key != "" && req.Method == http.MethodDelete:
+	case key != "" && only(q, objectQuery) && req.Method == http.MethodDelete:
 		return Call{Action: versioned("s3:DeleteObject"), Resource: object, Operation: "DeleteObject"}
-	case key == "" && req.Method == http.MethodGet && q.Has("versions"):
+	case key == "" && only(q, listQuery) && req.Method == http.MethodGet && q.Has("versions"):
 		return Call{Action: "s3:ListBucketVersions", Resource: "arn:aws:s3:::" + bucket, Operation: "ListObjectVersions",
 			Context: map[string]string{"s3:prefix": q.Get("prefix")}}
-	case key == "" && req.Method == http.MethodGet && (q.Get("list-type") == "2" || len(q) == 0 || q.Has("prefix")):
+	case key == "" && only(q, listQuery) && req.Method == http.MethodGet:
 		return Call{Action: "s3:ListBucket", Resource: "arn:aws:s3:::" + bucket, Operation: "ListObjects",
 			Context: map[string]string{"s3:prefix": q.Get("prefix")}}
-	case key == "" && req.Method == http.MethodHead:
+	case key == "" && len(q) == 0 && req.Method == http.MethodHead:
 		return Call{Action: "s3:ListBucket", Resource: "arn:aws:s3:::" + bucket, Operation: "HeadBucket"}
 	}
 	op := req.Method + " " + req.URL.Path + "?" + req.URL.RawQuery

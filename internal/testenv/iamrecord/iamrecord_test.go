@@ -55,6 +55,14 @@ func TestClassify(t *testing.T) {
 		// Not known: recorded so that a check fails on it.
 		{httptest.NewRequest(http.MethodPut, "/lake?notification", nil), "",
 			[]Call{{Action: "unknown:s3 PUT /lake?notification", Resource: "*", Operation: "PUT /lake?notification"}}},
+		{httptest.NewRequest(http.MethodGet, "/lake/in/a.json?tagging", nil), "",
+			[]Call{{Action: "unknown:s3 GET /lake/in/a.json?tagging", Resource: "*", Operation: "GET /lake/in/a.json?tagging"}}},
+		{httptest.NewRequest(http.MethodDelete, "/lake/in/a.json?uploadId=u", nil), "",
+			[]Call{{Action: "unknown:s3 DELETE /lake/in/a.json?uploadId=u", Resource: "*", Operation: "DELETE /lake/in/a.json?uploadId=u"}}},
+		{httptest.NewRequest(http.MethodGet, "/lake?uploads&prefix=in%2F", nil), "",
+			[]Call{{Action: "unknown:s3 GET /lake?uploads&prefix=in%2F", Resource: "*", Operation: "GET /lake?uploads&prefix=in%2F"}}},
+		{httptest.NewRequest(http.MethodGet, "/", nil), "",
+			[]Call{{Action: "unknown:s3 GET /?", Resource: "*", Operation: "GET /?"}}},
 	}
 	for _, tt := range tests {
 		got := r.classify(tt.req, []byte(tt.body))
