@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,6 +93,23 @@ func dryRunLine(p *fanout.Progress, elapsed time.Duration, bar bool) string {
 	return fmt.Sprintf("dry run: %d objects, %.1f MB, %d tasks planned; %d records read ", objs, float64(planned)/1e6, chunks, recs)
 }
 
+// failureShare says what share of the records would fail, and why, by
+// the commonest codes of the sample: a wrong -format shows here before
+// anything is sent.
+func failureShare(d *fanout.DryRun) string {
+	if d.Failed == 0 || d.Records == 0 {
+		return ""
+	}
+	codes := slices.SortedFunc(maps.Keys(d.FailureCodes), func(a, b string) int {
+		return cmp.Or(cmp.Compare(d.FailureCodes[b], d.FailureCodes[a]), strings.Compare(a, b))
+	})
+	var why []string
+	for _, c := range codes[:min(len(codes), 3)] {
+		why = append(why, fmt.Sprintf("%s %d", c, d.FailureCodes[c]))
+	}
+	return fmt.Sprintf(" (%.0f%% of the records; in the chunks read: %s)", 100*float64(d.Failed)/float64(d.Records), strings.Join(why, ", "))
+}
+
 // dryRunSummary is a dry run's account for a person.
 func dryRunSummary(rep fanout.Report, o fanout.DryRunOptions) string {
 	d, e := rep.DryRun, rep.DryRun.Estimate
@@ -104,7 +124,7 @@ func dryRunSummary(rep fanout.Report, o fanout.DryRunOptions) string {
 		fmt.Fprintf(&b, "  archived: %d objects, %s, not read (GLACIER, DEEP_ARCHIVE or an archive tier): restore them, then send them in a new run\n", rep.ObjectsArchived, megabytes(rep.BytesArchived))
 	}
 	fmt.Fprintf(&b, "  target:   %d records in %d messages, %d SendMessageBatch requests, %d billed (64 KiB each)\n", d.Records, d.Messages, d.Requests, d.BilledRequests)
-	fmt.Fprintf(&b, "  records:  %d offloaded to S3, %d to the failure output\n", d.Offloaded, d.Failed)
+	fmt.Fprintf(&b, "  records:  %d offloaded to S3, %d to the failure output%s\n", d.Offloaded, d.Failed, failureShare(d))
 	took := (time.Duration(e.Seconds * float64(time.Second))).Round(time.Millisecond)
 	if !d.Queued {
 		// Sent from this process: no function runs, so no Lambda time.

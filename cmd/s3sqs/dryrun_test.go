@@ -106,3 +106,19 @@ func TestFanoutDryRunFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestDryRunSaysWhyRecordsFail previews a CSV object read as JSON Lines,
+// the wrong format a backfill can start with: the dry run sends nothing
+// and says that every record would fail, and why, before the run.
+func TestDryRunSaysWhyRecordsFail(t *testing.T) {
+	s3c, sqsc := standIns(t)
+	put(t, s3c, "wrong/a.jsonl", "id,name\n1,ada\n2,bob\n")
+	target := localaws.CreateQueue(t, sqsc, "-target", nil)
+	code, _, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-prefix", "wrong/", "-target-queue-url", target, "-s3-path-style", "-dry-run")
+	if code != 0 || !strings.Contains(errOut, "3 to the failure output (100% of the records; in the chunks read: UnreadableRecord 3)") {
+		t.Errorf("exit %d\n%s", code, errOut)
+	}
+	if n := len(localaws.Drain(t, sqsc, target, 500*time.Millisecond)); n != 0 {
+		t.Errorf("the dry run sent %d messages", n)
+	}
+}

@@ -188,6 +188,7 @@ func (r *Runner) dryGroup(ctx context.Context, specs []*taskSpec, t *tally) erro
 			// Refused by SQS's rules: the run puts its records on the
 			// failure output.
 			t.failed += int64(p.entry.Ref.Count)
+			t.fail(fail.Code, int64(p.entry.Ref.Count))
 			t.messages--
 		}
 		count(b)
@@ -204,6 +205,9 @@ func (r *Runner) dryGroup(ctx context.Context, specs []*taskSpec, t *tally) erro
 		t.records += tr.res.RecordsRead
 		t.messages += tr.res.Messages
 		t.failed += tr.res.RecordsFailed
+		for _, f := range tr.fails {
+			t.fail(f.Code, 1)
+		}
 		t.offloaded += tr.res.RecordsOffloaded
 		c := tr.task.Chunk
 		switch {

@@ -139,6 +139,11 @@ type DryRun struct {
 	// failure output (unreadable, unmappable, refused by SQS's rules).
 	Offloaded int64 `json:"offloaded"`
 	Failed    int64 `json:"failed"`
+	// FailureCodes counts the records of the chunks read that would fail,
+	// by the code their failure would carry (UnreadableRecord,
+	// InvalidCharacters, ...): why Failed would go to the failure output,
+	// as the sample says it, not scaled.
+	FailureCodes map[string]int64 `json:"failureCodes,omitempty"`
 	// Counted says how the counts were made: "exact", or "estimated from
 	// N of M chunks", scaled from the chunks read by bytes.
 	Counted       string   `json:"counted"`
@@ -203,12 +208,22 @@ type tally struct {
 	bytes                               int64
 	records, messages, requests, billed int64
 	offloaded, failed                   int64
+	// codes counts the failed records by failure code.
+	codes map[string]int64
 	// objects counts, in notification mode, the object versions the
 	// chunks announce: a notification's size is not its object's.
 	objects int64
 	// unfilled is the share of a request missing from the last request
 	// of each sender, which the end of the reads cut short.
 	unfilled float64
+}
+
+// fail counts n records failed with code.
+func (t *tally) fail(code string, n int64) {
+	if t.codes == nil {
+		t.codes = map[string]int64{}
+	}
+	t.codes[code] += n
 }
 
 // scale sets d's target counts from t, the tally of the chunks read: as
@@ -240,6 +255,7 @@ func (d *DryRun) scale(t tally) {
 		d.BilledRequests = int64(math.Round(float64(t.billed) * (float64(t.requests) - t.unfilled) / float64(t.requests) * f))
 	}
 	d.Offloaded, d.Failed = s(t.offloaded), s(t.failed)
+	d.FailureCodes = t.codes
 }
 
 // chunkBytes is the size of chunk c in bytes: its range, or for Parquet,
