@@ -112,6 +112,7 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	offloadFlags(fs, &o.OffloadS3URI, &o.OffloadMode, &o.OffloadKMSKeyID)
 	fs.StringVar(&c.failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-failures-RUNID.jsonl)")
 	mappingFlags(fs, &o.Mapping, "", "")
+	fs.text(settings.GroupIDPartition, &o.Mapping.GroupIDPartition, "")
 	c.chunkSize = fs.size(settings.ChunkSize, &o.Plan.ChunkSize, "8MiB", "")
 	fs.formatFlags(&o.Plan)
 	fs.count(settings.MaxInFlight, &o.Send.MaxInFlight, sqsbatch.DefaultMaxInFlight, "")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
 // sentEntries is a loopback proxy in front of the SQS stand-in that keeps
@@ -102,6 +105,44 @@ func TestGroupsOnStandardQueue(t *testing.T) {
 		}
 		if n := len(localaws.Drain(t, sqsc, target, time.Second)); n != len(want) {
 			t.Errorf("%s mode: %d messages on the queue, want %d", mode, n, len(want))
+		}
+	}
+}
+
+// TestGroupsFromPartition sends the objects of a lake laid out by tenant
+// (tenant=acme/, tenant=zeta/, and one key without the column) with
+// -group-id-partition tenant, to a standard queue in record and chunk
+// mode and to a FIFO queue: each message's group is its object's tenant
+// (none without the column on the standard queue, the object's group on
+// the FIFO one), and the records are sent whole.
+func TestGroupsFromPartition(t *testing.T) {
+	s3c, sqsc := standIns(t)
+	put(t, s3c, "lake/tenant=acme/a.jsonl", `{"n":1}`+"\n")
+	put(t, s3c, "lake/tenant=zeta/b.jsonl", `{"n":2}`+"\n")
+	put(t, s3c, "lake/other/c.jsonl", `{"n":3}`+"\n")
+	sent, proxy := newSentEntries(t, localaws.Endpoint(t, localaws.EnvSQS))
+	t.Setenv("AWS_ENDPOINT_URL_SQS", proxy)
+	other := fanout.GroupID(dataset.Object{Bucket: "lake", Key: "lake/other/c.jsonl"})
+	for _, tc := range []struct {
+		suffix, mode string
+		want         map[string]string
+	}{
+		{"-record", "record", map[string]string{`{"n":1}`: "acme", `{"n":2}`: "zeta", `{"n":3}`: ""}},
+		{"-chunk", "chunk", map[string]string{`{"n":1}`: "acme", `{"n":2}`: "zeta", `{"n":3}`: ""}},
+		{"-tenants.fifo", "record", map[string]string{`{"n":1}`: "acme", `{"n":2}`: "zeta", `{"n":3}`: other}},
+	} {
+		target := localaws.CreateQueue(t, sqsc, tc.suffix, nil)
+		code, _, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-prefix", "lake/", "-target-queue-url", target,
+			"-s3-path-style", "-mode", tc.mode, "-group-id-partition", "tenant")
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s", tc.suffix, code, errOut)
+		}
+		got := map[string]string{}
+		for _, e := range sent.take() {
+			got[e.MessageBody] = e.MessageGroupId
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: groups %v, want %v", tc.suffix, got, tc.want)
 		}
 	}
 }

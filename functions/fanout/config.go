@@ -57,10 +57,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	o.Send.FixedInFlight = env.Bool(s.FixedInFlight, false)
 	o.Send.MaxAttempts = env.Int(s.MaxAttempts)
 	o.Mapping = worktask.Mapping{
-		BodyField:       lambdaenv.Get(env, s.BodyField),
-		AttributesField: lambdaenv.Get(env, s.AttributesField),
-		GroupIDField:    lambdaenv.Get(env, s.GroupIDField),
-		DedupIDField:    lambdaenv.Get(env, s.DedupIDField),
+		BodyField:        lambdaenv.Get(env, s.BodyField),
+		AttributesField:  lambdaenv.Get(env, s.AttributesField),
+		GroupIDField:     lambdaenv.Get(env, s.GroupIDField),
+		DedupIDField:     lambdaenv.Get(env, s.DedupIDField),
+		GroupIDPartition: lambdaenv.Get(env, s.GroupIDPartition),
 	}
 	o.MaxRate = lambdaenv.Get(env, s.MaxRate)
 	o.TargetMaxBacklog = lambdaenv.Get(env, s.TargetMaxBacklog)

@@ -15,6 +15,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/jsonfields"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/records"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -163,7 +164,7 @@ func (rm *recordMapper) entry(rec records.Record) (sqsbatch.Entry, error) {
 		attrs[AttrVersion] = rm.version
 	}
 	e := sqsbatch.Entry{Attributes: attrs, DeduplicationID: id, Body: string(rec.Value)}
-	if !rm.isJSON || rm.m == (worktask.Mapping{}) {
+	if !rm.isJSON || !rm.m.ReadsFields() {
 		return e, nil
 	}
 	// A JSON value that is not an object has no fields: it is its own
@@ -300,9 +301,12 @@ func scalar(raw []byte, name, def string) (string, error) {
 type chunkPacker struct {
 	obj dataset.Object
 	max int
-	// fifo: each message gets the object's group and its own
-	// deduplication id, which a standard queue refuses.
-	fifo  bool
+	// fifo: each message gets its own deduplication id, which a
+	// standard queue refuses, and a group, group or else the object's.
+	fifo bool
+	// group is the messages' group from the key's partition (see
+	// partitionGroup), on any queue; empty for none.
+	group string
 	body  strings.Builder
 	first int64
 	last  int64
@@ -346,8 +350,9 @@ func (p *chunkPacker) flush() (sqsbatch.Entry, span) {
 			AttrCount:    numberAttr(int64(p.n)),
 		},
 	}
+	e.GroupID = p.group
 	if p.fifo {
-		e.GroupID, e.DeduplicationID = GroupID(p.obj), id
+		e.GroupID, e.DeduplicationID = cmp.Or(p.group, GroupID(p.obj)), id
 	}
 	if v := p.obj.Pin(); v != "" {
 		e.Attributes[AttrVersion] = stringAttr(v)
@@ -364,7 +369,8 @@ func (p *chunkPacker) flush() (sqsbatch.Entry, span) {
 // queue takes a record's group, which names its tenant for SQS's fair
 // queues, and no deduplication id.
 func mappedEntries(rm *recordMapper, c dataset.Chunk, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
-	group := GroupID(c.Object)
+	partition := partitionGroup(c.Object, rm.m.GroupIDPartition)
+	group := cmp.Or(partition, GroupID(c.Object))
 	return func(rec records.Record) (sqsbatch.Entry, error) {
 		e, err := rm.entry(rec)
 		if err != nil {
@@ -373,11 +379,29 @@ func mappedEntries(rm *recordMapper, c dataset.Chunk, fifo bool) func(records.Re
 		switch {
 		case !fifo:
 			e.DeduplicationID = ""
+			e.GroupID = cmp.Or(e.GroupID, partition)
 		case e.GroupID == "":
 			e.GroupID = group
 		}
 		return e, nil
 	}
+}
+
+// partitionGroup is the value of the Hive partition column of obj's key,
+// the message group Mapping.GroupIDPartition names; empty when column is
+// empty or the key has no such partition. A value that is no valid group
+// id makes its records fail with sqsbatch's InvalidMessageGroupId,
+// naming it, rather than go in another group.
+func partitionGroup(obj dataset.Object, column string) string {
+	if column == "" {
+		return ""
+	}
+	for _, p := range s3event.Partitions(obj.Key) {
+		if p.Name == column {
+			return p.Value
+		}
+	}
+	return ""
 }
 
 // encodedEntries returns the encoder of an object's records whose bodies

@@ -64,7 +64,7 @@ func (r *Runner) read(work, readCtx context.Context, s *taskSpec, group int, pip
 	}
 	defer s.ahead.done(group)
 	if s.chunkMax > 0 {
-		rd.packer = &chunkPacker{obj: s.task.Chunk.Object, max: s.chunkMax, fifo: s.sender.FIFO()}
+		rd.packer = &chunkPacker{obj: s.task.Chunk.Object, max: s.chunkMax, fifo: s.sender.FIFO(), group: s.group}
 	}
 	defer func() { pipe.release(rd.reserved) }()
 	// A read still waiting on S3 when work ends stops then too, not when

@@ -165,6 +165,9 @@ type taskSpec struct {
 	// nil and chunkMax, the largest message, is set.
 	encode   func(rec records.Record) (sqsbatch.Entry, error)
 	chunkMax int
+	// group is, in chunk mode, the message group of the object's
+	// messages from Mapping.GroupIDPartition; empty for none.
+	group string
 	// mapper is record mode's mapping of the records, which counts what
 	// it left out.
 	mapper *recordMapper
@@ -193,6 +196,15 @@ type taskSpec struct {
 	last int64
 }
 
+// mapping is the record mapping of a task with overrides ov: the
+// request's, or the runner's.
+func (r *Runner) mapping(ov worktask.Overrides) worktask.Mapping {
+	if ov.Mapping != (worktask.Mapping{}) {
+		return ov.Mapping
+	}
+	return r.opts.Mapping
+}
+
 // prepare reads a task's overrides and builds how its records become
 // entries.
 func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*taskSpec, error) {
@@ -217,11 +229,9 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 		s.encode = r.notificationEntries(t.RunID, ov.NotificationFormat, s, fifo)
 	case mode == worktask.ModeChunk:
 		s.chunkMax = sender.MaxMessageSize()
+		s.group = partitionGroup(c.Object, r.mapping(ov).GroupIDPartition)
 	default:
-		mapping := r.opts.Mapping
-		if ov.Mapping != (worktask.Mapping{}) {
-			mapping = ov.Mapping
-		}
+		mapping := r.mapping(ov)
 		if !fifo {
 			// A standard queue takes no deduplication id: the field is
 			// not the mapping's there, and a record sent as its body

@@ -75,6 +75,17 @@ type Mapping struct {
 	GroupIDField string `json:"groupIdField,omitempty"`
 	// DedupIDField, when set, is the FIFO deduplication id.
 	DedupIDField string `json:"dedupIdField,omitempty"`
+	// GroupIDPartition, when set, is a Hive partition column of the key
+	// (tenant in tenant=acme/): its value is the message group of the
+	// object's records that GroupIDField gives none, on any queue. An
+	// object whose key has no such column is as without it.
+	GroupIDPartition string `json:"groupIdPartition,omitempty"`
+}
+
+// ReadsFields reports whether m takes any field of a record: a mapping of
+// the partition group alone reads none.
+func (m Mapping) ReadsFields() bool {
+	return m.BodyField != "" || m.AttributesField != "" || m.GroupIDField != "" || m.DedupIDField != ""
 }
 
 // IngestEncoding is set by s3ingest on the chunk tasks of an object it
