@@ -16,19 +16,6 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
-// motoS3 points the CLI's S3 client at moto_server, with the stand-ins'
-// region and credentials, and returns a client of it for the test's own
-// set-up.
-func motoS3(t *testing.T) *s3.Client {
-	t.Helper()
-	moto := localaws.Endpoint(t, localaws.EnvMoto)
-	t.Setenv("AWS_ENDPOINT_URL_S3", moto)
-	t.Setenv("AWS_REGION", localaws.Region)
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	return localaws.S3Client(moto)
-}
-
 // TestArchivedObjects runs fanout over a prefix on moto_server, which keeps
 // storage classes and refuses a GET of an archived object as S3 does
 // (InvalidObjectState): one object each in GLACIER, DEEP_ARCHIVE, GLACIER

@@ -146,6 +146,19 @@ func standIns(t *testing.T) (*s3.Client, *sqs.Client) {
 	return s3c, sqsc
 }
 
+// motoS3 points the CLI's S3 client at moto_server, with the stand-ins'
+// region and credentials, and returns a client of it for the test's own
+// set-up.
+func motoS3(t *testing.T) *s3.Client {
+	t.Helper()
+	moto := localaws.Endpoint(t, localaws.EnvMoto)
+	t.Setenv("AWS_ENDPOINT_URL_S3", moto)
+	t.Setenv("AWS_REGION", localaws.Region)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	return localaws.S3Client(moto)
+}
+
 func TestFanout(t *testing.T) {
 	s3c, sqsc := standIns(t)
 	var b strings.Builder

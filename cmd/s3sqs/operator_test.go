@@ -132,12 +132,8 @@ func checkPolicy(t *testing.T, stack operatorStack, calls []iamrecord.Call) poli
 func newOperatorStack(t *testing.T) operatorStack {
 	t.Helper()
 	ctx := t.Context()
-	moto := localaws.Moto(t)
-	sqsc := sqs.NewFromConfig(moto)
-	s3c := s3.NewFromConfig(moto, func(o *s3.Options) { o.UsePathStyle = true })
-	t.Setenv("AWS_REGION", localaws.Region)
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	s3c := motoS3(t)
+	sqsc := sqs.NewFromConfig(localaws.Moto(t))
 	_, table := localaws.ClaimsTable(t)
 	source := "operator-source-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
 	for _, b := range []string{"my-lake", source} {

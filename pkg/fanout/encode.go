@@ -302,10 +302,9 @@ type chunkPacker struct {
 	obj dataset.Object
 	max int
 	// fifo: each message gets its own deduplication id, which a
-	// standard queue refuses, and a group, group or else the object's.
+	// standard queue refuses.
 	fifo bool
-	// group is the messages' group from the key's partition (see
-	// partitionGroup), on any queue; empty for none.
+	// group is the messages' group (see objectGroup); empty for none.
 	group string
 	body  strings.Builder
 	first int64
@@ -349,10 +348,10 @@ func (p *chunkPacker) flush() (sqsbatch.Entry, span) {
 			attrLast:     numberAttr(p.last),
 			AttrCount:    numberAttr(int64(p.n)),
 		},
+		GroupID: p.group,
 	}
-	e.GroupID = p.group
 	if p.fifo {
-		e.GroupID, e.DeduplicationID = cmp.Or(p.group, GroupID(p.obj)), id
+		e.DeduplicationID = id
 	}
 	if v := p.obj.Pin(); v != "" {
 		e.Attributes[AttrVersion] = stringAttr(v)
@@ -369,22 +368,31 @@ func (p *chunkPacker) flush() (sqsbatch.Entry, span) {
 // queue takes a record's group, which names its tenant for SQS's fair
 // queues, and no deduplication id.
 func mappedEntries(rm *recordMapper, c dataset.Chunk, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
-	partition := partitionGroup(c.Object, rm.m.GroupIDPartition)
-	group := cmp.Or(partition, GroupID(c.Object))
+	group := objectGroup(c.Object, rm.m.GroupIDPartition, fifo)
 	return func(rec records.Record) (sqsbatch.Entry, error) {
 		e, err := rm.entry(rec)
 		if err != nil {
 			return e, err
 		}
-		switch {
-		case !fifo:
+		if !fifo {
 			e.DeduplicationID = ""
-			e.GroupID = cmp.Or(e.GroupID, partition)
-		case e.GroupID == "":
+		}
+		if e.GroupID == "" {
 			e.GroupID = group
 		}
 		return e, nil
 	}
+}
+
+// objectGroup is the group of obj's messages that carry none of their
+// own, in record and chunk mode: the value of its key's partition column
+// (see Mapping.GroupIDPartition) when it has one, else on a FIFO queue the
+// object's group (see GroupID), else none.
+func objectGroup(obj dataset.Object, column string, fifo bool) string {
+	if g := partitionGroup(obj, column); g != "" || !fifo {
+		return g
+	}
+	return GroupID(obj)
 }
 
 // partitionGroup is the value of the Hive partition column of obj's key,

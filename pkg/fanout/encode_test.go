@@ -91,7 +91,7 @@ func TestRecordEntry(t *testing.T) {
 
 func TestChunkPacker(t *testing.T) {
 	obj := dataset.Object{Bucket: "b", Key: "k", ETag: "e"}
-	p := &chunkPacker{obj: obj, max: 2048, fifo: true}
+	p := &chunkPacker{obj: obj, max: 2048, fifo: true, group: objectGroup(obj, "", true)}
 	var out []sqsbatch.Entry
 	total := 0
 	for i := range 100 {
@@ -131,7 +131,7 @@ func TestChunkPacker(t *testing.T) {
 
 	// On a standard queue a chunk has neither id: SQS refuses a
 	// deduplication id there, and the object is no tenant.
-	std := &chunkPacker{obj: obj, max: 2048}
+	std := &chunkPacker{obj: obj, max: 2048, group: objectGroup(obj, "", false)}
 	std.add(records.Record{Value: []byte("x")})
 	if e, _ := std.flush(); e.GroupID != "" || e.DeduplicationID != "" || e.Body != "x" {
 		t.Errorf("standard queue chunk: group %q, dedup id %q, body %q; want no ids", e.GroupID, e.DeduplicationID, e.Body)

@@ -166,7 +166,7 @@ type taskSpec struct {
 	encode   func(rec records.Record) (sqsbatch.Entry, error)
 	chunkMax int
 	// group is, in chunk mode, the message group of the object's
-	// messages from Mapping.GroupIDPartition; empty for none.
+	// messages (see objectGroup); empty for none.
 	group string
 	// mapper is record mode's mapping of the records, which counts what
 	// it left out.
@@ -229,7 +229,7 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 		s.encode = r.notificationEntries(t.RunID, ov.NotificationFormat, s, fifo)
 	case mode == worktask.ModeChunk:
 		s.chunkMax = sender.MaxMessageSize()
-		s.group = partitionGroup(c.Object, r.mapping(ov).GroupIDPartition)
+		s.group = objectGroup(c.Object, r.mapping(ov).GroupIDPartition, fifo)
 	default:
 		mapping := r.mapping(ov)
 		if !fifo {

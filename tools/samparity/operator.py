@@ -28,13 +28,9 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from parity import Resolver, load_sam  # noqa: E402
+from parity import Resolver, as_list, load_sam  # noqa: E402
 
 DEFAULT_BIND = {"AWS::Partition": "aws", "AWS::Region": "us-east-1", "AWS::AccountId": "123456789012"}
-
-
-def as_list(x):
-    return x if isinstance(x, list) else [x]
 
 
 def glob(pattern, value, fold=False):
