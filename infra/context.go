@@ -83,6 +83,8 @@ const (
 	ctxFailOnError           = "failOnError"
 	ctxMaxRate               = "maxRate"
 	ctxTargetMaxBacklog      = "targetMaxBacklog"
+	ctxMaxFailures           = "maxFailures"
+	ctxMaxFailedObjects      = "maxFailedObjects"
 	ctxReconcileEveryMinutes = "reconcileEveryMinutes"
 	ctxFanoutEnv             = "fanoutEnv"
 	ctxBatchOperations       = "batchOperations"
@@ -226,6 +228,8 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	fo.FailOnError = r.boolean(ctxFailOnError, false)
 	fo.MaxRate = r.integer(ctxMaxRate)
 	fo.TargetMaxBacklog = r.integer(ctxTargetMaxBacklog)
+	fo.MaxFailures = r.str(ctxMaxFailures, "")
+	fo.MaxFailedObjects = r.str(ctxMaxFailedObjects, "")
 	fo.ReconcileEveryMinutes = r.integer(ctxReconcileEveryMinutes)
 	fo.Environment = r.env(ctxFanoutEnv)
 	fo.BatchOperations = s3sqscdk.BatchOperationsProps{

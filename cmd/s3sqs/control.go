@@ -30,11 +30,12 @@ without counting toward the work DLQ, to come back once the run is resumed.`,
 Cancels a fanout run: each of its tasks ends before it sends, or at its
 next chunk boundary, counted as cancelled, and is parked in the claims
 table with its progress; s3sqs resume takes them up again.`,
-	"resume": `usage: s3sqs resume -run-id RUN -claims-table TABLE [-work-queue-url URL]
+	"resume": `usage: s3sqs resume -run-id RUN -claims-table TABLE [-work-queue-url URL] [-max-failures N|P%|off]
 
 Resumes a paused or cancelled fanout run: its paused tasks come back from
-the work queue, and the tasks a cancel parked are put back on the work
-queue (-work-queue-url, required when some are parked), each once.`,
+the work queue, and the tasks a cancel (or the run's failure budget)
+parked are put back on the work queue (-work-queue-url, required when
+some are parked), each once, with the failure budget given here if any.`,
 	"set": `usage: s3sqs set -run-id RUN -claims-table TABLE -max-rate N
 
 Changes a running fanout run's run-wide rate, in messages per second
@@ -49,6 +50,9 @@ type controlCmd struct {
 	run     runFlags
 	work    string
 	maxRate string
+	// maxFailures and maxFailedObjects are resume's new failure budget for
+	// the parked tasks.
+	maxFailures, maxFailedObjects string
 	// force steers a run the table has no record of.
 	force bool
 }
@@ -79,6 +83,8 @@ func newControlCmd(name string, stderr io.Writer) *controlCmd {
 	switch name {
 	case "resume":
 		c.flags.text(settings.WorkQueueURL, &c.work, "the work queue `URL` (the fanout function's WORK_QUEUE_URL) the parked tasks go back on")
+		c.flags.limit(settings.MaxFailures, &c.maxFailures)
+		c.flags.limit(settings.MaxFailedObjects, &c.maxFailedObjects)
 	case "set":
 		c.flags.optionalCount(settings.MaxRate, &c.maxRate, "the run's new run-wide ceiling of `messages` per second, across all its invocations (required)")
 	}
@@ -175,6 +181,10 @@ func (c *controlCmd) resume(ctx context.Context, runs *runstate.Table, before ru
 		}
 	}
 	n, err := runs.Unpark(ctx, id, func(ctx context.Context, n int64, body string) error {
+		body, err := c.rebudget(body)
+		if err != nil {
+			return fmt.Errorf("parked task %d: %w", n, err)
+		}
 		return sendTask(ctx, sqsc, c.work, id, n, body)
 	})
 	fmt.Fprintf(stdout, "%d parked tasks put back on %s.\n", n, c.work)
@@ -215,4 +225,40 @@ func sendTask(ctx context.Context, c sqsAPI, queue, runID string, n int64, body 
 		return &fanout.QueueError{Role: fanout.RoleWork, Queue: queue, Err: err}
 	}
 	return nil
+}
+
+// rebudget returns body, a parked task or planning step, with the failure
+// budget given to resume (-max-failures, -max-failed-objects), if any: a
+// run stopped by its budget goes on with a higher one.
+func (c *controlCmd) rebudget(body string) (string, error) {
+	if c.maxFailures == "" && c.maxFailedObjects == "" {
+		return body, nil
+	}
+	set := func(ov *worktask.Overrides) *worktask.Overrides {
+		if ov == nil {
+			ov = &worktask.Overrides{}
+		}
+		if c.maxFailures != "" {
+			ov.MaxFailures = worktask.LimitOf(c.maxFailures)
+		}
+		if c.maxFailedObjects != "" {
+			ov.MaxFailedObjects = worktask.LimitOf(c.maxFailedObjects)
+		}
+		return ov
+	}
+	t, err := worktask.Parse(body)
+	if errors.Is(err, worktask.ErrNotTask) {
+		p, err := worktask.ParsePlan(body)
+		if err != nil {
+			return "", err
+		}
+		p.Overrides = set(p.Overrides)
+		e, err := p.Entry(false)
+		return e.Body, err
+	}
+	if err != nil {
+		return "", err
+	}
+	t.Overrides = set(t.Overrides)
+	return t.Marshal()
 }

@@ -125,6 +125,9 @@ func dryRunSummary(rep fanout.Report, o fanout.DryRunOptions) string {
 	}
 	fmt.Fprintf(&b, "  target:   %d records in %d messages, %d SendMessageBatch requests, %d billed (64 KiB each)\n", d.Records, d.Messages, d.Requests, d.BilledRequests)
 	fmt.Fprintf(&b, "  records:  %d offloaded to S3, %d to the failure output%s\n", d.Offloaded, d.Failed, failureShare(d))
+	if d.WouldStop != "" {
+		fmt.Fprintf(&b, "  budget:   the run would stop itself: %s; fix the setting, or set -max-failures\n", d.WouldStop)
+	}
 	took := (time.Duration(e.Seconds * float64(time.Second))).Round(time.Millisecond)
 	if !d.Queued {
 		// Sent from this process: no function runs, so no Lambda time.

@@ -18,7 +18,6 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
-	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -39,6 +38,8 @@ type fanoutCmd struct {
 	// maxRate and maxBacklog are -max-rate and -target-max-backlog as
 	// written; claimsTable is -claims-table.
 	maxRate, maxBacklog, claimsTable string
+	// maxFailures and maxFailedObjects are the failure budget's flags.
+	maxFailures, maxFailedObjects string
 }
 
 // runFanout sends a dataset with the fanout logic, in this process.
@@ -70,6 +71,8 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	switch {
 	case ctx.Err() != nil:
 		return c.interrupted(stderr, rep)
+	case rep.StopReason != "":
+		return c.budgetSpent(stderr, rep)
 	case rep.Cancelled && !c.queue():
 		return c.cancelled(stderr, rep)
 	}
@@ -120,29 +123,14 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.count(settings.MaxAttempts, &o.Send.MaxAttempts, sqsbatch.DefaultMaxAttempts, "")
 	fs.optionalCount(settings.MaxRate, &c.maxRate, "")
 	fs.optionalCount(settings.TargetMaxBacklog, &c.maxBacklog, "")
+	fs.limit(settings.MaxFailures, &c.maxFailures)
+	fs.limit(settings.MaxFailedObjects, &c.maxFailedObjects)
 	fs.count(settings.ChunkConcurrency, &o.ChunkConcurrency, fanout.DefaultChunkConcurrency, "")
 	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
 	fs.DurationVar(&c.interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
 	fs.logFlag()
 	dryRunFlags(fs, &c.dry)
 	return c
-}
-
-// offloadFlags defines the flags of offload, into uri, mode and kmsKeyID.
-func offloadFlags(fs *cmdFlags, uri *string, mode *sqsextended.Mode, kmsKeyID *string) {
-	fs.text(settings.OffloadS3URI, uri, "")
-	fs.onCheck(settings.OffloadS3URI.Flag, func() error {
-		if *uri == "" {
-			return nil
-		}
-		_, prefix, err := dataset.ParseS3URI(*uri)
-		if err != nil {
-			return err
-		}
-		return sqsextended.CheckPrefix(prefix)
-	})
-	fs.choice(settings.Offload, "large", "", func(v string) { *mode = sqsextended.Mode(v) })
-	fs.text(settings.OffloadKMSKeyID, kmsKeyID, "")
 }
 
 // mappingFlags defines the flags of the record mapping, into m; the
@@ -258,6 +246,7 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner
 	}
 	// The run-wide pace is the request's, in-process as queued.
 	c.req.MaxRate, c.req.TargetMaxBacklog = worktask.SettingOf(c.maxRate), worktask.SettingOf(c.maxBacklog)
+	c.req.MaxFailures, c.req.MaxFailedObjects = worktask.LimitOf(c.maxFailures), worktask.LimitOf(c.maxFailedObjects)
 	return runner, failures, nil
 }
 
@@ -290,7 +279,10 @@ func (c *fanoutCmd) finish(stderr io.Writer, rep fanout.Report, err error, failu
 			rep.Objects, float64(rep.BytesPlanned)/1e6, rep.TasksQueued, c.opts.WorkQueueURL, took.Round(time.Millisecond))
 	} else {
 		cut := ""
-		if rep.RecordsCutOff > 0 {
+		switch {
+		case rep.RecordsCutOff > 0 && rep.StopReason != "":
+			cut = fmt.Sprintf(", %d held back by the stop (not failed: read again when the run goes on)", rep.RecordsCutOff)
+		case rep.RecordsCutOff > 0:
 			cut = fmt.Sprintf(", %d cut off mid-send (not failed: the next run sends them)", rep.RecordsCutOff)
 		}
 		what := "records read"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
 
 // cmdFlags is a command's flag set, whose flags of settings are named,
@@ -105,6 +106,12 @@ func (f *cmdFlags) optionalCount(row settings.Count, p *string, usage string) {
 	f.checkedText(row.Row, p, usage, func(v string) error { _, err := row.Parse(v); return err })
 }
 
+// limit defines the flag of a failure budget's limit that is not given by
+// default: written as text into p, checked when given.
+func (f *cmdFlags) limit(row settings.Limit, p *string) {
+	f.checkedText(row.Row, p, "", func(v string) error { _, err := row.Parse(v); return err })
+}
+
 // choice defines the flag of a choice, written as a word (def by default)
 // and parsed into the value it means, which set stores.
 func (f *cmdFlags) choice(row settings.Choice, def, usage string, set func(string)) {
@@ -173,4 +180,21 @@ func (f *cmdFlags) given() map[string]bool {
 	set := map[string]bool{}
 	f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	return set
+}
+
+// offloadFlags defines the flags of offload, into uri, mode and kmsKeyID.
+func offloadFlags(fs *cmdFlags, uri *string, mode *sqsextended.Mode, kmsKeyID *string) {
+	fs.text(settings.OffloadS3URI, uri, "")
+	fs.onCheck(settings.OffloadS3URI.Flag, func() error {
+		if *uri == "" {
+			return nil
+		}
+		_, prefix, err := dataset.ParseS3URI(*uri)
+		if err != nil {
+			return err
+		}
+		return sqsextended.CheckPrefix(prefix)
+	})
+	fs.choice(settings.Offload, "large", "", func(v string) { *mode = sqsextended.Mode(v) })
+	fs.text(settings.OffloadKMSKeyID, kmsKeyID, "")
 }

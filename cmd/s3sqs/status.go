@@ -9,6 +9,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/redrive"
 	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 )
 
@@ -262,10 +263,16 @@ func writeStatus(w io.Writer, v runView) {
 		state += fmt.Sprintf(", max rate %d messages/s", v.MaxRate)
 	}
 	fmt.Fprintf(w, "  state      %s\n", state)
+	if v.Reason != "" {
+		fmt.Fprintf(w, "  stopped    %s; fix the setting (or raise -max-failures), then s3sqs resume\n", v.Reason)
+	}
+	if len(v.FailureCodes) > 0 {
+		fmt.Fprintf(w, "  failed by  %s\n", fanout.FailureCodes(v.FailureCodes))
+	}
 	fmt.Fprintf(w, "  tasks      %d planned: %d done, %d in progress, %d parked by a cancel\n", v.TasksPlanned, v.TasksDone, v.TasksInProgress, v.TasksParkedNow)
 	fmt.Fprintf(w, "  deliveries %d failed, %d skipped (done before), %d held (put back)", v.TasksFailed, v.TasksSkipped, v.TasksHeld)
 	if v.TasksStopped > 0 {
-		fmt.Fprintf(w, ", %d stopped by a cancel (not parked: the run had no work queue)", v.TasksStopped)
+		fmt.Fprintf(w, ", %d stopped by a cancel or the failure budget (not parked: the run had no work queue)", v.TasksStopped)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  planning   %d steps left (%d queued, %d done)\n", v.StepsLeft, v.StepsQueued, v.StepsDone)
@@ -289,6 +296,8 @@ func writeStatus(w io.Writer, v runView) {
 // phase says where the run stands in a word or two.
 func phase(v runView) string {
 	switch {
+	case v.State == runstate.StateCancelled && v.Reason != "":
+		return "stopped itself"
 	case v.State == runstate.StateCancelled:
 		return "cancelled"
 	case v.State == runstate.StatePaused:

@@ -35,3 +35,22 @@ func (c *fanoutCmd) cancelled(stderr io.Writer, rep fanout.Report) int {
 	fmt.Fprintf(stderr, "To continue from where each task stopped: s3sqs resume -run-id %s -claims-table %s, then the same command (-run-id %s).\n", rep.RunID, c.claimsTable, rep.RunID)
 	return exitCancelled
 }
+
+// exitBudgetSpent is the exit code of a run sent in this process that
+// stopped itself past its failure budget.
+const exitBudgetSpent = 4
+
+// budgetSpent says why a run sent in this process stopped itself, and how
+// to go on once the setting that failed its records is fixed: the records
+// of the task that spent the budget, and of those after it, were not
+// written off, and the claims keep where each task stopped.
+func (c *fanoutCmd) budgetSpent(stderr io.Writer, rep fanout.Report) int {
+	fmt.Fprintf(stderr, "s3sqs fanout: run %s stopped itself: %s.\n", rep.RunID, rep.StopReason)
+	fmt.Fprintf(stderr, "The records of its stopped tasks are neither sent nor on the failure output. Fix the setting (or raise -max-failures), then:\n")
+	if c.claimsTable != "" {
+		fmt.Fprintf(stderr, "s3sqs resume -run-id %s -claims-table %s, and the same command with the fix (-run-id %s) to continue from where each task stopped.\n", rep.RunID, c.claimsTable, rep.RunID)
+	} else {
+		fmt.Fprintf(stderr, "run the command again: without -claims-table nothing keeps where it stopped, and the whole dataset is sent (its records with the same ids).\n")
+	}
+	return exitBudgetSpent
+}

@@ -65,6 +65,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	o.MaxRate = lambdaenv.Get(env, s.MaxRate)
 	o.TargetMaxBacklog = lambdaenv.Get(env, s.TargetMaxBacklog)
+	o.MaxFailures, o.MaxFailedObjects = limit(env, s.MaxFailures), limit(env, s.MaxFailedObjects)
 	o.InlineMaxBytes = lambdaenv.Get(env, s.InlineMaxBytes)
 	o.ChunkConcurrency = env.Int(s.ChunkConcurrency)
 	h := &c.handler
@@ -95,4 +96,11 @@ func (c config) queueVariable(role string) string {
 		return s.TargetQueueName.Env
 	}
 	return s.TargetQueueURL.Env
+}
+
+// limit reads the variable of a failure budget's row, checked, as the
+// Limit a request would give.
+func limit(env *lambdaenv.Reader, row s.Limit) worktask.Limit {
+	lambdaenv.Get(env, row)
+	return worktask.LimitOf(env.String(row.Env))
 }

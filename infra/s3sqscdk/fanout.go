@@ -47,6 +47,12 @@ func (s *S3SQS) buildFanout() {
 	if fo.TargetMaxBacklog > 0 {
 		own["TARGET_MAX_BACKLOG"] = itoa(fo.TargetMaxBacklog)
 	}
+	if fo.MaxFailures != "" {
+		own["MAX_FAILURES"] = fo.MaxFailures
+	}
+	if fo.MaxFailedObjects != "" {
+		own["MAX_FAILED_OBJECTS"] = fo.MaxFailedObjects
+	}
 	s.p.Read.env(own)
 	grantClaims := s.useClaims(own)
 	grantOffload := s.useOffload(own)

@@ -395,6 +395,13 @@ type FanoutProps struct {
 	// without counting toward the work DLQ. Default unset: no backlog
 	// limit.
 	TargetMaxBacklog int
+	// MaxFailures sets MAX_FAILURES, the failure budget of the runs that
+	// requests start: a count of failed records ("1000"), a share of the
+	// records read ("10%") or "off". Default unset (10%).
+	MaxFailures string
+	// MaxFailedObjects sets MAX_FAILED_OBJECTS, the same for chunks of
+	// objects that cannot be read. Default unset (10%).
+	MaxFailedObjects string
 	// ReconcileEveryMinutes, one of ReconcileIntervals, runs a reconcile
 	// of the source bucket (under Ingest.KeyPrefix) that often, from an
 	// EventBridge Scheduler schedule: fanout compares the object versions
@@ -619,6 +626,11 @@ func resolve(p *Props) (resolved, error) {
 		if fo.TargetMaxBacklog < 0 || fo.TargetMaxBacklog > 1_000_000_000 {
 			bad("Fanout.TargetMaxBacklog: %d is not from 1 to 1000000000", fo.TargetMaxBacklog)
 		}
+		for name, v := range map[string]string{"MaxFailures": fo.MaxFailures, "MaxFailedObjects": fo.MaxFailedObjects} {
+			if v != "" && !failureLimit.MatchString(v) {
+				bad("Fanout.%s: %q is not a count, a share such as 10%%, or off", name, v)
+			}
+		}
 		switch fo.Mode {
 		case "", "record", "chunk", "notification":
 		default:
@@ -660,6 +672,9 @@ var (
 		"OFFLOAD_S3_URI", "OFFLOAD", "TRACING", "REPORT_S3_URI"}
 	offloadPrefix = regexp.MustCompile(`^[A-Za-z0-9./_-]{1,895}$`)
 	reportPrefix  = regexp.MustCompile(`^[^/*?][^*?]*/$`)
+	// failureLimit is MAX_FAILURES' form, as template.yaml's pattern:
+	// the function checks the share's range.
+	failureLimit = regexp.MustCompile(`^(off|[0-9]{1,18}|[0-9]{1,3}(\.[0-9]{1,6})?%)$`)
 )
 
 // validTTL reports whether s is a CLAIMS_TTL the functions accept (their

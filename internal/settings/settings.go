@@ -279,3 +279,39 @@ func CheckRunID(id string) error {
 	}
 	return nil
 }
+
+// Limit bounds a run's failures: a count ("1000"), a share of the whole
+// ("10%", "0.5%"), or "off".
+type Limit struct{ Row }
+
+// LimitValue is a Limit read: when On, at most Percent of the whole
+// when Percent is set, else at most Count failures. The zero value,
+// "off", bounds nothing.
+type LimitValue struct {
+	On      bool
+	Count   int64
+	Percent float64
+}
+
+// Spec returns the row.
+func (l Limit) Spec() Row { return l.Row }
+
+// Parse reads a count, a percentage from 0 to 100 (0 excluded), or off.
+func (l Limit) Parse(v string) (LimitValue, error) {
+	s := strings.TrimSpace(v)
+	if strings.EqualFold(s, "off") {
+		return LimitValue{}, nil
+	}
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || !(f > 0 && f <= 100) {
+			return LimitValue{}, fmt.Errorf("%q is not a share above 0%% and at most 100%%", v)
+		}
+		return LimitValue{On: true, Percent: f}, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return LimitValue{}, fmt.Errorf("%q is not a count (0 or more), a share such as 10%%, or off", v)
+	}
+	return LimitValue{On: true, Count: n}, nil
+}

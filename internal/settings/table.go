@@ -54,6 +54,8 @@ var (
 	MaxAttempts              = Count{Row{"MAX_ATTEMPTS", Both, "max-attempts", "maxAttempts", "`attempts` per entry"}, 1, 100}
 	MaxRate                  = Count{Row{"MAX_RATE", Fanout, "max-rate", "maxRate", "the run-wide ceiling of `messages` per second sent to the target, across all the run's invocations (needs CLAIMS_TABLE when the run is queued)"}, 1, 10_000_000}
 	TargetMaxBacklog         = Count{Row{"TARGET_MAX_BACKLOG", Fanout, "target-max-backlog", "targetMaxBacklog", "hold the run's sends while the target's ApproximateNumberOfMessages is above this many `messages`"}, 1, 1_000_000_000}
+	MaxFailures              = Limit{Row{"MAX_FAILURES", Fanout, "max-failures", "maxFailures", "stop a requested run, its tasks parked for a resume, once more than this many of its records failed: a `count`, a share of the records read such as 10%, or off (default 10%; notifications: off)"}}
+	MaxFailedObjects         = Limit{Row{"MAX_FAILED_OBJECTS", Fanout, "max-failed-objects", "maxFailedObjects", "stop a requested run, as -max-failures does, once more than this many chunks of its objects could not be read: a `count`, a share of the chunks planned such as 10%, or off (default 10%)"}}
 	ChunkConcurrency         = Count{Row{"CHUNK_CONCURRENCY", Fanout, "concurrency", "", "`chunks` read at once"}, 1, 64}
 	ReadConcurrency          = Count{Row{"READ_CONCURRENCY", S3Ingest, "read-concurrency", "", "`objects` read at once from a standard queue's batch"}, 1, 64}
 	InlineMaxBytes           = Size{Row{"INLINE_MAX_BYTES", Fanout, "", "", "the largest dataset sent in the invocation that planned it"}, 1, 1 << 62, "64MiB", "is not a positive size"}
@@ -101,7 +103,7 @@ func Rows() []Row {
 		OutputQueueURL.Row, FanoutWorkQueueURL.Row, FailureQueueURL.Row, FailureS3URI.Row, ReportS3URI.Row,
 		OffloadS3URI.Row, Offload.Row, OffloadKMSKeyID.Row, ClaimsTable.Row, ClaimsTTL.Row, ReconcileQueueURL.Row,
 		Format.Row, Mode.Row, NotificationFormat.Row, ChunkSize.Row, CSVNoQuotedNewlines.Row,
-		CSVDelimiter.Row, CSVQuote.Row, CSVEscape.Row, CSVHeader.Row, ParquetBinaryAsString.Row, MaxInFlight.Row, FixedInFlight.Row, MaxAttempts.Row, MaxRate.Row, TargetMaxBacklog.Row,
+		CSVDelimiter.Row, CSVQuote.Row, CSVEscape.Row, CSVHeader.Row, ParquetBinaryAsString.Row, MaxInFlight.Row, FixedInFlight.Row, MaxAttempts.Row, MaxRate.Row, TargetMaxBacklog.Row, MaxFailures.Row, MaxFailedObjects.Row,
 		ChunkConcurrency.Row, ReadConcurrency.Row, InlineMaxBytes.Row, HandoffBytes.Row,
 		BodyField.Row, AttributesField.Row, GroupIDField.Row, DedupIDField.Row, GroupIDPartition.Row,
 		ReplaceInvalidCharacters.Row, PartitionColumns.Row, FileMetadata.Row, OnBadRecord.Row, RunID.Row,

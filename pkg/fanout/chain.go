@@ -42,6 +42,8 @@ func (r *Runner) RunChains(ctx context.Context, tasks []worktask.Task) []TaskRes
 			res.BadRecords += lr.BadRecords
 			res.BytesRead += lr.BytesRead
 			res.chunksDone += lr.chunksDone
+			res.failures = addCodes(res.failures, lr.failures)
+			res.pending = addCounters(res.pending, lr.pending)
 			res.Continuation, res.Stopped, res.Held = lr.Continuation, lr.Stopped, lr.Held
 			if lr.Err != nil {
 				r.log.WarnContext(ctx, "a chained chunk failed; it is queued to run again on its own", "chunk", links[j].Chunk.URI(), "task", links[j].ID(), "error", lr.Err)

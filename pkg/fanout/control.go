@@ -379,6 +379,9 @@ func (r *Runner) addCounters(ctx context.Context, runID string, c runstate.Count
 // be done before its tasks are.
 func (r *Runner) addPlanned(ctx context.Context, pr *planRun) error {
 	if r.opts.Runs == nil {
+		if !(pr.ov.MaxFailures.IsZero() && pr.ov.MaxFailedObjects.IsZero()) {
+			r.ledger.tally(pr.runID, pr.counters(), nil)
+		}
 		return nil
 	}
 	ctx, cancel := settleContext(ctx)
@@ -398,7 +401,17 @@ func (r *Runner) settleTask(ctx context.Context, t worktask.Task, res TaskResult
 	if r.work == nil {
 		c.TasksStopped, c.TasksCancelled = c.TasksCancelled, 0
 	}
-	r.addCounters(ctx, t.RunID, c)
+	if r.opts.Runs == nil || c == (runstate.Counters{}) && len(res.failures) == 0 {
+		return // without Runs, the ledger keeps what the budget needs
+	}
+	ctx, cancel := settleContext(ctx)
+	defer cancel()
+	if _, err := r.opts.Runs.Tally(ctx, t.RunID, c, res.failures); err != nil {
+		r.log.WarnContext(ctx, "run counters not updated", "runId", t.RunID, "error", err)
+	}
+	if res.pending != (runstate.Counters{}) {
+		r.ledger.settled(t.RunID, res.pending, res.failures)
+	}
 }
 
 // taskCounters is what a delivery of a task (a chain of them, as
@@ -411,7 +424,7 @@ func taskCounters(res TaskResult) runstate.Counters {
 	c := runstate.Counters{
 		TasksHeld: int64(res.TasksHeld), TasksCancelled: int64(res.TasksCancelled),
 		TasksDone: res.chunksDone, BytesRead: res.BytesRead, RecordsRead: res.RecordsRead, RecordsSent: res.RecordsSent,
-		RecordsFailed: res.RecordsFailed, RecordsOffloaded: res.RecordsOffloaded,
+		RecordsFailed: res.RecordsFailed, RecordsOffloaded: res.RecordsOffloaded, ObjectsFailed: int64(res.ObjectsFailed),
 		Messages: res.Messages, Requests: res.Requests,
 	}
 	switch {

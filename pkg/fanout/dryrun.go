@@ -56,6 +56,10 @@ func (r *Runner) DryRun(ctx context.Context, req Request, o DryRunOptions) (Repo
 		return rep, fmt.Errorf("fanout: dry run of run %s: %w", runID, err)
 	}
 	d.scale(t)
+	r.budgeted(&req.Overrides)
+	if l := req.MaxFailures; l.Exceeded(t.failed, t.records, leastRecords) {
+		d.WouldStop = fmt.Sprintf("%d of the %d records read would fail, past maxFailures %s (%s)", t.failed, t.records, l, commonest(t.codes))
+	}
 	d.estimate(o, cmp.Or(req.MaxRate.Value(), r.opts.MaxRate))
 	rep.DryRun = d
 	return rep, nil

@@ -159,7 +159,13 @@ func TestDryRunMatchesRun(t *testing.T) {
 				t.Fatalf("the dry run made %d requests to the target", bill.requests)
 			}
 
-			rep, err := r.Run(t.Context(), fanout.Request{Source: req.Source, RunID: "real-1"})
+			if wouldStop := d.Failed*10 > d.Records; wouldStop != (d.WouldStop != "") {
+				t.Errorf("%d of %d records would fail; the dry run says the default budget would stop the run: %q", d.Failed, d.Records, d.WouldStop)
+			}
+			// The whole run, to compare with: no budget stops it.
+			whole := fanout.Request{Source: req.Source, RunID: "real-1"}
+			whole.MaxFailures = worktask.LimitOf("off")
+			rep, err := r.Run(t.Context(), whole)
 			if err != nil {
 				t.Fatal(err)
 			}

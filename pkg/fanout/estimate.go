@@ -144,6 +144,10 @@ type DryRun struct {
 	// InvalidCharacters, ...): why Failed would go to the failure output,
 	// as the sample says it, not scaled.
 	FailureCodes map[string]int64 `json:"failureCodes,omitempty"`
+	// WouldStop says why the run's failure budget (see
+	// Options.MaxFailures) would stop it, judged on the records read
+	// here; empty when it would not.
+	WouldStop string `json:"wouldStop,omitempty"`
 	// Counted says how the counts were made: "exact", or "estimated from
 	// N of M chunks", scaled from the chunks read by bytes.
 	Counted       string   `json:"counted"`

@@ -45,6 +45,9 @@ type Failure struct {
 	// the notification of version (see failedAt).
 	at      int64
 	version *dataset.Object
+	// records is how many records the failure stands for, when more than
+	// one: a chunk-mode message's.
+	records int64
 }
 
 // failureSink writes failures to the configured output: a queue, an S3

@@ -128,6 +128,12 @@ type Options struct {
 	// ControlEvery); a request's targetMaxBacklog wins. Zero means no
 	// limit.
 	TargetMaxBacklog int64
+	// MaxFailures and MaxFailedObjects are the failure budget of a run that
+	// a request starts (Run, Queue) and whose request gives none: past
+	// either, the run stops itself as a cancel stops it (see Budget). The
+	// zero Limit means DefaultMaxFailures; worktask.LimitOf("off"), none.
+	// A run of notified objects has none unless its overrides give one.
+	MaxFailures, MaxFailedObjects worktask.Limit
 	// Hold is how long a task waits in its invocation for its target's
 	// backlog to drain before it is put back on the work queue; zero means
 	// 20 s. Without a work queue a task waits as long as its context
@@ -229,6 +235,9 @@ type Stats struct {
 	// until it is resumed (or, without a work queue, ended).
 	TasksHeld      int `json:"tasksHeld,omitempty"`
 	TasksCancelled int `json:"tasksCancelled,omitempty"`
+	// StopReason says why the run stopped itself: its failure budget was
+	// spent (see Options.MaxFailures).
+	StopReason string `json:"stopReason,omitempty"`
 	// RecordsMapped counts the records read whose body was their
 	// Mapping.BodyField, and FieldsLeftOut names the fields such records
 	// had that no part of the mapping took, and so are in no message
@@ -264,6 +273,7 @@ func (s *Stats) Add(o Stats) {
 	s.RecordsCutOff += o.RecordsCutOff
 	s.TasksHeld += o.TasksHeld
 	s.TasksCancelled += o.TasksCancelled
+	s.StopReason = cmp.Or(s.StopReason, o.StopReason)
 	s.RecordsMapped += o.RecordsMapped
 	for _, f := range o.FieldsLeftOut {
 		if i, found := slices.BinarySearch(s.FieldsLeftOut, f); !found && len(s.FieldsLeftOut) < maxFieldsLeftOut {
@@ -309,6 +319,8 @@ type Runner struct {
 	// backlogs, by queue URL (see gate).
 	pacers   map[string]*runstate.Pacer
 	backlogs map[string]*backlog
+	// ledger keeps the failure budget of runs without Runs.
+	ledger ledger
 }
 
 // Claims returns the claims store of Options.Claims, nil when there is

@@ -50,7 +50,11 @@ func (r *Runner) request(ctx context.Context, req Request, to sink) (Report, err
 	if err := r.validate(&req); err != nil {
 		return Report{RunID: req.RunID}, fmt.Errorf("fanout: bad request: %w", err)
 	}
+	r.budgeted(&req.Overrides)
 	runID := cmp.Or(req.RunID, NewRunID())
+	if r.opts.Runs == nil {
+		r.ledger.reset(runID)
+	}
 	step := &worktask.Plan{RunID: runID, Source: req.Source, Step: 1}
 	return r.runAndReport(ctx, r.list(ctx, req.Source, dataset.Cursor{}), newPlanRun(runID, req.Overrides, step), to)
 }

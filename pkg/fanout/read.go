@@ -378,6 +378,7 @@ func (rd *reader) offloaded(e sqsbatch.Entry, held span) (out sqsbatch.Entry, ok
 		var invalid *sqsextended.InvalidEntryError
 		f := tr.failure(held.offset)
 		f.RecordID, f.Code, f.Message, f.SenderFault = id, "OffloadFailed", err.Error(), errors.As(err, &invalid)
+		f.records = int64(held.count)
 		tr.fails = append(tr.fails, f)
 		tr.res.RecordsFailed += int64(held.count)
 		return e, false

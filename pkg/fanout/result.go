@@ -141,6 +141,11 @@ func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 		res.Err = fmt.Errorf("fanout: %s [%d,%d): %d records were not sent: the send stopped", c.Object, c.Start, c.End, tr.produced-tr.consumed)
 		return res
 	}
+	res.failures = failureCodes(tr.fails)
+	if why := r.overBudget(sendCtx, tr, &res); why != "" {
+		r.stopOverBudget(sendCtx, tr, &res, why)
+		return res
+	}
 	if err := r.writeFailures(sendCtx, tr, -1); err != nil {
 		// The records before the first failed one are settled: the next
 		// attempt starts there, to put it on the failure output.

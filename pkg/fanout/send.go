@@ -233,7 +233,9 @@ func (r *Runner) charge(runs []*taskRun, res sqsbatch.Result, err error) {
 			continue
 		}
 		tr.res.RecordsFailed += int64(ref.Count)
-		tr.fails = append(tr.fails, failureFrom(tr.failure(ref.Offset), f))
+		fl := failureFrom(tr.failure(ref.Offset), f)
+		fl.records = int64(ref.Count)
+		tr.fails = append(tr.fails, fl)
 	}
 	if err == nil {
 		return

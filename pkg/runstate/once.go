@@ -45,7 +45,7 @@ func (t *Table) AddOnce(ctx context.Context, runID, k string, c Counters, note s
 		ExpressionAttributeValues: map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":note": str(note), ":expires": num(t.now().Add(t.ttl).Unix())},
 	}
 	items := []types.TransactWriteItem{{Update: &record}}
-	if add, ok := t.addition(runID, c); ok {
+	if add, ok := t.addition(runID, c, nil); ok {
 		items = append(items, types.TransactWriteItem{Update: &add})
 	}
 	for try := 1; ; try++ {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -58,6 +61,9 @@ type Counters struct {
 	// archived (see fanout.Stats).
 	ObjectsArchived int64 `json:"objectsArchived"`
 	BytesArchived   int64 `json:"bytesArchived"`
+	// ObjectsFailed counts the chunks of objects that could not be read
+	// to their end for a reason no retry fixes (see fanout.Stats).
+	ObjectsFailed int64 `json:"objectsFailed"`
 }
 
 // Run is what the table holds of a run.
@@ -75,6 +81,12 @@ type Run struct {
 	// them a resume put back on the work queue.
 	Parked   int64 `json:"parked,omitempty"`
 	Unparked int64 `json:"unparked,omitempty"`
+	// Reason says why the run stopped itself (see Stop); it is empty once
+	// the run is set to any state.
+	Reason string `json:"reason,omitempty"`
+	// Failures counts the run's failed records by failure code (see
+	// Tally).
+	FailureCodes map[string]int64 `json:"failureCodes,omitempty"`
 	Counters
 }
 
@@ -90,6 +102,10 @@ const (
 	takenAttr    = "taken"  // in a budget window
 	bodyAttr     = "body"   // in a parked message
 	passedAttr   = "passed" // in a parked message Unpark passed over before Park wrote it
+	reasonAttr   = "reason"
+	// failedPrefix starts the attribute that counts the failed records of
+	// one failure code: ADD works on top-level attributes only.
+	failedPrefix = "failed#"
 )
 
 // windowTTL is how long a budget window is kept: it is read only during
@@ -168,6 +184,33 @@ func (t *Table) SetState(ctx context.Context, runID string, s State) (Run, error
 	return t.set(ctx, runID, stateAttr, str(string(s)))
 }
 
+// Stop cancels the run, as SetState does, with why it stopped itself, and
+// reports whether it did: a run paused or cancelled already is left as it
+// is, so that the first reason stays and an operator's state wins.
+func (t *Table) Stop(ctx context.Context, runID, reason string) (bool, error) {
+	now := t.now()
+	_, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(t.name),
+		Key:                 key(runKey(runID)),
+		UpdateExpression:    aws.String("SET #state = :cancelled, #reason = :reason, " + touch),
+		ConditionExpression: aws.String("attribute_not_exists(#state) OR #state = :running"),
+		ExpressionAttributeNames: map[string]string{
+			"#state": stateAttr, "#reason": reasonAttr, "#started": startedAttr, "#updated": updatedAttr, "#expires": claims.ExpiresAttribute,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":cancelled": str(string(StateCancelled)), ":running": str(string(StateRunning)), ":reason": str(reason),
+			":now": millis(now), ":expires": num(now.Add(t.ttl).Unix()),
+		},
+	})
+	switch {
+	case refused(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("runstate: stop run %s in table %s: %w", runID, t.name, err)
+	}
+	return true, nil
+}
+
 // SetMaxRate sets the run's rate in messages per second, creating its
 // record if need be, and returns the record as it now is. Rate 0 goes back
 // to the rate the run started with.
@@ -178,16 +221,21 @@ func (t *Table) SetMaxRate(ctx context.Context, runID string, rate int64) (Run, 
 	return t.set(ctx, runID, maxRateAttr, num(rate))
 }
 
-// set sets attribute attr of the run record to v.
+// set sets attribute attr of the run record to v. A state set removes the
+// reason of a stop (see Stop).
 func (t *Table) set(ctx context.Context, runID, attr string, v types.AttributeValue) (Run, error) {
 	now := t.now()
+	update := "SET #attr = :v, " + touch
+	names := map[string]string{"#attr": attr, "#started": startedAttr, "#updated": updatedAttr, "#expires": claims.ExpiresAttribute}
+	if attr == stateAttr {
+		update += " REMOVE #reason"
+		names["#reason"] = reasonAttr
+	}
 	out, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(t.name),
-		Key:              key(runKey(runID)),
-		UpdateExpression: aws.String("SET #attr = :v, " + touch),
-		ExpressionAttributeNames: map[string]string{
-			"#attr": attr, "#started": startedAttr, "#updated": updatedAttr, "#expires": claims.ExpiresAttribute,
-		},
+		TableName:                aws.String(t.name),
+		Key:                      key(runKey(runID)),
+		UpdateExpression:         aws.String(update),
+		ExpressionAttributeNames: names,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":v": v, ":now": millis(now), ":expires": num(now.Add(t.ttl).Unix()),
 		},
@@ -207,26 +255,37 @@ const touch = "#started = if_not_exists(#started, :now), #updated = :now, #expir
 // Add adds c to the run's counters in one UpdateItem, creating the run's
 // record if need be. It makes no call when every counter of c is 0.
 func (t *Table) Add(ctx context.Context, runID string, c Counters) error {
-	u, ok := t.addition(runID, c)
+	_, err := t.Tally(ctx, runID, c, nil)
+	return err
+}
+
+// Tally adds c to the run's counters, and failures (failed records by
+// failure code) to its FailureCodes, in one UpdateItem, creating the run's
+// record if need be, and returns the run as the update left it. It makes
+// no call, and returns the zero Run, when there is nothing to add.
+func (t *Table) Tally(ctx context.Context, runID string, c Counters, failures map[string]int64) (Run, error) {
+	u, ok := t.addition(runID, c, failures)
 	if !ok {
-		return nil
+		return Run{}, nil
 	}
-	_, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	out, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 u.TableName,
 		Key:                       u.Key,
 		UpdateExpression:          u.UpdateExpression,
 		ExpressionAttributeNames:  u.ExpressionAttributeNames,
 		ExpressionAttributeValues: u.ExpressionAttributeValues,
+		ReturnValues:              types.ReturnValueAllNew,
 	})
 	if err != nil {
-		return fmt.Errorf("runstate: add to the counters of run %s in table %s: %w", runID, t.name, err)
+		return Run{}, fmt.Errorf("runstate: add to the counters of run %s in table %s: %w", runID, t.name, err)
 	}
-	return nil
+	return decodeRun(runID, out.Attributes), nil
 }
 
-// addition is the update of the run record that adds c to its counters;
-// ok is false when every counter of c is 0.
-func (t *Table) addition(runID string, c Counters) (u types.Update, ok bool) {
+// addition is the update of the run record that adds c to its counters,
+// and failures to its failure codes; ok is false when there is nothing to
+// add.
+func (t *Table) addition(runID string, c Counters, failures map[string]int64) (u types.Update, ok bool) {
 	now := t.now()
 	names := map[string]string{"#started": startedAttr, "#updated": updatedAttr, "#expires": claims.ExpiresAttribute}
 	values := map[string]types.AttributeValue{":now": millis(now), ":expires": num(now.Add(t.ttl).Unix())}
@@ -244,6 +303,19 @@ func (t *Table) addition(runID string, c Counters) (u types.Update, ok bool) {
 		add += "#c" + p + " :c" + p
 		names["#c"+p] = attr
 		values[":c"+p] = num(n)
+	}
+	codes := slices.Sorted(maps.Keys(failures))
+	for i, code := range codes {
+		if failures[code] == 0 {
+			continue
+		}
+		if add != "" {
+			add += ", "
+		}
+		p := strconv.Itoa(i)
+		add += "#f" + p + " :f" + p
+		names["#f"+p] = failedPrefix + code
+		values[":f"+p] = num(failures[code])
 	}
 	if add == "" {
 		return types.Update{}, false
@@ -327,6 +399,15 @@ func decodeRun(runID string, item map[string]types.AttributeValue) Run {
 	v := reflect.ValueOf(&r.Counters).Elem()
 	for i, attr := range counterAttrs {
 		v.Field(i).SetInt(number(item[attr]))
+	}
+	r.Reason = stringOf(item[reasonAttr])
+	for attr, av := range item {
+		if code, ok := strings.CutPrefix(attr, failedPrefix); ok {
+			if r.FailureCodes == nil {
+				r.FailureCodes = map[string]int64{}
+			}
+			r.FailureCodes[code] = number(av)
+		}
 	}
 	return r
 }

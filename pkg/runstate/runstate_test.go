@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -30,7 +31,7 @@ func TestSetStateGet(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := runstate.Run{ID: "r1", State: runstate.StatePaused, Started: now, Updated: now}
-	if run != want {
+	if !reflect.DeepEqual(run, want) {
 		t.Errorf("SetState = %+v, want %+v", run, want)
 	}
 
@@ -41,10 +42,10 @@ func TestSetStateGet(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = runstate.Run{ID: "r1", State: runstate.StatePaused, MaxRate: 300, Started: started, Updated: now}
-	if run != want {
+	if !reflect.DeepEqual(run, want) {
 		t.Errorf("SetMaxRate = %+v, want %+v", run, want)
 	}
-	if got, err := tab.Get(ctx, "r1"); err != nil || got != want {
+	if got, err := tab.Get(ctx, "r1"); err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("Get = %+v, %v; want %+v", got, err, want)
 	}
 	if run, err := tab.SetState(ctx, "r1", runstate.StateRunning); err != nil || run.State != runstate.StateRunning || run.MaxRate != 300 {
@@ -308,5 +309,49 @@ func TestAddOnce(t *testing.T) {
 	run, err := tab.Get(ctx, "r")
 	if err != nil || run.TasksPlanned != 10 || run.StepsDone != 2 {
 		t.Errorf("Get = %+v, %v; want 10 planned, 2 steps done", run.Counters, err)
+	}
+}
+
+// TestTallyStop counts failures by code as counters are added, and stops a
+// running run once, with its reason, which a state set by an operator
+// clears; a paused run is not stopped.
+func TestTallyStop(t *testing.T) {
+	tab, _ := newTable(t, runstate.TableOptions{})
+	ctx := t.Context()
+	if _, err := tab.Tally(ctx, "r", runstate.Counters{RecordsRead: 10, RecordsFailed: 3}, map[string]int64{"BadRecord": 2, "AWS.SimpleQueueService.InvalidCharacters": 1}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := tab.Tally(ctx, "r", runstate.Counters{RecordsRead: 5, RecordsFailed: 5, ObjectsFailed: 1}, map[string]int64{"BadRecord": 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCodes := map[string]int64{"BadRecord": 7, "AWS.SimpleQueueService.InvalidCharacters": 1}
+	if run.RecordsRead != 15 || run.RecordsFailed != 8 || run.ObjectsFailed != 1 || !reflect.DeepEqual(run.FailureCodes, wantCodes) {
+		t.Errorf("Tally returned %+v, want 15 read, 8 failed, 1 object failed, failures %v", run, wantCodes)
+	}
+	if got, err := tab.Get(ctx, "r"); err != nil || !reflect.DeepEqual(got.FailureCodes, wantCodes) {
+		t.Errorf("Get: failures %v, %v; want %v", got.FailureCodes, err, wantCodes)
+	}
+
+	for i, want := range []bool{true, false} {
+		ok, err := tab.Stop(ctx, "r", fmt.Sprintf("reason %d", i))
+		if err != nil || ok != want {
+			t.Errorf("Stop %d = %v, %v; want %v", i, ok, err, want)
+		}
+	}
+	if got, _ := tab.Get(ctx, "r"); got.State != runstate.StateCancelled || got.Reason != "reason 0" {
+		t.Errorf("after Stop: %s %q, want cancelled with the first reason", got.State, got.Reason)
+	}
+	if got, err := tab.SetState(ctx, "r", runstate.StateRunning); err != nil || got.Reason != "" || got.State != runstate.StateRunning {
+		t.Errorf("SetState running = %s %q, %v; want running, no reason", got.State, got.Reason, err)
+	}
+	if _, err := tab.SetState(ctx, "r", runstate.StatePaused); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := tab.Stop(ctx, "r", "late"); ok || err != nil {
+		t.Errorf("Stop of a paused run = %v, %v; want false", ok, err)
+	}
+	if ok, err := tab.Stop(ctx, "new", "first write"); !ok || err != nil {
+		t.Errorf("Stop of a run with no record = %v, %v; want true", ok, err)
 	}
 }

@@ -38,6 +38,11 @@ type Overrides struct {
 	// TargetMaxBacklog is the target's backlog above which the run's
 	// sends hold (TARGET_MAX_BACKLOG).
 	TargetMaxBacklog Setting `json:"targetMaxBacklog,omitzero"`
+	// MaxFailures and MaxFailedObjects are the run's failure budget
+	// (MAX_FAILURES, MAX_FAILED_OBJECTS): past either, the run stops
+	// itself (see fanout.Options.MaxFailures).
+	MaxFailures      Limit `json:"maxFailures,omitzero"`
+	MaxFailedObjects Limit `json:"maxFailedObjects,omitzero"`
 	Mapping
 	// Ingest, when set, makes the run's records go out as s3ingest sends
 	// them (see IngestEncoding) instead of through the Mapping.
@@ -215,6 +220,12 @@ func (ov *Overrides) Validate() error {
 			return fmt.Errorf("%s: %w", s.row.Field, err)
 		}
 		s.v.value = n
+	}
+	if err := ov.MaxFailures.validate(settings.MaxFailures); err != nil {
+		return err
+	}
+	if err := ov.MaxFailedObjects.validate(settings.MaxFailedObjects); err != nil {
+		return err
 	}
 	if ie := ov.Ingest; ie != nil {
 		switch ie.Partitions {

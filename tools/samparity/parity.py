@@ -519,6 +519,8 @@ CONTEXT_PARAMETERS = {
     "failOnError": ["FailOnError"],
     "maxRate": ["MaxRate"],
     "targetMaxBacklog": ["TargetMaxBacklog"],
+    "maxFailures": ["MaxFailures"],
+    "maxFailedObjects": ["MaxFailedObjects"],
     "reconcileEveryMinutes": ["ReconcileEveryMinutes"],
     "report": ["Report"],
     "reportBucketName": ["ReportBucketName"],

@@ -1,0 +1,262 @@
+package fanout
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/s3sqs/s3sqs/pkg/runstate"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
+)
+
+// DefaultMaxFailures is the failure budget, of records and of chunks of
+// objects alike, of a run a request starts when neither the request nor
+// the runner gives one (see Options.MaxFailures). A backfill that fails a
+// tenth of what it reads has a wrong setting (a format, a mapping, a
+// target too small for its records) far more often than bad data, and
+// stopping it then keeps the rest of the dataset from being written off
+// to the failure output; a run with a few bad records goes on.
+const DefaultMaxFailures = "10%"
+
+// The least a share of failures is judged on: a share of a few records or
+// chunks says little.
+const (
+	leastRecords = 100
+	leastChunks  = 10
+)
+
+// budgeted gives a requested run's overrides the failure budget that
+// applies: the request's, else the runner's, else DefaultMaxFailures.
+func (r *Runner) budgeted(ov *worktask.Overrides) {
+	if ov.MaxFailures.IsZero() {
+		ov.MaxFailures = cmp.Or(r.opts.MaxFailures, worktask.LimitOf(DefaultMaxFailures))
+	}
+	if ov.MaxFailedObjects.IsZero() {
+		ov.MaxFailedObjects = cmp.Or(r.opts.MaxFailedObjects, worktask.LimitOf(DefaultMaxFailures))
+	}
+}
+
+// overBudget returns why the failures of res, the result of tr, take its
+// run past the failure budget of its overrides, or "" when they do not.
+// The run's counts are its record's (one GetItem, only for a task with
+// failures) and what this process's tasks did that is not in it yet
+// (see ledger); a run whose record cannot be read is not stopped. What a
+// task within the budget did goes in the ledger, in res.pending.
+func (r *Runner) overBudget(ctx context.Context, tr *taskRun, res *TaskResult) string {
+	if !budgets(tr.task) {
+		return ""
+	}
+	runID := tr.task.RunID
+	c := runstate.Counters{RecordsRead: res.RecordsRead, RecordsFailed: res.RecordsFailed, ObjectsFailed: int64(res.ObjectsFailed)}
+	if res.RecordsFailed > 0 || res.ObjectsFailed > 0 {
+		run := r.ledger.get(runID)
+		if r.opts.Runs != nil {
+			stored, err := r.opts.Runs.Get(ctx, runID)
+			if err != nil && !errors.Is(err, runstate.ErrNoRun) {
+				r.log.WarnContext(ctx, "the run's failure budget could not be read; the task's failures are written off", "runId", runID, "error", err)
+				return ""
+			}
+			run.Counters = addCounters(stored.Counters, run.Counters)
+			run.FailureCodes = addCodes(stored.FailureCodes, run.FailureCodes)
+		}
+		ov := overridesOf(tr.task.Overrides)
+		failed, read := run.RecordsFailed+c.RecordsFailed, run.RecordsRead+c.RecordsRead
+		chunks, planned := run.ObjectsFailed+c.ObjectsFailed, run.TasksPlanned
+		codes := addCodes(run.FailureCodes, res.failures)
+		switch {
+		case ov.MaxFailures.Exceeded(failed, read, leastRecords):
+			return fmt.Sprintf("failure budget spent: %d of the %d records read failed, past maxFailures %s (%s)", failed, read, ov.MaxFailures, commonest(codes))
+		case ov.MaxFailedObjects.Exceeded(chunks, planned, leastChunks):
+			return fmt.Sprintf("failure budget spent: %d of the %d chunks planned could not be read, past maxFailedObjects %s (%s)", chunks, planned, ov.MaxFailedObjects, commonest(codes))
+		}
+	}
+	r.ledger.tally(runID, c, res.failures)
+	res.pending = c
+	return ""
+}
+
+// addCounters returns the sum of the counters the budget reads.
+func addCounters(a, b runstate.Counters) runstate.Counters {
+	a.TasksPlanned += b.TasksPlanned
+	a.RecordsRead += b.RecordsRead
+	a.RecordsFailed += b.RecordsFailed
+	a.ObjectsFailed += b.ObjectsFailed
+	return a
+}
+
+// budgets reports whether t's run has a failure budget.
+func budgets(t worktask.Task) bool {
+	ov := overridesOf(t.Overrides)
+	return t.RunID != "" && !(ov.MaxFailures.IsZero() && ov.MaxFailedObjects.IsZero())
+}
+
+// stopOverBudget stops tr's run for why, and makes res, the result of a
+// task that would have spent its run's failure budget, a task held by the
+// stop: its failures are not written off but read again when the run is
+// resumed (after a fix), from the first of them, and it is parked as a
+// cancel parks a task. It reports nothing the run did not do: its failed
+// records count as cut off.
+func (r *Runner) stopOverBudget(ctx context.Context, tr *taskRun, res *TaskResult, why string) {
+	var ok bool
+	if r.opts.Runs == nil {
+		ok = r.ledger.stop(tr.task.RunID, why)
+	} else {
+		var err error
+		if ok, err = r.opts.Runs.Stop(ctx, tr.task.RunID, why); err != nil {
+			r.log.WarnContext(ctx, "the run could not be stopped", "runId", tr.task.RunID, "reason", why, "error", err)
+		}
+	}
+	if ok {
+		r.log.ErrorContext(ctx, "run stopped", "runId", tr.task.RunID, "reason", why)
+	}
+	tr.unwritten()
+	next := tr.task
+	next.ResumeAt = tr.releaseAt()
+	res.Continuation, res.Held = &next, &runstate.StopError{State: runstate.StateCancelled}
+	res.RecordsCutOff += res.RecordsFailed
+	res.RecordsFailed, res.ObjectsFailed, res.BadRecords, res.failures = 0, 0, 0, nil
+	res.StopReason = why
+}
+
+// failureCodes counts fs's records by failure code.
+func failureCodes(fs []Failure) map[string]int64 {
+	if len(fs) == 0 {
+		return nil
+	}
+	codes := map[string]int64{}
+	for _, f := range fs {
+		codes[f.Code] += max(f.records, 1)
+	}
+	return codes
+}
+
+// FailureCodes writes counts of failed records by failure code, as a
+// run's record keeps them (runstate.Run.FailureCodes), commonest first.
+func FailureCodes(codes map[string]int64) string {
+	return commonestOf(codes, len(codes))
+}
+
+// commonest writes the three commonest codes of codes with their counts.
+func commonest(codes map[string]int64) string { return commonestOf(codes, 3) }
+
+// commonestOf writes the n commonest codes of codes with their counts.
+func commonestOf(codes map[string]int64, n int) string {
+	keys := slices.SortedFunc(maps.Keys(codes), func(a, b string) int {
+		return cmp.Or(cmp.Compare(codes[b], codes[a]), strings.Compare(a, b))
+	})
+	var b strings.Builder
+	for i, k := range keys[:min(n, len(keys))] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d", k, codes[k])
+	}
+	return b.String()
+}
+
+// addCodes returns the sum of the counts of a and b.
+func addCodes(a, b map[string]int64) map[string]int64 {
+	if len(a)+len(b) == 0 {
+		return nil
+	}
+	sum := maps.Clone(a)
+	if sum == nil {
+		sum = map[string]int64{}
+	}
+	for code, n := range b {
+		sum[code] += n
+	}
+	return sum
+}
+
+// ledger keeps, in the process, what the failure budget of a run needs
+// when the runner has no run state (Options.Runs): a run sent in one
+// process, as the CLI sends it without a claims table. It is safe for
+// concurrent use.
+type ledger struct {
+	mu   sync.Mutex
+	runs map[string]*runstate.Run
+}
+
+// run returns the run's record, made if need be; l.mu is held.
+func (l *ledger) run(runID string) *runstate.Run {
+	if l.runs == nil || len(l.runs) >= maxPacers {
+		l.runs = map[string]*runstate.Run{}
+	}
+	run, ok := l.runs[runID]
+	if !ok {
+		run = &runstate.Run{ID: runID, State: runstate.StateRunning}
+		l.runs[runID] = run
+	}
+	return run
+}
+
+// get returns a copy of the run's record.
+func (l *ledger) get(runID string) runstate.Run {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	run := *l.run(runID)
+	run.FailureCodes = maps.Clone(run.FailureCodes)
+	return run
+}
+
+// tally adds what a task or a planning did to the run's record.
+func (l *ledger) tally(runID string, c runstate.Counters, failures map[string]int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	run := l.run(runID)
+	run.Counters = addCounters(run.Counters, c)
+	run.FailureCodes = addCodes(run.FailureCodes, failures)
+}
+
+// settled takes out of the run's record what a task added (see
+// TaskResult.pending) once its run's record in the table holds it.
+func (l *ledger) settled(runID string, c runstate.Counters, failures map[string]int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	run := l.run(runID)
+	run.Counters = addCounters(run.Counters, runstate.Counters{
+		TasksPlanned: -c.TasksPlanned, RecordsRead: -c.RecordsRead, RecordsFailed: -c.RecordsFailed, ObjectsFailed: -c.ObjectsFailed,
+	})
+	for code, n := range failures {
+		if run.FailureCodes[code] -= n; run.FailureCodes[code] <= 0 {
+			delete(run.FailureCodes, code)
+		}
+	}
+}
+
+// reset forgets the run: a request that starts it again, after a fix,
+// starts its budget afresh.
+func (l *ledger) reset(runID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.runs, runID)
+}
+
+// stop stops the run for why, unless it is stopped, and reports whether it
+// did.
+func (l *ledger) stop(runID, why string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	run := l.run(runID)
+	if run.Reason != "" {
+		return false
+	}
+	run.State, run.Reason = runstate.StateCancelled, why
+	return true
+}
+
+// stopped returns why the run stopped itself, or "".
+func (l *ledger) stopped(runID string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if run, ok := l.runs[runID]; ok {
+		return run.Reason
+	}
+	return ""
+}

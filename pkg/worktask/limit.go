@@ -1,0 +1,82 @@
+package worktask
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/internal/strictjson"
+)
+
+// Limit is a bound of a run's failure budget as a request writes it: a
+// count ("1000" or 1000), a share ("10%") or "off". The zero Limit is not
+// given: the runner's setting applies.
+type Limit struct {
+	text  string
+	value settings.LimitValue
+}
+
+// LimitOf returns the limit written as text. A text that is no limit is
+// refused by Overrides.Validate.
+func LimitOf(text string) Limit {
+	v, _ := settings.MaxFailures.Parse(text)
+	return Limit{text: text, value: v}
+}
+
+// IsZero reports whether the limit is not given.
+func (l Limit) IsZero() bool { return l.text == "" }
+
+// Exceeded reports whether failed of a whole of total passes the limit:
+// a count, or a share once the whole is at least least (a share of a few
+// says little). "off", or a limit not given, is never passed.
+func (l Limit) Exceeded(failed, total, least int64) bool {
+	v := l.value
+	switch {
+	case !v.On:
+		return false
+	case v.Percent > 0:
+		return total >= least && float64(failed) > v.Percent/100*float64(total)
+	}
+	return failed > v.Count
+}
+
+// Equal reports whether l and o are written alike, which go-cmp uses to
+// compare overrides.
+func (l Limit) Equal(o Limit) bool { return l == o }
+
+// String returns the limit as it was written.
+func (l Limit) String() string { return l.text }
+
+// UnmarshalJSON takes a JSON number or string.
+func (l *Limit) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var v string
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		*l = LimitOf(v)
+	case len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9'):
+		*l = LimitOf(string(b))
+	default:
+		return &json.UnmarshalTypeError{Value: strictjson.Kind(b), Type: reflect.TypeFor[string]()}
+	}
+	return nil
+}
+
+// MarshalJSON writes the limit as a JSON string.
+func (l Limit) MarshalJSON() ([]byte, error) { return json.Marshal(l.text) }
+
+// validate checks the limit as the variable of row r is checked.
+func (l *Limit) validate(r settings.Limit) error {
+	if l.IsZero() {
+		return nil
+	}
+	v, err := r.Parse(l.text)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Field, err)
+	}
+	l.value = v
+	return nil
+}
