@@ -6,7 +6,6 @@ import (
 	"reflect"
 
 	"github.com/s3sqs/s3sqs/internal/settings"
-	"github.com/s3sqs/s3sqs/internal/strictjson"
 )
 
 // Limit is a bound of a run's failure budget as a request writes it: a
@@ -50,19 +49,9 @@ func (l Limit) String() string { return l.text }
 
 // UnmarshalJSON takes a JSON number or string.
 func (l *Limit) UnmarshalJSON(b []byte) error {
-	switch {
-	case len(b) > 0 && b[0] == '"':
-		var v string
-		if err := json.Unmarshal(b, &v); err != nil {
-			return err
-		}
-		*l = LimitOf(v)
-	case len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9'):
-		*l = LimitOf(string(b))
-	default:
-		return &json.UnmarshalTypeError{Value: strictjson.Kind(b), Type: reflect.TypeFor[string]()}
-	}
-	return nil
+	text, err := writtenAs(b, reflect.TypeFor[string]())
+	*l = LimitOf(text)
+	return err
 }
 
 // MarshalJSON writes the limit as a JSON string.

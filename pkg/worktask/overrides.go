@@ -147,19 +147,24 @@ func (s Setting) String() string { return s.text }
 
 // UnmarshalJSON takes a JSON number or string.
 func (s *Setting) UnmarshalJSON(b []byte) error {
+	text, err := writtenAs(b, reflect.TypeFor[float64]())
+	*s = SettingOf(text)
+	return err
+}
+
+// writtenAs returns how the JSON number or string b was written: the
+// number's text, or the string. Any other JSON value is an
+// UnmarshalTypeError for a field of type want.
+func writtenAs(b []byte, want reflect.Type) (string, error) {
 	switch {
 	case len(b) > 0 && b[0] == '"':
 		var v string
-		if err := json.Unmarshal(b, &v); err != nil {
-			return err
-		}
-		*s = SettingOf(v)
+		err := json.Unmarshal(b, &v)
+		return v, err
 	case len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9'):
-		*s = SettingOf(string(b))
-	default:
-		return &json.UnmarshalTypeError{Value: strictjson.Kind(b), Type: reflect.TypeFor[float64]()}
+		return string(b), nil
 	}
-	return nil
+	return "", &json.UnmarshalTypeError{Value: strictjson.Kind(b), Type: want}
 }
 
 // MarshalJSON writes a number as a JSON number, anything else as a string.
