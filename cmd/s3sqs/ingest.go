@@ -102,6 +102,7 @@ func newIngestCmd(stderr io.Writer) *ingestCmd {
 	fs.formatFlags(&o.Plan)
 	fs.choice(settings.PartitionColumns, "true", "", func(v string) { in.Partitions = recordjson.PartitionMode(v) })
 	fs.boolean(settings.FileMetadata, &in.FileMetadata, true, "")
+	fs.text(settings.GroupIDPartition, &in.GroupIDPartition, "")
 	var eventTypes string
 	fs.StringVar(&eventTypes, settings.EventTypes.Flag, "", settings.EventTypes.Doc)
 	fs.onCheck(settings.EventTypes.Flag, func() error {

@@ -146,3 +146,33 @@ func TestGroupsFromPartition(t *testing.T) {
 		}
 	}
 }
+
+// TestIngestGroupsFromPartition ingests objects as s3ingest does, with
+// -group-id-partition tenant: on a standard queue each record carries its
+// key's tenant as its group (the request SQS receives says so, since
+// fauxqs keeps no group of a standard queue's message), and an object
+// without the partition none.
+func TestIngestGroupsFromPartition(t *testing.T) {
+	s3c, sqsc := standIns(t)
+	put(t, s3c, "in/tenant=acme/a.jsonl", `{"n":1}`+"\n"+`{"n":2}`+"\n")
+	put(t, s3c, "in/other/c.jsonl", `{"n":3}`+"\n")
+	sent, proxy := newSentEntries(t, localaws.Endpoint(t, localaws.EnvSQS))
+	t.Setenv("AWS_ENDPOINT_URL_SQS", proxy)
+	target := localaws.CreateQueue(t, sqsc, "-ingest-tenants", nil)
+	for key, want := range map[string]string{"in/tenant=acme/a.jsonl": "acme", "in/other/c.jsonl": ""} {
+		code, _, errOut := runCLI(t, "", "ingest", "-bucket", "lake", "-key", key, "-output-queue-url", target,
+			"-s3-path-style", "-group-id-partition", "tenant", "-file-metadata=false", "-partitions", "false")
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s", key, code, errOut)
+		}
+		entries := sent.take()
+		if len(entries) == 0 {
+			t.Errorf("%s: nothing sent", key)
+		}
+		for _, e := range entries {
+			if e.MessageGroupId != want || e.MessageDeduplicationId != "" {
+				t.Errorf("%s: %s sent with group %q, dedup %q; want group %q", key, e.MessageBody, e.MessageGroupId, e.MessageDeduplicationId, want)
+			}
+		}
+	}
+}

@@ -62,6 +62,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 
 	in.Filter = env.Filter(true)
 	in.FileMetadata = env.Bool(s.FileMetadata, true)
+	in.GroupIDPartition = lambdaenv.Get(env, s.GroupIDPartition)
 	in.Partitions = recordjson.PartitionsString
 	if env.String(s.PartitionColumns.Env) != "" {
 		in.Partitions = recordjson.PartitionMode(lambdaenv.Get(env, s.PartitionColumns))

@@ -64,7 +64,7 @@ var (
 	AttributesField          = Text{Row{"ATTRIBUTES_FIELD", Fanout, "attributes-field", "attributesField", "record `field` of message attributes, an object of strings (default: none; the Spark SQS sink's is msg_attributes)"}, nil}
 	GroupIDField             = Text{Row{"GROUP_ID_FIELD", Fanout, "group-id-field", "groupIdField", "record `field` of the FIFO group (default: none, the object's group; the Spark SQS sink's is group_id)"}, nil}
 	DedupIDField             = Text{Row{"DEDUP_ID_FIELD", Fanout, "dedup-id-field", "dedupIdField", "record `field` of the FIFO deduplication id"}, nil}
-	GroupIDPartition         = Text{Row{"GROUP_ID_PARTITION", Fanout, "group-id-partition", "groupIdPartition", "Hive partition `column` of the key (tenant in tenant=acme/) whose value is the message group of the object's records: a tenant on a standard queue, an order per value on a FIFO one"}, nil}
+	GroupIDPartition         = Text{Row{"GROUP_ID_PARTITION", Both, "group-id-partition", "groupIdPartition", "Hive partition `column` of the key (tenant in tenant=acme/) whose value is the message group of the object's records: a tenant on a standard queue, an order per value on a FIFO one"}, nil}
 	ReplaceInvalidCharacters = Bool{Row{"REPLACE_INVALID_CHARACTERS", S3Ingest, "replace-invalid-characters", "", "replace the characters SQS rejects with U+FFFD, for records refused with InvalidCharacters"}}
 	PartitionColumns         = Choice{Row{"PARTITION_COLUMNS", S3Ingest, "partitions", "", "add the key's partition values: true, typed or false"},
 		map[string]string{"true": "string", "false": "", "typed": "typed"}, "true, false or typed"}

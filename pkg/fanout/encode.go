@@ -414,20 +414,21 @@ func partitionGroup(obj dataset.Object, column string) string {
 
 // encodedEntries returns the encoder of an object's records whose bodies
 // enc makes (see Options.IngestEncoder): each entry's only attribute is
-// its record id, and on a FIFO queue its group is the object's and its
-// deduplication id the record id.
-func encodedEntries(enc RecordEncoder, obj dataset.Object, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
+// its record id; its group is the object's (see objectGroup, with the
+// partition column groupColumn); on a FIFO queue its deduplication id is
+// the record id.
+func encodedEntries(enc RecordEncoder, obj dataset.Object, fifo bool, groupColumn string) func(records.Record) (sqsbatch.Entry, error) {
 	ids := newRecordIDs(obj)
-	group := GroupID(obj)
+	group := objectGroup(obj, groupColumn, fifo)
 	return func(rec records.Record) (sqsbatch.Entry, error) {
 		body, err := enc(rec)
 		if err != nil {
 			return sqsbatch.Entry{}, err
 		}
 		id := ids.ID(rec.Offset)
-		e := sqsbatch.Entry{Body: body, Attributes: map[string]types.MessageAttributeValue{AttrRecordID: stringAttr(id)}}
+		e := sqsbatch.Entry{Body: body, GroupID: group, Attributes: map[string]types.MessageAttributeValue{AttrRecordID: stringAttr(id)}}
 		if fifo {
-			e.GroupID, e.DeduplicationID = group, id
+			e.DeduplicationID = id
 		}
 		return e, nil
 	}

@@ -183,7 +183,7 @@ func TestEncodedEntries(t *testing.T) {
 		return "body-" + string(rec.Value), nil
 	}
 	for _, fifo := range []bool{false, true} {
-		encode := encodedEntries(enc, obj, fifo)
+		encode := encodedEntries(enc, obj, fifo, "")
 		e, err := encode(records.Record{Offset: 10, Line: 2, Value: []byte(`x`)})
 		if err != nil {
 			t.Fatal(err)
@@ -201,6 +201,13 @@ func TestEncodedEntries(t *testing.T) {
 		}
 		if _, err := encode(records.Record{Offset: 20, Value: []byte(`{"a":`)}); !errors.Is(err, bad) {
 			t.Errorf("entry of a bad record: %v", err)
+		}
+	}
+	// The key's partition d=1 as the group, on either queue.
+	for _, fifo := range []bool{false, true} {
+		e, err := encodedEntries(enc, obj, fifo, "d")(records.Record{Offset: 10, Value: []byte(`x`)})
+		if err != nil || e.GroupID != "1" {
+			t.Errorf("fifo %v, group by d: group %q, %v; want 1", fifo, e.GroupID, err)
 		}
 	}
 }

@@ -233,7 +233,7 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 			return nil, fmt.Errorf("fanout: task %s asks for s3ingest's encoding, and the runner has no Options.IngestEncoder", t.ID())
 		}
 		s.ingest = true
-		s.encode = encodedEntries(r.opts.IngestEncoder(ctx, c, *ov.Ingest, r.log), c.Object, fifo)
+		s.encode = encodedEntries(r.opts.IngestEncoder(ctx, c, *ov.Ingest, r.log), c.Object, fifo, ov.Ingest.GroupIDPartition)
 	case t.Versions && mode != worktask.ModeNotification:
 		return nil, &worktask.MalformedError{Err: fmt.Errorf("task %s announces every version of %s, which only notification mode does; this task runs in %s mode", t.ID(), c.URI(), mode)}
 	case mode == worktask.ModeNotification:

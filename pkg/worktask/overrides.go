@@ -111,6 +111,10 @@ type IngestEncoding struct {
 	// EventTime is the time of the S3 event that named the object; zero
 	// writes null.
 	EventTime time.Time `json:"eventTime,omitzero"`
+	// GroupIDPartition, when set, is a Hive partition column of the key
+	// whose value is the message group of the object's records, as
+	// Mapping.GroupIDPartition is fanout's (GROUP_ID_PARTITION).
+	GroupIDPartition string `json:"groupIdPartition,omitempty"`
 }
 
 // Setting is a numeric override: its value, and the text it was written

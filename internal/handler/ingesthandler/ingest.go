@@ -51,6 +51,11 @@ type Options struct {
 	Partitions recordjson.PartitionMode
 	// FileMetadata adds the _file object to each record.
 	FileMetadata bool
+	// GroupIDPartition, when set, is a Hive partition column of the key
+	// whose value is the message group of the object's records, on a
+	// standard queue too (GROUP_ID_PARTITION); empty means none (on a
+	// FIFO queue, the object's).
+	GroupIDPartition string
 	// FailBadRecords reports the message of an object with a record that
 	// cannot be read, so that the object comes back whole (ON_BAD_RECORD
 	// =fail). By default such records go to the failure output and the

@@ -257,9 +257,10 @@ func (inv *invocation) markIngested(ctx context.Context, objs []*objectRun) {
 // does, to the runner's target.
 func (inv *invocation) overrides(o *objectRun) worktask.Overrides {
 	return worktask.Overrides{Ingest: &worktask.IngestEncoding{
-		Partitions:   inv.h.opts.Partitions,
-		FileMetadata: inv.h.opts.FileMetadata,
-		EventTime:    o.obj.EventTime,
+		Partitions:       inv.h.opts.Partitions,
+		FileMetadata:     inv.h.opts.FileMetadata,
+		EventTime:        o.obj.EventTime,
+		GroupIDPartition: inv.h.opts.GroupIDPartition,
 	}}
 }
 
