@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,9 +53,24 @@ func TestArchivedObjects(t *testing.T) {
 	target := localaws.CreateQueue(t, sqsc, "-target", nil)
 	args := []string{"fanout", "-bucket", bucket, "-prefix", "in/", "-target-queue-url", target, "-s3-path-style", "-claims-table", table, "-run-id", "archived-1"}
 
-	code, out, errOut := runCLI(t, "", append(args, "-dry-run")...)
-	if code != 0 || !strings.Contains(errOut, "archived: 2 objects") {
+	manifest := filepath.Join(t.TempDir(), "restore.csv")
+	code, out, errOut := runCLI(t, "", append(args, "-dry-run", "-restore-manifest", manifest)...)
+	if code != 0 || !strings.Contains(errOut, "archived: 2 objects") || !strings.Contains(errOut, "2 archived objects listed in "+manifest) {
 		t.Errorf("dry run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// The restore manifest is S3 Batch Operations' CSV: bucket and
+	// URL-encoded key, which a run of it (-manifest) reads back.
+	b, err := os.ReadFile(manifest)
+	wantRows := fmt.Sprintf("%[1]s,in%%2FDEEP_ARCHIVE.jsonl\n%[1]s,in%%2FGLACIER.jsonl\n", bucket)
+	if err != nil || string(b) != wantRows {
+		t.Errorf("restore manifest: %q (%v), want %q", b, err, wantRows)
+	}
+	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("manifests/restore.csv"), Body: strings.NewReader(string(b))}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCLI(t, "", "fanout", "-manifest", "s3://"+bucket+"/manifests/restore.csv", "-target-queue-url", target, "-s3-path-style", "-dry-run")
+	if code != 0 || !strings.Contains(errOut, "archived: 2 objects") || !strings.Contains(errOut, "dataset:  0 objects") {
+		t.Errorf("dry run of the restore manifest: exit %d\n%s\n%s", code, out, errOut)
 	}
 
 	code, out, errOut = runCLI(t, "", args...)

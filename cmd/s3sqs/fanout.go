@@ -40,6 +40,8 @@ type fanoutCmd struct {
 	maxRate, maxBacklog, claimsTable string
 	// maxFailures and maxFailedObjects are the failure budget's flags.
 	maxFailures, maxFailedObjects string
+	// restore, with -restore-manifest, lists the archived objects.
+	restore *restoreManifest
 }
 
 // runFanout sends a dataset with the fanout logic, in this process.
@@ -55,6 +57,9 @@ func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty
 	runner, failures, err := c.start(ctx, stderr)
 	if failures != nil {
 		defer failures.Close()
+	}
+	if c.restore != nil {
+		defer c.restore.close(stderr)
 	}
 	if err != nil {
 		printJSON(stdout, fanout.Report{RunID: c.req.RunID, Queued: c.queue() && !c.dry.on})
@@ -113,6 +118,10 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.text(settings.ReportS3URI, &o.ReportS3URI, "")
 	fs.text(settings.ClaimsTable, &c.claimsTable, "")
 	offloadFlags(fs, &o.OffloadS3URI, &o.OffloadMode, &o.OffloadKMSKeyID)
+	fs.Func("restore-manifest", "list the objects left out as archived in the CSV file at `path`, a manifest for an S3 Batch Operations restore job", func(p string) error {
+		c.restore, c.opts.OnArchived = newRestoreManifest(p), func(o dataset.Object) { c.restore.add(o) }
+		return nil
+	})
 	fs.StringVar(&c.failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-failures-RUNID.jsonl)")
 	mappingFlags(fs, &o.Mapping, "", "")
 	fs.text(settings.GroupIDPartition, &o.Mapping.GroupIDPartition, "")

@@ -153,6 +153,10 @@ type Options struct {
 	// Progress, when set, is updated as records are read and sent, for a
 	// progress display.
 	Progress *Progress
+	// OnArchived, when set, is called with each object planning leaves
+	// out as archived (see Stats.ObjectsArchived), in listing order, by
+	// one goroutine at a time: the CLI lists them for a restore job.
+	OnArchived func(dataset.Object)
 	// Logger receives the runner's logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -183,6 +183,9 @@ func (r *Runner) tasksOf(ctx context.Context, pr *planRun, plans iter.Seq2[plann
 			case p.archived:
 				pr.rep.ObjectsArchived++
 				pr.rep.BytesArchived += p.obj.Size
+				if r.opts.OnArchived != nil {
+					r.opts.OnArchived(p.obj)
+				}
 			default:
 				r.countPlanned(pr, p)
 				for _, t := range p.tasks {
