@@ -58,7 +58,9 @@ func TestFailureBudgetWrongFormat(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("stdout is not the report: %v\n%s", err, out)
 	}
-	if code != exitBudgetSpent || rep.RecordsSent != 0 || rep.RecordsFailed != 0 ||
+	// The first task stops the run; the others, one at a time
+	// (-concurrency 1), do not start.
+	if code != exitBudgetSpent || rep.RecordsSent != 0 || rep.RecordsFailed != 0 || rep.RecordsRead != rows+1 || rep.TasksCancelled != objects ||
 		!strings.Contains(rep.StopReason, "past maxFailures 10 (UnreadableRecord ") {
 		t.Errorf("wrong format: exit %d, want %d; report %+v\n%s", code, exitBudgetSpent, rep.Stats, errOut)
 	}
@@ -100,7 +102,7 @@ func TestFailureBudgetWrongFormat(t *testing.T) {
 	// The dry run says so before anything is sent; the default budget
 	// stops the run; without one, every record is written off.
 	code, _, errOut = runCLI(t, "", "fanout", "-bucket", "lake", "-prefix", "budget/", "-target-queue-url", target, "-s3-path-style", "-format", "jsonl", "-dry-run")
-	if code != 0 || !strings.Contains(errOut, "budget:   the run would stop itself: 164 of the 164 records read would fail, past maxFailures 10% (UnreadableRecord 164)") {
+	if code != 0 || !strings.Contains(errOut, "budget:   the run would stop itself: 164 of its 164 records would fail, past maxFailures 10% (UnreadableRecord 164)") {
 		t.Errorf("dry run: exit %d\n%s", code, errOut)
 	}
 	rep = fanout.Report{}

@@ -234,31 +234,5 @@ func (c *controlCmd) rebudget(body string) (string, error) {
 	if c.maxFailures == "" && c.maxFailedObjects == "" {
 		return body, nil
 	}
-	set := func(ov *worktask.Overrides) *worktask.Overrides {
-		if ov == nil {
-			ov = &worktask.Overrides{}
-		}
-		if c.maxFailures != "" {
-			ov.MaxFailures = worktask.LimitOf(c.maxFailures)
-		}
-		if c.maxFailedObjects != "" {
-			ov.MaxFailedObjects = worktask.LimitOf(c.maxFailedObjects)
-		}
-		return ov
-	}
-	t, err := worktask.Parse(body)
-	if errors.Is(err, worktask.ErrNotTask) {
-		p, err := worktask.ParsePlan(body)
-		if err != nil {
-			return "", err
-		}
-		p.Overrides = set(p.Overrides)
-		e, err := p.Entry(false)
-		return e.Body, err
-	}
-	if err != nil {
-		return "", err
-	}
-	t.Overrides = set(t.Overrides)
-	return t.Marshal()
+	return worktask.WithBudget(body, worktask.LimitOf(c.maxFailures), worktask.LimitOf(c.maxFailedObjects))
 }

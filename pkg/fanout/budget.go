@@ -42,42 +42,52 @@ func (r *Runner) budgeted(ov *worktask.Overrides) {
 }
 
 // overBudget returns why the failures of res, the result of tr, take its
-// run past the failure budget of its overrides, or "" when they do not.
-// The run's counts are its record's (one GetItem, only for a task with
-// failures) and what this process's tasks did that is not in it yet
-// (see ledger); a run whose record cannot be read is not stopped. What a
-// task within the budget did goes in the ledger, in res.pending.
-func (r *Runner) overBudget(ctx context.Context, tr *taskRun, res *TaskResult) string {
-	if !budgets(tr.task) {
+// run past the failure budget of its overrides, or the run stopped
+// already, or "" when neither. The run's counts are its record's (one
+// GetItem, only for a task with failures) and what this process's tasks
+// did that is not in it yet (see ledger); a run whose record cannot be
+// read is not stopped.
+func (r *Runner) overBudget(ctx context.Context, tr *taskRun, res TaskResult) string {
+	if !r.budgets(tr.task) || res.RecordsFailed == 0 && res.ObjectsFailed == 0 {
 		return ""
 	}
 	runID := tr.task.RunID
-	c := runstate.Counters{RecordsRead: res.RecordsRead, RecordsFailed: res.RecordsFailed, ObjectsFailed: int64(res.ObjectsFailed)}
-	if res.RecordsFailed > 0 || res.ObjectsFailed > 0 {
-		run := r.ledger.get(runID)
-		if r.opts.Runs != nil {
-			stored, err := r.opts.Runs.Get(ctx, runID)
-			if err != nil && !errors.Is(err, runstate.ErrNoRun) {
-				r.log.WarnContext(ctx, "the run's failure budget could not be read; the task's failures are written off", "runId", runID, "error", err)
-				return ""
-			}
-			run.Counters = addCounters(stored.Counters, run.Counters)
-			run.FailureCodes = addCodes(stored.FailureCodes, run.FailureCodes)
+	run := r.ledger.get(runID)
+	if r.opts.Runs != nil {
+		stored, err := r.opts.Runs.Get(ctx, runID)
+		if err != nil && !errors.Is(err, runstate.ErrNoRun) {
+			r.log.WarnContext(ctx, "the run's failure budget could not be read; the task's failures are written off", "runId", runID, "error", err)
+			return ""
 		}
-		ov := overridesOf(tr.task.Overrides)
-		failed, read := run.RecordsFailed+c.RecordsFailed, run.RecordsRead+c.RecordsRead
-		chunks, planned := run.ObjectsFailed+c.ObjectsFailed, run.TasksPlanned
-		codes := addCodes(run.FailureCodes, res.failures)
-		switch {
-		case ov.MaxFailures.Exceeded(failed, read, leastRecords):
-			return fmt.Sprintf("failure budget spent: %d of the %d records read failed, past maxFailures %s (%s)", failed, read, ov.MaxFailures, commonest(codes))
-		case ov.MaxFailedObjects.Exceeded(chunks, planned, leastChunks):
-			return fmt.Sprintf("failure budget spent: %d of the %d chunks planned could not be read, past maxFailedObjects %s (%s)", chunks, planned, ov.MaxFailedObjects, commonest(codes))
-		}
+		run.Reason = stored.Reason
+		run.Counters = addCounters(stored.Counters, run.Counters)
+		run.FailureCodes = addCodes(stored.FailureCodes, run.FailureCodes)
 	}
-	r.ledger.tally(runID, c, res.failures)
-	res.pending = c
+	if run.Reason != "" {
+		return run.Reason // its failures wait for the fix too
+	}
+	ov := overridesOf(tr.task.Overrides)
+	failed, read := run.RecordsFailed+res.RecordsFailed, run.RecordsRead+res.RecordsRead
+	chunks, planned := run.ObjectsFailed+int64(res.ObjectsFailed), run.TasksPlanned
+	codes := addCodes(run.FailureCodes, res.failures)
+	switch {
+	case ov.MaxFailures.Exceeded(failed, read, leastRecords):
+		return fmt.Sprintf("failure budget spent: %d of the %d records read failed, past maxFailures %s (%s)", failed, read, ov.MaxFailures, commonest(codes))
+	case ov.MaxFailedObjects.Exceeded(chunks, planned, leastChunks):
+		return fmt.Sprintf("failure budget spent: %d of the %d chunks planned could not be read, past maxFailedObjects %s (%s)", chunks, planned, ov.MaxFailedObjects, commonest(codes))
+	}
 	return ""
+}
+
+// pend adds what the task of tr, whose failures are written, did to its
+// run's ledger, until its run's record holds it (see settleTask).
+func (r *Runner) pend(tr *taskRun, res *TaskResult) {
+	if !r.budgets(tr.task) {
+		return
+	}
+	res.pending = runstate.Counters{RecordsRead: res.RecordsRead, RecordsFailed: res.RecordsFailed, ObjectsFailed: int64(res.ObjectsFailed)}
+	res.pendingCodes = res.failures
+	r.ledger.tally(tr.task.RunID, res.pending, res.pendingCodes)
 }
 
 // addCounters returns the sum of the counters the budget reads.
@@ -89,10 +99,13 @@ func addCounters(a, b runstate.Counters) runstate.Counters {
 	return a
 }
 
-// budgets reports whether t's run has a failure budget.
-func budgets(t worktask.Task) bool {
+// budgets reports whether t's run has a failure budget that this runner
+// keeps: a queued run's needs Options.Runs, where its invocations share
+// its counts (as MaxRate's budget does); each invocation alone would see
+// only its own tasks.
+func (r *Runner) budgets(t worktask.Task) bool {
 	ov := overridesOf(t.Overrides)
-	return t.RunID != "" && !(ov.MaxFailures.IsZero() && ov.MaxFailedObjects.IsZero())
+	return t.RunID != "" && !(ov.MaxFailures.IsZero() && ov.MaxFailedObjects.IsZero()) && (r.opts.Runs != nil || r.work == nil)
 }
 
 // stopOverBudget stops tr's run for why, and makes res, the result of a
@@ -102,25 +115,57 @@ func budgets(t worktask.Task) bool {
 // cancel parks a task. It reports nothing the run did not do: its failed
 // records count as cut off.
 func (r *Runner) stopOverBudget(ctx context.Context, tr *taskRun, res *TaskResult, why string) {
-	var ok bool
-	if r.opts.Runs == nil {
-		ok = r.ledger.stop(tr.task.RunID, why)
-	} else {
-		var err error
-		if ok, err = r.opts.Runs.Stop(ctx, tr.task.RunID, why); err != nil {
-			r.log.WarnContext(ctx, "the run could not be stopped", "runId", tr.task.RunID, "reason", why, "error", err)
-		}
-	}
-	if ok {
-		r.log.ErrorContext(ctx, "run stopped", "runId", tr.task.RunID, "reason", why)
-	}
 	tr.unwritten()
+	res.RecordsCutOff += res.RecordsFailed
+	res.RecordsFailed, res.ObjectsFailed, res.BadRecords, res.failures = 0, 0, 0, nil
+	if err := r.stopRun(ctx, tr.task.RunID, why); err != nil {
+		// The task fails, its failures not written: its message comes
+		// back after its visibility timeout, to stop the run then.
+		res.Err = err
+		return
+	}
 	next := tr.task
 	next.ResumeAt = tr.releaseAt()
 	res.Continuation, res.Held = &next, &runstate.StopError{State: runstate.StateCancelled}
-	res.RecordsCutOff += res.RecordsFailed
-	res.RecordsFailed, res.ObjectsFailed, res.BadRecords, res.failures = 0, 0, 0, nil
 	res.StopReason = why
+}
+
+// stopRun stops run runID for why, unless it is stopped (or paused)
+// already, and has this runner's tasks of the run see it before they next
+// start or send.
+func (r *Runner) stopRun(ctx context.Context, runID, why string) error {
+	ok := false
+	if r.opts.Runs == nil {
+		ok = r.ledger.stop(runID, why)
+	} else {
+		var err error
+		if ok, err = r.opts.Runs.Stop(ctx, runID, why); err != nil {
+			return fmt.Errorf("fanout: stop run %s past its failure budget: %w", runID, err)
+		}
+		r.stale(runID)
+	}
+	if ok {
+		r.log.ErrorContext(ctx, "run stopped", "runId", runID, "reason", why)
+	}
+	return nil
+}
+
+// judgeRead stops tr's run as soon as tr's read ends, when the failures
+// the read met (records that cannot be read or mapped, a chunk that
+// cannot be read) take the run past its budget, so that the tasks not
+// started yet are held rather than read. The task itself, and SQS's
+// refusals, are judged as it settles (see overBudget).
+func (r *Runner) judgeRead(ctx context.Context, tr *taskRun) {
+	if tr.held != nil || tr.readErr != nil || tr.res.RecordsFailed == 0 && tr.res.ObjectsFailed == 0 {
+		return
+	}
+	res := tr.res
+	res.failures = failureCodes(tr.fails)
+	if why := r.overBudget(ctx, tr, res); why != "" {
+		if err := r.stopRun(ctx, tr.task.RunID, why); err != nil {
+			r.log.WarnContext(ctx, "the run could not be stopped; its tasks settle it", "runId", tr.task.RunID, "error", err)
+		}
+	}
 }
 
 // failureCodes counts fs's records by failure code.
@@ -175,18 +220,30 @@ func addCodes(a, b map[string]int64) map[string]int64 {
 }
 
 // ledger keeps, in the process, what the failure budget of a run needs
-// when the runner has no run state (Options.Runs): a run sent in one
-// process, as the CLI sends it without a claims table. It is safe for
-// concurrent use.
+// beside the run's record: with Options.Runs, what this process's tasks
+// did that the record does not hold yet (their counters are written as
+// a batch of tasks settles); without, everything, and the stop itself,
+// for a run sent in one process, as the CLI sends it without a claims
+// table. It is safe for concurrent use.
 type ledger struct {
 	mu   sync.Mutex
 	runs map[string]*runstate.Run
 }
 
-// run returns the run's record, made if need be; l.mu is held.
+// run returns the run's record, made if need be; l.mu is held. Past
+// maxPacers runs it forgets those that hold nothing, and then, a warm
+// function having seen that many runs at once, all of them.
 func (l *ledger) run(runID string) *runstate.Run {
-	if l.runs == nil || len(l.runs) >= maxPacers {
+	if l.runs == nil {
 		l.runs = map[string]*runstate.Run{}
+	}
+	if _, ok := l.runs[runID]; !ok && len(l.runs) >= maxPacers {
+		maps.DeleteFunc(l.runs, func(_ string, r *runstate.Run) bool {
+			return r.Reason == "" && r.Counters == (runstate.Counters{}) && len(r.FailureCodes) == 0
+		})
+		if len(l.runs) >= maxPacers {
+			clear(l.runs)
+		}
 	}
 	run, ok := l.runs[runID]
 	if !ok {
@@ -217,15 +274,24 @@ func (l *ledger) tally(runID string, c runstate.Counters, failures map[string]in
 // settled takes out of the run's record what a task added (see
 // TaskResult.pending) once its run's record in the table holds it.
 func (l *ledger) settled(runID string, c runstate.Counters, failures map[string]int64) {
+	if c == (runstate.Counters{}) && len(failures) == 0 {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	run := l.run(runID)
-	run.Counters = addCounters(run.Counters, runstate.Counters{
-		TasksPlanned: -c.TasksPlanned, RecordsRead: -c.RecordsRead, RecordsFailed: -c.RecordsFailed, ObjectsFailed: -c.ObjectsFailed,
-	})
+	run, ok := l.runs[runID]
+	if !ok {
+		return // forgotten (see run): nothing to take out
+	}
+	run.TasksPlanned = max(run.TasksPlanned-c.TasksPlanned, 0)
+	run.RecordsRead = max(run.RecordsRead-c.RecordsRead, 0)
+	run.RecordsFailed = max(run.RecordsFailed-c.RecordsFailed, 0)
+	run.ObjectsFailed = max(run.ObjectsFailed-c.ObjectsFailed, 0)
 	for code, n := range failures {
-		if run.FailureCodes[code] -= n; run.FailureCodes[code] <= 0 {
+		if run.FailureCodes[code] <= n {
 			delete(run.FailureCodes, code)
+		} else {
+			run.FailureCodes[code] -= n
 		}
 	}
 }
@@ -259,4 +325,15 @@ func (l *ledger) stopped(runID string) string {
 		return run.Reason
 	}
 	return ""
+}
+
+// stale makes the tasks of run runID in this runner read its control
+// record before they next start or send (see runstate.Pacer.Stale).
+func (r *Runner) stale(runID string) {
+	r.mu.Lock()
+	p := r.pacers[runID]
+	r.mu.Unlock()
+	if p != nil {
+		p.Stale()
+	}
 }

@@ -44,6 +44,7 @@ func (r *Runner) RunChains(ctx context.Context, tasks []worktask.Task) []TaskRes
 			res.chunksDone += lr.chunksDone
 			res.failures = addCodes(res.failures, lr.failures)
 			res.pending = addCounters(res.pending, lr.pending)
+			res.pendingCodes = addCodes(res.pendingCodes, lr.pendingCodes)
 			res.Continuation, res.Stopped, res.Held = lr.Continuation, lr.Stopped, lr.Held
 			if lr.Err != nil {
 				r.log.WarnContext(ctx, "a chained chunk failed; it is queued to run again on its own", "chunk", links[j].Chunk.URI(), "task", links[j].ID(), "error", lr.Err)

@@ -355,22 +355,6 @@ func (r *Runner) holdHere(ctx context.Context) {
 	}
 }
 
-// addCounters adds c to run runID's counters, when the runner keeps run
-// state. A write that fails is logged: the counters are for watching a run,
-// and the work they count is done either way. Like a claim, they are
-// written after an interrupt too (settleContext), so that status counts
-// what the interrupted run did.
-func (r *Runner) addCounters(ctx context.Context, runID string, c runstate.Counters) {
-	if r.opts.Runs == nil || c == (runstate.Counters{}) {
-		return
-	}
-	ctx, cancel := settleContext(ctx)
-	defer cancel()
-	if err := r.opts.Runs.Add(ctx, runID, c); err != nil {
-		r.log.WarnContext(ctx, "run counters not updated", "runId", runID, "error", err)
-	}
-}
-
 // addPlanned adds what pr planned to its run's counters, once however
 // often the same planning is made again (see runstate.Table.AddOnce and
 // plannedKey): the run started again with its id, a request or a planning
@@ -379,8 +363,8 @@ func (r *Runner) addCounters(ctx context.Context, runID string, c runstate.Count
 // be done before its tasks are.
 func (r *Runner) addPlanned(ctx context.Context, pr *planRun) error {
 	if r.opts.Runs == nil {
-		if !(pr.ov.MaxFailures.IsZero() && pr.ov.MaxFailedObjects.IsZero()) {
-			r.ledger.tally(pr.runID, pr.counters(), nil)
+		if r.work == nil && !(pr.ov.MaxFailures.IsZero() && pr.ov.MaxFailedObjects.IsZero()) {
+			r.ledger.tally(pr.runID, pr.counters(), nil) // its failure budget's
 		}
 		return nil
 	}
@@ -404,14 +388,17 @@ func (r *Runner) settleTask(ctx context.Context, t worktask.Task, res TaskResult
 	if r.opts.Runs == nil || c == (runstate.Counters{}) && len(res.failures) == 0 {
 		return // without Runs, the ledger keeps what the budget needs
 	}
+	// Written after an interrupt too (settleContext), as a claim is, so
+	// that status counts what the interrupted run did. A write that fails
+	// is logged: the counters are for watching a run, and the work they
+	// count is done either way; the ledger keeps it for the run's budget.
 	ctx, cancel := settleContext(ctx)
 	defer cancel()
 	if _, err := r.opts.Runs.Tally(ctx, t.RunID, c, res.failures); err != nil {
 		r.log.WarnContext(ctx, "run counters not updated", "runId", t.RunID, "error", err)
+		return
 	}
-	if res.pending != (runstate.Counters{}) {
-		r.ledger.settled(t.RunID, res.pending, res.failures)
-	}
+	r.ledger.settled(t.RunID, res.pending, res.pendingCodes)
 }
 
 // taskCounters is what a delivery of a task (a chain of them, as

@@ -57,8 +57,10 @@ func (r *Runner) DryRun(ctx context.Context, req Request, o DryRunOptions) (Repo
 	}
 	d.scale(t)
 	r.budgeted(&req.Overrides)
-	if l := req.MaxFailures; l.Exceeded(t.failed, t.records, leastRecords) {
-		d.WouldStop = fmt.Sprintf("%d of the %d records read would fail, past maxFailures %s (%s)", t.failed, t.records, l, commonest(t.codes))
+	if l := req.MaxFailures; l.Exceeded(d.Failed, d.Records, leastRecords) {
+		// The run judges the share as it goes: failures early in the
+		// listing may stop it sooner.
+		d.WouldStop = fmt.Sprintf("%d of its %d records would fail, past maxFailures %s (%s)", d.Failed, d.Records, l, commonest(t.codes))
 	}
 	d.estimate(o, cmp.Or(req.MaxRate.Value(), r.opts.MaxRate))
 	rep.DryRun = d

@@ -130,7 +130,8 @@ type Options struct {
 	TargetMaxBacklog int64
 	// MaxFailures and MaxFailedObjects are the failure budget of a run that
 	// a request starts (Run, Queue) and whose request gives none: past
-	// either, the run stops itself as a cancel stops it (see Budget). The
+	// either, the run stops itself as a cancel stops it (see
+	// DefaultMaxFailures); a queued run's needs Runs. The
 	// zero Limit means DefaultMaxFailures; worktask.LimitOf("off"), none.
 	// A run of notified objects has none unless its overrides give one.
 	MaxFailures, MaxFailedObjects worktask.Limit

@@ -142,7 +142,7 @@ func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 		return res
 	}
 	res.failures = failureCodes(tr.fails)
-	if why := r.overBudget(sendCtx, tr, &res); why != "" {
+	if why := r.overBudget(sendCtx, tr, res); why != "" {
 		r.stopOverBudget(sendCtx, tr, &res, why)
 		return res
 	}
@@ -153,6 +153,7 @@ func (r *Runner) result(ctx context.Context, tr *taskRun) TaskResult {
 		res.Err = err
 		return res
 	}
+	r.pend(tr, &res)
 	if tr.resumeAt >= 0 {
 		next := t
 		next.ResumeAt = tr.resumeAt

@@ -11,6 +11,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
+	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
@@ -115,6 +116,7 @@ func (r *Runner) readLane(work, readCtx context.Context, specs []*taskSpec, lane
 		tr := r.gated(work, readCtx, specs[g], g)
 		if tr == nil {
 			tr = r.read(work, readCtx, specs[g], g, pipe)
+			r.judgeRead(partialbatch.SendContext(work), tr)
 		}
 		readErr, resumes, held := tr.readErr, tr.resumeAt >= 0 || !tr.started, tr.held
 		done <- tr
@@ -147,6 +149,13 @@ func (r *Runner) readLane(work, readCtx context.Context, specs []*taskSpec, lane
 // backlog high), failed (the gate could not be read) or not started (work
 // ended). It returns nil when the read may start.
 func (r *Runner) gated(work, readCtx context.Context, s *taskSpec, group int) *taskRun {
+	if r.ledger.stopped(s.task.RunID) != "" {
+		// Its run spent its failure budget in this process: it is held as
+		// a cancelled run's task is, not started.
+		tr := newTaskRun(s, group)
+		tr.held = &runstate.StopError{State: runstate.StateCancelled}
+		return tr
+	}
 	if s.gate == nil {
 		return nil
 	}

@@ -59,9 +59,11 @@ type TaskResult struct {
 	chunksDone int64
 	// failures counts the records this attempt failed by failure code.
 	failures map[string]int64
-	// pending is what the attempt added to its run's ledger, taken out
-	// once its run's record holds it (see ledger.settled).
-	pending runstate.Counters
+	// pending and pendingCodes are what the attempt added to its run's
+	// ledger, taken out once its run's record holds them (see
+	// ledger.settled).
+	pending      runstate.Counters
+	pendingCodes map[string]int64
 	// Err, when set, means the task must be run again: some of its records
 	// were neither sent nor put on the failure output.
 	Err error
@@ -119,12 +121,6 @@ func (r *Runner) RunTasks(ctx context.Context, tasks []worktask.Task, concurrenc
 // returns nil when t does not run: with the error that fails it, or,
 // when another delivery has done it, none and res marked skipped.
 func (r *Runner) admit(ctx context.Context, index int, t worktask.Task, res *TaskResult) (*taskSpec, error) {
-	if why := r.ledger.stopped(t.RunID); why != "" {
-		// Its run spent its failure budget in this process: it is held as
-		// a cancelled run's task is, not started.
-		res.Continuation, res.Held, res.StopReason = &t, &runstate.StopError{State: runstate.StateCancelled}, why
-		return nil, nil
-	}
 	s, err := r.prepare(ctx, index, t)
 	if err == nil {
 		ov := overridesOf(t.Overrides)

@@ -122,6 +122,14 @@ func (p *Pacer) Wait(ctx context.Context, n int) error {
 	}
 }
 
+// Stale makes the next Wait read the control record again, however
+// recently it was read: this process has just changed it.
+func (p *Pacer) Stale() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.readAt = time.Time{}
+}
+
 // take checks the state, then takes what it can of *left from this
 // second's budget; when some is left, it returns the time to wait for,
 // else the zero time.

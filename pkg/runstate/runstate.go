@@ -84,7 +84,7 @@ type Run struct {
 	// Reason says why the run stopped itself (see Stop); it is empty once
 	// the run is set to any state.
 	Reason string `json:"reason,omitempty"`
-	// Failures counts the run's failed records by failure code (see
+	// FailureCodes counts the run's failed records by failure code (see
 	// Tally).
 	FailureCodes map[string]int64 `json:"failureCodes,omitempty"`
 	Counters

@@ -2,6 +2,7 @@ package worktask
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -68,4 +69,38 @@ func (l *Limit) validate(r settings.Limit) error {
 	}
 	l.value = v
 	return nil
+}
+
+// WithBudget returns body, the message of a task or planning step, with
+// the failure budget maxFailures and maxFailedObjects, each where it is
+// given: a run its budget stopped goes on with a higher one once its
+// parked messages carry it.
+func WithBudget(body string, maxFailures, maxFailedObjects Limit) (string, error) {
+	set := func(ov *Overrides) *Overrides {
+		if ov == nil {
+			ov = &Overrides{}
+		}
+		if !maxFailures.IsZero() {
+			ov.MaxFailures = maxFailures
+		}
+		if !maxFailedObjects.IsZero() {
+			ov.MaxFailedObjects = maxFailedObjects
+		}
+		return ov
+	}
+	t, err := Parse(body)
+	if errors.Is(err, ErrNotTask) {
+		p, err := ParsePlan(body)
+		if err != nil {
+			return "", err
+		}
+		p.Overrides = set(p.Overrides)
+		b, err := json.Marshal(p)
+		return string(b), err
+	}
+	if err != nil {
+		return "", err
+	}
+	t.Overrides = set(t.Overrides)
+	return t.Marshal()
 }
