@@ -113,6 +113,9 @@ func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Cl
 		if fn.RunState && fn.Runner.MaxRate > 0 && fn.Runner.WorkQueueURL != "" {
 			log.Warn(settings.MaxRate.Env + " without " + settings.ClaimsTable.Env + " paces each invocation on its own: the rate of a queued run is this many messages per second per concurrent invocation, not for the whole run")
 		}
+		if fn.RunState && fn.Runner.WorkQueueURL != "" {
+			log.Info("no " + settings.ClaimsTable.Env + ": a queued run has no failure budget (" + settings.MaxFailures.Env + "), since its invocations cannot share its counts; a run sent in one invocation has its own")
+		}
 	} else {
 		store, client, err := claimsStore(ctx, cfg, fn.ClaimsTable, fn.ClaimsTTL)
 		if err != nil {
