@@ -1,12 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -100,14 +97,7 @@ func failureShare(d *fanout.DryRun) string {
 	if d.Failed == 0 || d.Records == 0 {
 		return ""
 	}
-	codes := slices.SortedFunc(maps.Keys(d.FailureCodes), func(a, b string) int {
-		return cmp.Or(cmp.Compare(d.FailureCodes[b], d.FailureCodes[a]), strings.Compare(a, b))
-	})
-	var why []string
-	for _, c := range codes[:min(len(codes), 3)] {
-		why = append(why, fmt.Sprintf("%s %d", c, d.FailureCodes[c]))
-	}
-	return fmt.Sprintf(" (%.0f%% of the records; in the chunks read: %s)", 100*float64(d.Failed)/float64(d.Records), strings.Join(why, ", "))
+	return fmt.Sprintf(" (%.0f%% of the records; in the chunks read: %s)", 100*float64(d.Failed)/float64(d.Records), fanout.FailureCodes(d.FailureCodes, 3))
 }
 
 // dryRunSummary is a dry run's account for a person.

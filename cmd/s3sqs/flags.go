@@ -64,7 +64,13 @@ func (f *cmdFlags) onCheck(flag string, fn func() error) {
 
 // text defines the flag of a text setting, checked when given.
 func (f *cmdFlags) text(row settings.Text, p *string, usage string) {
-	f.checkedText(row.Row, p, usage, func(v string) error { _, err := row.Parse(v); return err })
+	parsedText(f, row, p, usage)
+}
+
+// parsedText defines the flag of setting s written as text into p,
+// checked by s's Parse when given, so that the text goes on as written.
+func parsedText[T any](f *cmdFlags, s settings.Setting[T], p *string, usage string) {
+	f.checkedText(s.Spec(), p, usage, func(v string) error { _, err := s.Parse(v); return err })
 }
 
 // checkedText defines a flag written as text into p, checked by check
@@ -103,13 +109,13 @@ func (f *cmdFlags) count(row settings.Count, p *int, def int, usage string) {
 // default: written as text into p, checked against its range when given,
 // so that the text goes on as written (worktask.SettingOf).
 func (f *cmdFlags) optionalCount(row settings.Count, p *string, usage string) {
-	f.checkedText(row.Row, p, usage, func(v string) error { _, err := row.Parse(v); return err })
+	parsedText(f, row, p, usage)
 }
 
 // limit defines the flag of a failure budget's limit that is not given by
 // default: written as text into p, checked when given.
 func (f *cmdFlags) limit(row settings.Limit, p *string) {
-	f.checkedText(row.Row, p, "", func(v string) error { _, err := row.Parse(v); return err })
+	parsedText(f, row, p, "")
 }
 
 // choice defines the flag of a choice, written as a word (def by default)

@@ -72,9 +72,9 @@ func (r *Runner) overBudget(ctx context.Context, tr *taskRun, res TaskResult) st
 	codes := addCodes(run.FailureCodes, res.failures)
 	switch {
 	case ov.MaxFailures.Exceeded(failed, read, leastRecords):
-		return fmt.Sprintf("failure budget spent: %d of the %d records read failed, past maxFailures %s (%s)", failed, read, ov.MaxFailures, commonest(codes))
+		return fmt.Sprintf("failure budget spent: %d of the %d records read failed, past maxFailures %s (%s)", failed, read, ov.MaxFailures, FailureCodes(codes, 3))
 	case ov.MaxFailedObjects.Exceeded(chunks, planned, leastChunks):
-		return fmt.Sprintf("failure budget spent: %d of the %d chunks planned could not be read, past maxFailedObjects %s (%s)", chunks, planned, ov.MaxFailedObjects, commonest(codes))
+		return fmt.Sprintf("failure budget spent: %d of the %d chunks planned could not be read, past maxFailedObjects %s (%s)", chunks, planned, ov.MaxFailedObjects, FailureCodes(codes, 3))
 	}
 	return ""
 }
@@ -100,12 +100,17 @@ func addCounters(a, b runstate.Counters) runstate.Counters {
 }
 
 // budgets reports whether t's run has a failure budget that this runner
-// keeps: a queued run's needs Options.Runs, where its invocations share
-// its counts (as MaxRate's budget does); each invocation alone would see
-// only its own tasks.
+// keeps (see keepsBudget).
 func (r *Runner) budgets(t worktask.Task) bool {
-	ov := overridesOf(t.Overrides)
-	return t.RunID != "" && !(ov.MaxFailures.IsZero() && ov.MaxFailedObjects.IsZero()) && (r.opts.Runs != nil || r.work == nil)
+	return r.keepsBudget(t.RunID, overridesOf(t.Overrides))
+}
+
+// keepsBudget reports whether run runID, with overrides ov, has a failure
+// budget that this runner keeps: a queued run's needs Options.Runs, where
+// its invocations share its counts (as MaxRate's budget does); each
+// invocation alone would see only its own tasks.
+func (r *Runner) keepsBudget(runID string, ov worktask.Overrides) bool {
+	return runID != "" && !(ov.MaxFailures.IsZero() && ov.MaxFailedObjects.IsZero()) && (r.opts.Runs != nil || r.work == nil)
 }
 
 // stopOverBudget stops tr's run for why, and makes res, the result of a
@@ -180,17 +185,14 @@ func failureCodes(fs []Failure) map[string]int64 {
 	return codes
 }
 
-// FailureCodes writes counts of failed records by failure code, as a
-// run's record keeps them (runstate.Run.FailureCodes), commonest first.
-func FailureCodes(codes map[string]int64) string {
-	return commonestOf(codes, len(codes))
-}
-
-// commonest writes the three commonest codes of codes with their counts.
-func commonest(codes map[string]int64) string { return commonestOf(codes, 3) }
-
-// commonestOf writes the n commonest codes of codes with their counts.
-func commonestOf(codes map[string]int64, n int) string {
+// FailureCodes writes the n commonest codes of counts of failed records by
+// failure code, as a run's record (runstate.Run.FailureCodes) or a dry run
+// (DryRun.FailureCodes) keeps them, with their counts, commonest first;
+// every code when n is 0.
+func FailureCodes(codes map[string]int64, n int) string {
+	if n <= 0 {
+		n = len(codes)
+	}
 	keys := slices.SortedFunc(maps.Keys(codes), func(a, b string) int {
 		return cmp.Or(cmp.Compare(codes[b], codes[a]), strings.Compare(a, b))
 	})

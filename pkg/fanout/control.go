@@ -363,7 +363,7 @@ func (r *Runner) holdHere(ctx context.Context) {
 // be done before its tasks are.
 func (r *Runner) addPlanned(ctx context.Context, pr *planRun) error {
 	if r.opts.Runs == nil {
-		if r.work == nil && !(pr.ov.MaxFailures.IsZero() && pr.ov.MaxFailedObjects.IsZero()) {
+		if r.keepsBudget(pr.runID, pr.ov) {
 			r.ledger.tally(pr.runID, pr.counters(), nil) // its failure budget's
 		}
 		return nil

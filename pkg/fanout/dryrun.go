@@ -60,7 +60,7 @@ func (r *Runner) DryRun(ctx context.Context, req Request, o DryRunOptions) (Repo
 	if l := req.MaxFailures; l.Exceeded(d.Failed, d.Records, leastRecords) {
 		// The run judges the share as it goes: failures early in the
 		// listing may stop it sooner.
-		d.WouldStop = fmt.Sprintf("%d of its %d records would fail, past maxFailures %s (%s)", d.Failed, d.Records, l, commonest(t.codes))
+		d.WouldStop = fmt.Sprintf("%d of its %d records would fail, past maxFailures %s (%s)", d.Failed, d.Records, l, FailureCodes(t.codes, 3))
 	}
 	d.estimate(o, cmp.Or(req.MaxRate.Value(), r.opts.MaxRate))
 	rep.DryRun = d
