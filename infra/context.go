@@ -85,6 +85,12 @@ const (
 	ctxTargetMaxBacklog      = "targetMaxBacklog"
 	ctxMaxFailures           = "maxFailures"
 	ctxMaxFailedObjects      = "maxFailedObjects"
+	ctxModifiedAfter         = "modifiedAfter"
+	ctxModifiedBefore        = "modifiedBefore"
+	ctxMinObjectSize         = "minObjectSize"
+	ctxMaxObjectSize         = "maxObjectSize"
+	ctxStorageClasses        = "storageClasses"
+	ctxKeyRegex              = "keyRegex"
 	ctxReconcileEveryMinutes = "reconcileEveryMinutes"
 	ctxFanoutEnv             = "fanoutEnv"
 	ctxBatchOperations       = "batchOperations"
@@ -230,6 +236,11 @@ func configFromContext(node constructs.Node) (appConfig, error) {
 	fo.TargetMaxBacklog = r.integer(ctxTargetMaxBacklog)
 	fo.MaxFailures = r.str(ctxMaxFailures, "")
 	fo.MaxFailedObjects = r.str(ctxMaxFailedObjects, "")
+	fo.Filters = s3sqscdk.FilterProps{
+		ModifiedAfter: r.str(ctxModifiedAfter, ""), ModifiedBefore: r.str(ctxModifiedBefore, ""),
+		MinObjectSize: r.str(ctxMinObjectSize, ""), MaxObjectSize: r.str(ctxMaxObjectSize, ""),
+		StorageClasses: r.str(ctxStorageClasses, ""), KeyRegex: r.str(ctxKeyRegex, ""),
+	}
 	fo.ReconcileEveryMinutes = r.integer(ctxReconcileEveryMinutes)
 	fo.Environment = r.env(ctxFanoutEnv)
 	fo.BatchOperations = s3sqscdk.BatchOperationsProps{

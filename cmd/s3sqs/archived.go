@@ -9,17 +9,7 @@ import (
 	"sync"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
-
-// writeArchived says how many objects the run left out as archived, if
-// any, and how to send them.
-func writeArchived(stderr io.Writer, st fanout.Stats) {
-	if st.ObjectsArchived > 0 {
-		fmt.Fprintf(stderr, "s3sqs fanout: %d objects (%s) archived (GLACIER, DEEP_ARCHIVE or an archive tier of INTELLIGENT_TIERING) were not read: restore them (-restore-manifest lists them for a restore job), then send them in a new run\n",
-			st.ObjectsArchived, megabytes(st.BytesArchived))
-	}
-}
 
 // restoreManifest writes the objects a run leaves out as archived (see
 // fanout.Options.OnArchived) as an S3 Batch Operations CSV manifest: a

@@ -110,6 +110,9 @@ func dryRunSummary(rep fanout.Report, o fanout.DryRunOptions) string {
 		how = fmt.Sprintf("queued on the work queue in %d SendMessageBatch requests (%d billed)", d.WorkRequests, d.WorkBilledRequests)
 	}
 	fmt.Fprintf(&b, "  dataset:  %d objects, %s, %d chunks, %d tasks, %s\n", d.Objects, megabytes(d.Bytes), d.Chunks, d.Tasks, how)
+	if rep.ObjectsFiltered > 0 {
+		fmt.Fprintf(&b, "  filtered: %d objects, %s, left out by the filters: %s\n", rep.ObjectsFiltered, megabytes(rep.BytesFiltered), filteredBy(rep.FilteredBy))
+	}
 	if rep.ObjectsArchived > 0 {
 		fmt.Fprintf(&b, "  archived: %d objects, %s, not read (GLACIER, DEEP_ARCHIVE or an archive tier): restore them, then send them in a new run\n", rep.ObjectsArchived, megabytes(rep.BytesArchived))
 	}

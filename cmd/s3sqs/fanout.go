@@ -102,6 +102,7 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.StringVar(&req.Suffix, "suffix", "", "keep keys ending with `suffix`")
 	fs.StringVar(&req.Glob, "glob", "", "keep keys matching `pattern` (path.Match)")
 	fs.BoolVar(&req.IncludeHidden, "include-hidden", false, "keep _SUCCESS, _* and .* objects")
+	filterFlags(fs, &req.Filters)
 	fs.BoolVar(&req.Versions, "versions", false, "every version of each key, oldest first, with -mode notification (on a FIFO queue in order, in the key's message group)")
 	fs.BoolVar(&c.allowEmpty, "allow-empty", false, "exit 0 when the dataset holds no object (default: that is an error, as a mistyped -prefix would be)")
 	fs.text(settings.RunID, &req.RunID, "")
@@ -311,7 +312,7 @@ func (c *fanoutCmd) finish(stderr io.Writer, rep fanout.Report, err error, failu
 	if failures != nil && failures.f != nil {
 		fmt.Fprintf(stderr, "s3sqs fanout: failed records are in %s\n", failures.path)
 	}
-	writeArchived(stderr, rep.Stats)
+	writeLeftOut(stderr, rep.Stats)
 	if c.refused(stderr, rep, err) || rep.RecordsFailed > 0 {
 		return 1
 	}
@@ -326,42 +327,10 @@ func (c *fanoutCmd) refused(stderr io.Writer, rep fanout.Report, err error) bool
 		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", c.queueError(err))
 		return true
 	case rep.Objects == 0 && rep.ObjectsArchived == 0 && !c.allowEmpty:
-		fmt.Fprintf(stderr, "s3sqs fanout: %s: nothing to send; check the names, or pass -allow-empty to accept an empty dataset\n", noObject(c.req.Source))
+		fmt.Fprintf(stderr, "s3sqs fanout: %s: nothing to send; check the names, or pass -allow-empty to accept an empty dataset\n", noObject(c.req.Source, rep.Stats))
 		return true
 	}
 	return false
-}
-
-// noObject says which dataset held no object: where it was looked for and
-// the filters that may have kept every key out.
-func noObject(src dataset.Source) string {
-	var where string
-	switch {
-	case src.Manifest != "":
-		where = "the manifest " + src.Manifest + " names no object"
-	case src.Key != "":
-		where = fmt.Sprintf("no object s3://%s/%s", src.Bucket, src.Key)
-	case len(src.Keys) > 0:
-		where = fmt.Sprintf("none of the %d -keys is an object in bucket %s", len(src.Keys), src.Bucket)
-	case src.All:
-		where = "no object in bucket " + src.Bucket
-	default:
-		where = fmt.Sprintf("no object under s3://%s/%s (-bucket %s -prefix %s)", src.Bucket, src.Prefix, src.Bucket, src.Prefix)
-	}
-	var filters []string
-	if src.Suffix != "" {
-		filters = append(filters, fmt.Sprintf("-suffix %q", src.Suffix))
-	}
-	if src.Glob != "" {
-		filters = append(filters, fmt.Sprintf("-glob %q", src.Glob))
-	}
-	if len(filters) > 0 {
-		where += ", filtered by " + strings.Join(filters, ", ")
-	}
-	if (src.Prefix != "" || src.All) && !src.IncludeHidden {
-		where += " (keys whose name starts with _ or . are skipped without -include-hidden)"
-	}
-	return where
 }
 
 // queuedOverrides are the overrides that the tasks of -work-queue-url

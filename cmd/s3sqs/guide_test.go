@@ -50,7 +50,7 @@ func TestFanoutEmptyDataset(t *testing.T) {
 		want string
 	}{
 		{[]string{"-prefix", "nothing-here/"}, 1, "no object under s3://lake/nothing-here/ (-bucket lake -prefix nothing-here/)"},
-		{[]string{"-prefix", "in/", "-suffix", ".csv"}, 1, `no object under s3://lake/in/ (-bucket lake -prefix in/), filtered by -suffix ".csv"`},
+		{[]string{"-prefix", "in/", "-suffix", ".csv"}, 1, "no object under s3://lake/in/ (-bucket lake -prefix in/) that the filters keep: they left out 1 (-suffix 1)"},
 		{[]string{"-prefix", "nothing-here/", "-work-queue-url", work}, 1, "no object under s3://lake/nothing-here/"},
 		{[]string{"-prefix", "nothing-here/", "-allow-empty"}, 0, ""},
 		{[]string{"-prefix", "in/"}, 0, ""},

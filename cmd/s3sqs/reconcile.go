@@ -42,6 +42,7 @@ type reconcileCmd struct {
 	maxAge      string
 	concurrency int
 	pathStyle   bool
+	filters     dataset.Filters
 	opts        reconcile.Options
 }
 
@@ -102,6 +103,7 @@ func newReconcileCmd(stderr io.Writer) *reconcileCmd {
 	fs.StringVar(&c.maxAge, "max-age", "", "skip versions older than this `age` (7d, 36h, or off for all); default the claims' TTL, 7d")
 	fs.IntVar(&c.concurrency, "concurrency", reconcile.DefaultConcurrency, "GetItems in flight at once")
 	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
+	filterFlags(fs, &c.filters)
 	return c
 }
 
@@ -137,6 +139,8 @@ func (c *reconcileCmd) parse(args []string, bad func(string, ...any) int) (int, 
 		return bad("-notification-format: %v", err), false
 	case c.concurrency <= 0:
 		return bad("-concurrency: %d is not a positive count", c.concurrency), false
+	case c.filters.Validate() != nil:
+		return bad("%v", c.filters.Validate()), false
 	}
 	if c.manifest != "" {
 		b, _, err := dataset.ParseS3URI(c.manifest)
@@ -145,7 +149,7 @@ func (c *reconcileCmd) parse(args []string, bad func(string, ...any) int) (int, 
 		}
 		c.bucket = b
 	}
-	c.opts = reconcile.Options{Bucket: c.bucket, Prefix: c.prefix, Manifest: c.manifest, Format: f, Concurrency: c.concurrency, RunID: fanout.NewRunID()}
+	c.opts = reconcile.Options{Bucket: c.bucket, Prefix: c.prefix, Manifest: c.manifest, Format: f, Concurrency: c.concurrency, RunID: fanout.NewRunID(), Filters: c.filters}
 	if c.maxAge != "" {
 		age, err := settings.MaxFileAge.Parse(c.maxAge)
 		if err != nil {

@@ -279,6 +279,9 @@ func writeStatus(w io.Writer, v runView) {
 	fmt.Fprintf(w, "  records    %d read, %d sent, %d failed, %d offloaded (%d messages in %d requests)\n",
 		v.RecordsRead, v.RecordsSent, v.RecordsFailed, v.RecordsOffloaded, v.Messages, v.Requests)
 	fmt.Fprintf(w, "  bytes      %s read of %s planned (%s), %d objects\n", megabytes(v.BytesRead), megabytes(v.BytesPlanned), percent(v.BytesRead, v.BytesPlanned), v.Objects)
+	if v.ObjectsFiltered > 0 {
+		fmt.Fprintf(w, "  filtered   %d objects, %s, left out by the filters: %s\n", v.ObjectsFiltered, megabytes(v.BytesFiltered), filteredBy(v.FilteredBy))
+	}
 	if v.ObjectsArchived > 0 {
 		fmt.Fprintf(w, "  archived   %d objects, %s, left out when planned (not read; restored, a new run sends them)\n", v.ObjectsArchived, megabytes(v.BytesArchived))
 	}

@@ -66,6 +66,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	o.MaxRate = lambdaenv.Get(env, s.MaxRate)
 	o.TargetMaxBacklog = lambdaenv.Get(env, s.TargetMaxBacklog)
 	o.MaxFailures, o.MaxFailedObjects = limit(env, s.MaxFailures), limit(env, s.MaxFailedObjects)
+	o.Filters = filters(env)
 	o.InlineMaxBytes = lambdaenv.Get(env, s.InlineMaxBytes)
 	o.ChunkConcurrency = env.Int(s.ChunkConcurrency)
 	h := &c.handler
@@ -103,4 +104,27 @@ func (c config) queueVariable(role string) string {
 func limit(env *lambdaenv.Reader, row s.Limit) worktask.Limit {
 	lambdaenv.Get(env, row)
 	return worktask.LimitOf(env.String(row.Env))
+}
+
+// filters reads the object filters of requests that give none of their
+// own, checked as a request's are, each error naming its variables.
+func filters(env *lambdaenv.Reader) dataset.Filters {
+	f := dataset.Filters{
+		ModifiedAfter:  lambdaenv.Get(env, s.ModifiedAfter),
+		ModifiedBefore: lambdaenv.Get(env, s.ModifiedBefore),
+		MinSize:        lambdaenv.Get(env, s.MinObjectSize),
+		MaxSize:        lambdaenv.Get(env, s.MaxObjectSize),
+		StorageClasses: lambdaenv.Get(env, s.StorageClasses),
+		KeyRegex:       lambdaenv.Get(env, s.KeyRegex),
+	}
+	for names, part := range map[string]dataset.Filters{
+		s.StorageClasses.Env: {StorageClasses: f.StorageClasses},
+		s.MinObjectSize.Env + " and " + s.MaxObjectSize.Env:  {MinSize: f.MinSize, MaxSize: f.MaxSize},
+		s.ModifiedAfter.Env + " and " + s.ModifiedBefore.Env: {ModifiedAfter: f.ModifiedAfter, ModifiedBefore: f.ModifiedBefore},
+	} {
+		if err := part.Validate(); err != nil {
+			env.Bad(names, "%v", err)
+		}
+	}
+	return f
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,24 @@ func TestLoadConfig(t *testing.T) {
 			t.Errorf("config: %+v", c)
 		}
 	})
+	t.Run("filters", func(t *testing.T) {
+		c, err := loadConfig(env(settings.TargetQueueURL.Env, "https://sqs.eu-west-1.amazonaws.com/111122223333/q",
+			settings.ModifiedAfter.Env, "2024-01-31", settings.ModifiedBefore.Env, "2024-02-01T10:00:00+02:00", settings.MinObjectSize.Env, "1KiB",
+			settings.MaxObjectSize.Env, "1GiB", settings.StorageClasses.Env, "STANDARD, GLACIER_IR", settings.KeyRegex.Env, `\.parquet$`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := c.runner.Filters
+		if !f.ModifiedAfter.Equal(time.Date(2024, 1, 31, 0, 0, 0, 0, time.UTC)) || !f.ModifiedBefore.Equal(time.Date(2024, 2, 1, 8, 0, 0, 0, time.UTC)) ||
+			f.MinSize != 1<<10 || f.MaxSize != 1<<30 || !slices.Equal(f.StorageClasses, []string{"STANDARD", "GLACIER_IR"}) || f.KeyRegex != `\.parquet$` {
+			t.Errorf("filters: %+v", f)
+		}
+		_, err = loadConfig(env(settings.TargetQueueURL.Env, "https://sqs.eu-west-1.amazonaws.com/111122223333/q",
+			settings.MinObjectSize.Env, "2MiB", settings.MaxObjectSize.Env, "1MiB"))
+		if err == nil || !strings.Contains(err.Error(), "MIN_OBJECT_SIZE and MAX_OBJECT_SIZE: dataset: minSize 2097152 is above maxSize 1048576") {
+			t.Errorf("bounds the wrong way round: %v", err)
+		}
+	})
 	// Values a user may well write by mistake: each is refused with the
 	// variable's name and words that say what is allowed.
 	for _, tc := range []struct{ name, value, want string }{
@@ -69,6 +88,11 @@ func TestLoadConfig(t *testing.T) {
 		{settings.ClaimsTable.Env, "arn:aws:dynamodb:us-east-1:111122223333:table/claims", "is not a DynamoDB table name"},
 		{settings.Tracing.Env, "xray", `"xray" is not off, otlp or stdout`},
 		{"OFFLOAD", "sometimes", `"sometimes" is not large or always`},
+		{settings.StorageClasses.Env, "standard", `"standard" is not an S3 storage class`},
+		{settings.StorageClasses.Env, "STANDARD,", "has an empty name"},
+		{settings.KeyRegex.Env, "a(", "missing closing )"},
+		{settings.ModifiedAfter.Env, "yesterday", "is not a time such as 2024-01-31T12:00:00Z (RFC 3339) or a date"},
+		{settings.MinObjectSize.Env, "1 MB", "is not a size such as 1MiB"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			kv := []string{tc.name, tc.value}

@@ -466,7 +466,7 @@ func TestPacingAndControl(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		fanout  s3sqscdk.FanoutProps
-		wantEnv map[string]any // MAX_RATE and TARGET_MAX_BACKLOG; absent when not listed
+		wantEnv map[string]any // MAX_RATE, TARGET_MAX_BACKLOG and the filters; absent when not listed
 	}{
 		{name: "unset, new target"},
 		{name: "unset, existing target", fanout: s3sqscdk.FanoutProps{TargetQueueARN: target}},
@@ -475,12 +475,16 @@ func TestPacingAndControl(t *testing.T) {
 		{name: "both, existing target", fanout: s3sqscdk.FanoutProps{TargetQueueARN: target, MaxRate: 1, TargetMaxBacklog: 1},
 			wantEnv: map[string]any{"MAX_RATE": "1", "TARGET_MAX_BACKLOG": "1"}},
 		{name: "rate only", fanout: s3sqscdk.FanoutProps{MaxRate: 10_000_000}, wantEnv: map[string]any{"MAX_RATE": "10000000"}},
+		{name: "object filters", fanout: s3sqscdk.FanoutProps{Filters: s3sqscdk.FilterProps{ModifiedAfter: "2024-01-01", ModifiedBefore: "2025-01-01T00:00:00Z",
+			MinObjectSize: "1KiB", MaxObjectSize: "5GiB", StorageClasses: "STANDARD,GLACIER_IR", KeyRegex: `\.parquet$`}},
+			wantEnv: map[string]any{"MODIFIED_AFTER": "2024-01-01", "MODIFIED_BEFORE": "2025-01-01T00:00:00Z", "MIN_OBJECT_SIZE": "1KiB",
+				"MAX_OBJECT_SIZE": "5GiB", "STORAGE_CLASSES": "STANDARD,GLACIER_IR", "KEY_REGEX": `\.parquet$`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := synth(t, s3sqscdk.Props{Fanout: tc.fanout})
 			vars := prop(f.res(t, f.id(f.s.FanoutFunction)).Properties, "Environment", "Variables").(map[string]any)
 			got := map[string]any{}
-			for _, k := range []string{"MAX_RATE", "TARGET_MAX_BACKLOG"} {
+			for _, k := range []string{"MAX_RATE", "TARGET_MAX_BACKLOG", "MODIFIED_AFTER", "MODIFIED_BEFORE", "MIN_OBJECT_SIZE", "MAX_OBJECT_SIZE", "STORAGE_CLASSES", "KEY_REGEX"} {
 				if v, ok := vars[k]; ok {
 					got[k] = v
 				}
@@ -820,6 +824,12 @@ func TestPropsErrors(t *testing.T) {
 			[]string{"Fanout.Environment", "MAX_RATE", "TARGET_MAX_BACKLOG"}},
 		{"pacing out of range", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{MaxRate: 10_000_001, TargetMaxBacklog: -1}},
 			[]string{"Fanout.MaxRate: 10000001 is not from 1 to 10000000", "Fanout.TargetMaxBacklog: -1 is not from 1 to 1000000000"}},
+		{"bad object filters", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{Filters: s3sqscdk.FilterProps{
+			ModifiedAfter: "yesterday", MinObjectSize: "1 MB", StorageClasses: "standard", KeyRegex: "a("}}},
+			[]string{`Fanout.Filters.ModifiedAfter: "yesterday" is not an RFC 3339 time`, `Fanout.Filters.MinObjectSize: "1 MB" is not a size`,
+				`Fanout.Filters.StorageClasses: "standard"`, "Fanout.Filters.KeyRegex: error parsing regexp"}},
+		{"filter variables are the props'", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{Environment: map[string]string{"KEY_REGEX": "x"}}},
+			[]string{"Fanout.Environment", "KEY_REGEX"}},
 		{"own key for topic and queues", s3sqscdk.Props{Encryption: s3sqscdk.EncryptionKMS, EncryptionKey: ownKey}, []string{"EncryptionKey"}},
 		{"target in another region", s3sqscdk.Props{Fanout: s3sqscdk.FanoutProps{TargetQueueARN: "arn:aws:sqs:us-east-1:444455556666:q"}}, []string{"us-east-1", "eu-west-1"}},
 		{"pollers out of range", s3sqscdk.Props{

@@ -1,6 +1,7 @@
 package s3sqscdk
 
 import (
+	"maps"
 	"strings"
 	"time"
 
@@ -53,6 +54,7 @@ func (s *S3SQS) buildFanout() {
 	if fo.MaxFailedObjects != "" {
 		own["MAX_FAILED_OBJECTS"] = fo.MaxFailedObjects
 	}
+	maps.Copy(own, fo.Filters.env())
 	s.p.Read.env(own)
 	grantClaims := s.useClaims(own)
 	grantOffload := s.useOffload(own)

@@ -402,6 +402,9 @@ type FanoutProps struct {
 	// MaxFailedObjects sets MAX_FAILED_OBJECTS, the same for chunks of
 	// objects that cannot be read. Default unset (10%).
 	MaxFailedObjects string
+	// Filters sets the object filters of the requests that give none of
+	// their own. Default unset: every object is kept.
+	Filters FilterProps
 	// ReconcileEveryMinutes, one of ReconcileIntervals, runs a reconcile
 	// of the source bucket (under Ingest.KeyPrefix) that often, from an
 	// EventBridge Scheduler schedule: fanout compares the object versions
@@ -631,6 +634,9 @@ func resolve(p *Props) (resolved, error) {
 				bad("Fanout.%s: %q is not a count, a share such as 10%%, or off", name, v)
 			}
 		}
+		for _, err := range fo.Filters.check() {
+			bad("Fanout.Filters.%v", err)
+		}
 		switch fo.Mode {
 		case "", "record", "chunk", "notification":
 		default:
@@ -669,13 +675,74 @@ var (
 	ingestReservedEnv = []string{"OUTPUT_QUEUE_URL", "FORMAT", "KEY_PREFIX", "KEY_SUFFIX", "HANDOFF_BYTES", "FANOUT_WORK_QUEUE_URL", "CLAIMS_TABLE", "CLAIMS_TTL", "OFFLOAD_S3_URI", "OFFLOAD", "TRACING"}
 	fanoutReservedEnv = []string{"TARGET_QUEUE_URL", "TARGET_QUEUE_NAME", "TARGET_QUEUE_OWNER_ACCOUNT_ID", "TARGET_MAX_MESSAGE_SIZE",
 		"WORK_QUEUE_URL", "FAILURE_QUEUE_URL", "FAILURE_S3_URI", "FORMAT", "MODE", "NOTIFICATION_FORMAT", "CHUNK_SIZE", "MAX_IN_FLIGHT", "FAIL_ON_ERROR", "MAX_RATE", "TARGET_MAX_BACKLOG", "CLAIMS_TABLE", "CLAIMS_TTL",
-		"OFFLOAD_S3_URI", "OFFLOAD", "TRACING", "REPORT_S3_URI"}
+		"OFFLOAD_S3_URI", "OFFLOAD", "TRACING", "REPORT_S3_URI", "MAX_FAILURES", "MAX_FAILED_OBJECTS",
+		"MODIFIED_AFTER", "MODIFIED_BEFORE", "MIN_OBJECT_SIZE", "MAX_OBJECT_SIZE", "STORAGE_CLASSES", "KEY_REGEX"}
 	offloadPrefix = regexp.MustCompile(`^[A-Za-z0-9./_-]{1,895}$`)
 	reportPrefix  = regexp.MustCompile(`^[^/*?][^*?]*/$`)
 	// failureLimit is MAX_FAILURES' form, as template.yaml's pattern:
 	// the function checks the share's range.
 	failureLimit = regexp.MustCompile(`^(off|[0-9]{1,18}|[0-9]{1,3}(\.[0-9]{1,6})?%)$`)
+	// objectSize and storageClasses are the forms of MIN_OBJECT_SIZE and
+	// STORAGE_CLASSES, as template.yaml's patterns: the function checks
+	// each class's name.
+	objectSize     = regexp.MustCompile(`^[0-9]+(B|KiB|MiB|GiB)?$`)
+	storageClasses = regexp.MustCompile(`^[A-Z_]+(,[A-Z_]+)*$`)
 )
+
+// FilterProps are fanout's object filters (docs/backfills.md, "Object
+// filters"); a request's own filters win, filter by filter. The zero value
+// keeps every object.
+type FilterProps struct {
+	// ModifiedAfter and ModifiedBefore set MODIFIED_AFTER and
+	// MODIFIED_BEFORE: RFC 3339 times ("2024-01-31T12:00:00Z") or dates
+	// ("2024-01-31").
+	ModifiedAfter, ModifiedBefore string
+	// MinObjectSize and MaxObjectSize set MIN_OBJECT_SIZE and
+	// MAX_OBJECT_SIZE, such as 1MiB.
+	MinObjectSize, MaxObjectSize string
+	// StorageClasses sets STORAGE_CLASSES: S3's names, comma-separated
+	// ("STANDARD,INTELLIGENT_TIERING").
+	StorageClasses string
+	// KeyRegex sets KEY_REGEX, a regular expression in RE2 syntax.
+	KeyRegex string
+}
+
+// env returns the variables f sets.
+func (f FilterProps) env() map[string]string {
+	env := map[string]string{}
+	for name, v := range map[string]string{"MODIFIED_AFTER": f.ModifiedAfter, "MODIFIED_BEFORE": f.ModifiedBefore, "MIN_OBJECT_SIZE": f.MinObjectSize,
+		"MAX_OBJECT_SIZE": f.MaxObjectSize, "STORAGE_CLASSES": f.StorageClasses, "KEY_REGEX": f.KeyRegex} {
+		if v != "" {
+			env[name] = v
+		}
+	}
+	return env
+}
+
+// check returns what the function would refuse of f at init, each error
+// starting with the field's name.
+func (f FilterProps) check() []error {
+	var errs []error
+	for name, v := range map[string]string{"ModifiedAfter": f.ModifiedAfter, "ModifiedBefore": f.ModifiedBefore} {
+		if _, err := time.Parse(time.RFC3339, v); v != "" && err != nil {
+			if _, err := time.Parse(time.DateOnly, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not an RFC 3339 time or a date such as 2024-01-31", name, v))
+			}
+		}
+	}
+	for name, v := range map[string]string{"MinObjectSize": f.MinObjectSize, "MaxObjectSize": f.MaxObjectSize} {
+		if v != "" && !objectSize.MatchString(v) {
+			errs = append(errs, fmt.Errorf("%s: %q is not a size such as 1MiB", name, v))
+		}
+	}
+	if v := f.StorageClasses; v != "" && !storageClasses.MatchString(v) {
+		errs = append(errs, fmt.Errorf("StorageClasses: %q is not a list of storage classes such as STANDARD,GLACIER_IR", v))
+	}
+	if _, err := regexp.Compile(f.KeyRegex); err != nil {
+		errs = append(errs, fmt.Errorf("KeyRegex: %w", err))
+	}
+	return errs
+}
 
 // validTTL reports whether s is a CLAIMS_TTL the functions accept (their
 // settings.TTL): a whole number of days from 1d to 100000d, or a positive

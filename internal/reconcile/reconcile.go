@@ -85,6 +85,9 @@ type Options struct {
 	KeyMarker, VersionIDMarker string
 	// Now returns the time; nil means time.Now.
 	Now func() time.Time
+	// Filters leave versions out of the comparison, as they leave objects
+	// out of a fanout run (Report.FilteredBy counts them).
+	Filters dataset.Filters
 }
 
 // Report is what Run found and did.
@@ -107,6 +110,11 @@ type Report struct {
 	SkippedTooOld int `json:"skippedTooOld"`
 	// SkippedDeleteMarkers counts the delete markers listed.
 	SkippedDeleteMarkers int `json:"skippedDeleteMarkers"`
+	// Filtered counts the versions seen that Options.Filters (and, in a
+	// manifest, the rule of hidden keys) left out, not compared, and
+	// FilteredBy them by filter (see dataset.Filter.Key).
+	Filtered   int            `json:"filtered,omitempty"`
+	FilteredBy map[string]int `json:"filteredBy,omitempty"`
 	// Failed counts the versions whose marker could not be read or whose
 	// notification could not be sent.
 	Failed int `json:"failed"`
@@ -165,11 +173,14 @@ func Run(ctx context.Context, s3c ListAPI, ingested Ingested, o Options) (Report
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
 	}
-	c := &comparison{
+	f, err := o.source().Filter()
+	if err != nil {
+		return Report{}, fmt.Errorf("reconcile: %w", err)
+	}
+	c := &comparison{filter: f,
 		ctx: ctx, o: o, ingested: ingested, sem: make(chan struct{}, o.Concurrency), missing: map[int]Object{},
 		rep: Report{Bucket: o.Bucket, Prefix: o.Prefix, Manifest: o.Manifest, MaxAge: max(o.MaxAge, 0).String(), DryRun: o.SendTo == nil, Objects: []Object{}},
 	}
-	var err error
 	if o.Manifest != "" {
 		err = c.listManifest(s3c)
 	} else {
@@ -220,10 +231,21 @@ func (c *comparison) flush() error {
 	return nil
 }
 
+// source is the dataset o names, with its filters. A manifest is read as
+// fanout reads it, hidden keys left out; every version under a prefix is
+// compared, since s3ingest ingests every key it is told of.
+func (o Options) source() dataset.Source {
+	if o.Manifest != "" {
+		return dataset.Source{Manifest: o.Manifest, Filters: o.Filters}
+	}
+	return dataset.Source{Bucket: o.Bucket, Prefix: o.Prefix, IncludeHidden: true, Filters: o.Filters}
+}
+
 // comparison is one Run's listing and the lookups it started.
 type comparison struct {
 	ctx      context.Context
 	o        Options
+	filter   *dataset.Filter
 	ingested Ingested
 	sem      chan struct{}
 	wg       sync.WaitGroup
@@ -265,10 +287,16 @@ func (c *comparison) list(s3c ListAPI) error {
 				c.rep.SkippedTooOld++
 			}
 			c.mu.Unlock()
+			o := dataset.ListedVersion(c.o.Bucket, v)
+			if by := cmp.Or(c.filter.Key(o.Key), c.filter.Object(o, lm)); by != "" && !tooOld {
+				c.mu.Lock()
+				c.rep.filtered(by)
+				c.mu.Unlock()
+				continue
+			}
 			if tooOld {
 				continue
 			}
-			o := dataset.ListedVersion(c.o.Bucket, v)
 			c.check(Object{Key: o.Key, VersionID: o.VersionID, ETag: o.ETag, Size: o.Size, LastModified: lm.UTC()})
 		}
 		if !aws.ToBool(page.IsTruncated) {
@@ -285,13 +313,23 @@ func (c *comparison) list(s3c ListAPI) error {
 // (pkg/dataset: an Inventory report's delete markers are left out), and
 // looks each one up.
 func (c *comparison) listManifest(s3c ListAPI) error {
-	for obj, err := range dataset.Objects(c.ctx, s3c, dataset.Source{Manifest: c.o.Manifest}) {
-		if err != nil {
+	for l, err := range dataset.List(c.ctx, s3c, c.o.source(), dataset.Cursor{}, dataset.ListOptions{}) {
+		if err = cmp.Or(err, l.Err); err != nil {
 			return fmt.Errorf("reconcile: %w", err)
 		}
 		c.mu.Lock()
-		c.rep.Seen++
+		for _, f := range l.Filtered {
+			c.rep.Seen++
+			c.rep.filtered(f.By)
+		}
+		if !l.Mark() {
+			c.rep.Seen++
+		}
 		c.mu.Unlock()
+		if l.Mark() {
+			continue
+		}
+		obj := l.Object
 		c.check(Object{Bucket: obj.Bucket, Key: obj.Key, VersionID: obj.VersionID, ETag: obj.ETag, Size: obj.Size})
 		if (c.n-c.flushed)%maxListed == 0 {
 			if err := c.flush(); err != nil {
@@ -329,6 +367,15 @@ func (c *comparison) check(obj Object) {
 			c.missing[i] = obj
 		}
 	}()
+}
+
+// filtered counts a version that filter by left out.
+func (r *Report) filtered(by string) {
+	r.Filtered++
+	if r.FilteredBy == nil {
+		r.FilteredBy = map[string]int{}
+	}
+	r.FilteredBy[by]++
 }
 
 // fail counts a failed version and keeps the first few errors.
@@ -388,4 +435,6 @@ type Request struct {
 	// nextVersionIdMarker.
 	KeyMarker       string `json:"keyMarker,omitempty"`
 	VersionIDMarker string `json:"versionIdMarker,omitempty"`
+	// Filters are as Options.Filters.
+	dataset.Filters
 }

@@ -97,6 +97,25 @@ func TestRunVersions(t *testing.T) {
 		t.Errorf("no window: %+v, %v; want 3 missing, none skipped", rep, err)
 	}
 
+	// Filters leave versions out of the comparison, counted by filter: a
+	// prefix's by their keys, a manifest's by the size HeadObject gives.
+	rep, err = reconcile.Run(ctx, s3c, failing{table, claims.ObjectKey(bucket, "p/bad", bad)},
+		reconcile.Options{Bucket: bucket, Prefix: "p/", Filters: dataset.Filters{KeyRegex: "a$"}})
+	if err != nil || rep.Seen != 4 || rep.Filtered != 2 || rep.FilteredBy["keyRegex"] != 2 || rep.Missing != 1 || rep.Failed != 0 || rep.Ingested != 1 {
+		t.Errorf("keyRegex a$: %+v, %v; want p/gone and p/bad left out, v2 of p/a missing", rep, err)
+	}
+	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("m.csv"),
+		Body: strings.NewReader(bucket + ",p/a\n" + bucket + ",p/bad\n")}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = reconcile.Run(ctx, s3c, table, reconcile.Options{Bucket: bucket, Manifest: "s3://" + bucket + "/m.csv", MaxAge: -1, Filters: dataset.Filters{MinSize: 3}})
+	if err != nil || rep.Seen != 2 || rep.Filtered != 2 || rep.FilteredBy["minSize"] != 2 || rep.Missing != 0 {
+		t.Errorf("manifest, minSize 3: %+v, %v; want both objects (2 bytes) left out", rep, err)
+	}
+	if _, err := reconcile.Run(ctx, s3c, table, reconcile.Options{Bucket: bucket, Prefix: "p/", Filters: dataset.Filters{StorageClasses: []string{"glacier"}}}); err == nil || !strings.Contains(err.Error(), "not an S3 storage class") {
+		t.Errorf("a bad filter: %v; want it refused", err)
+	}
+
 	if _, err := reconcile.Run(ctx, s3c, table, reconcile.Options{Bucket: bucket + "-none"}); err == nil || !strings.Contains(err.Error(), "list versions") {
 		t.Errorf("a missing bucket: %v; want the listing's error", err)
 	}

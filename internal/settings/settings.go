@@ -315,3 +315,40 @@ func (l Limit) Parse(v string) (LimitValue, error) {
 	}
 	return LimitValue{On: true, Count: n}, nil
 }
+
+// Time is an instant: RFC 3339 ("2024-01-31T12:00:00Z", with an offset
+// or not UTC), or a date ("2024-01-31"), which is its midnight UTC.
+type Time struct{ Row }
+
+// Spec returns the row.
+func (t Time) Spec() Row { return t.Row }
+
+// Parse reads an RFC 3339 time or a date.
+func (t Time) Parse(v string) (time.Time, error) {
+	s := strings.TrimSpace(v)
+	if at, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return at, nil
+	}
+	if at, err := time.Parse(time.DateOnly, s); err == nil {
+		return at, nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time such as 2024-01-31T12:00:00Z (RFC 3339) or a date such as 2024-01-31", v)
+}
+
+// List is a comma-separated list of names, each taken as written once
+// spaces around it are removed; an empty name is refused.
+type List struct{ Row }
+
+// Spec returns the row.
+func (l List) Spec() Row { return l.Row }
+
+// Parse splits v at its commas.
+func (l List) Parse(v string) ([]string, error) {
+	names := strings.Split(v, ",")
+	for i, n := range names {
+		if names[i] = strings.TrimSpace(n); names[i] == "" {
+			return nil, fmt.Errorf("%q has an empty name: give names separated by commas", v)
+		}
+	}
+	return names, nil
+}

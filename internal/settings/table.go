@@ -74,6 +74,16 @@ var (
 	RunID = Text{Row{"", "", "run-id", "runId", "name the run (default: a new id)"}, CheckRunID}
 )
 
+// The object filters of a listing: a request's own win, filter by filter.
+var (
+	ModifiedAfter  = Time{Row{"MODIFIED_AFTER", Fanout, "modified-after", "modifiedAfter", "keep objects last modified at or after this `time` (RFC 3339, or a date: 2024-01-31)"}}
+	ModifiedBefore = Time{Row{"MODIFIED_BEFORE", Fanout, "modified-before", "modifiedBefore", "keep objects last modified before this `time` (RFC 3339, or a date: 2024-01-31)"}}
+	MinObjectSize  = Size{Row{"MIN_OBJECT_SIZE", Fanout, "min-size", "minSize", "keep objects of at least this `size`"}, 0, 1 << 62, "1MiB", "is not a size of 0 or more"}
+	MaxObjectSize  = Size{Row{"MAX_OBJECT_SIZE", Fanout, "max-size", "maxSize", "keep objects of at most this `size` (0: no bound)"}, 0, 1 << 62, "1GiB", "is not a size of 0 or more"}
+	StorageClasses = List{Row{"STORAGE_CLASSES", Fanout, "storage-classes", "storageClasses", "keep objects in these comma-separated storage `classes`, as S3 names them (STANDARD,INTELLIGENT_TIERING)"}}
+	KeyRegex       = Text{Row{"KEY_REGEX", Fanout, "key-regex", "keyRegex", "keep keys in which this regular `expression` (RE2 syntax) finds a match; anchor it with ^ and $"}, checkRegex}
+)
+
 // How the functions consume their queues and start.
 var (
 	FailOnError      = Bool{Row{"FAIL_ON_ERROR", Both, "", "", "fail the invocation when any record failed"}}
@@ -107,6 +117,7 @@ func Rows() []Row {
 		ChunkConcurrency.Row, ReadConcurrency.Row, InlineMaxBytes.Row, HandoffBytes.Row,
 		BodyField.Row, AttributesField.Row, GroupIDField.Row, DedupIDField.Row, GroupIDPartition.Row,
 		ReplaceInvalidCharacters.Row, PartitionColumns.Row, FileMetadata.Row, OnBadRecord.Row, RunID.Row,
+		ModifiedAfter.Row, ModifiedBefore.Row, MinObjectSize.Row, MaxObjectSize.Row, StorageClasses.Row, KeyRegex.Row,
 		FailOnError.Row, SkipGroupOnError.Row, DeadlineMargin.Row, Tracing.Row, S3PathStyle.Row,
 		EventTypes.Row, IgnoreDeletions.Row, KeyPrefix.Row, KeySuffix.Row, MaxFileAge.Row,
 		DedupByFileName.Row, SortByTime.Row, EventBridgeKeysRaw.Row,
@@ -120,6 +131,11 @@ func CheckS3URI(s string) error {
 		return fmt.Errorf("%q is not an s3://bucket/prefix URI", s)
 	}
 	return nil
+}
+
+func checkRegex(s string) error {
+	_, err := regexp.Compile(s)
+	return err
 }
 
 // tableName is what DynamoDB accepts as a table name.

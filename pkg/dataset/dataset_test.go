@@ -390,7 +390,8 @@ func TestListResumes(t *testing.T) {
 
 	t.Run("marks move the cursor past keys left out", func(t *testing.T) {
 		// A page of keys a source leaves out, then one it keeps: a step
-		// that ends after the first page still moves its cursor on.
+		// that ends after the first page still moves its cursor on, and
+		// each key left out is counted by its filter.
 		hb := newBucket(t, c, "steps-hidden")
 		for i := range 1100 {
 			put(t, c, hb, fmt.Sprintf("p/_tmp-%04d.jsonl", i), nil)
@@ -403,10 +404,14 @@ func TestListResumes(t *testing.T) {
 			}
 			got = append(got, l)
 		}
-		// Pages of 1000: the first is all hidden keys; the second ends
-		// with the one kept.
-		if len(got) != 2 || !got[0].Mark() || got[0].Next.After != "p/_tmp-0999.jsonl" || got[1].Key != "p/z.jsonl" {
-			t.Errorf("listing %+v: want a mark at the end of the page of hidden keys, then p/z.jsonl", got)
+		if len(got) != 1101 || got[1100].Key != "p/z.jsonl" {
+			t.Fatalf("listing of %d: want a mark for each of the 1100 hidden keys, then p/z.jsonl", len(got))
+		}
+		for i, l := range got[:1100] {
+			key := fmt.Sprintf("p/_tmp-%04d.jsonl", i)
+			if !l.Mark() || l.Next.After != key || len(l.Filtered) != 1 || l.Filtered[0].Key != key || l.Filtered[0].By != dataset.FilterHidden {
+				t.Fatalf("listing[%d] = %+v: want the mark of %s, left out as hidden", i, l, key)
+			}
 		}
 		var keys []string
 		for o, err := range dataset.Objects(t.Context(), c, dataset.Source{Bucket: hb, Prefix: "p/"}) {
@@ -426,14 +431,14 @@ func TestListResumes(t *testing.T) {
 		marks := 0
 		var last dataset.Cursor
 		for l, err := range dataset.List(t.Context(), c, dataset.Source{Manifest: "s3://steps-manifests/hidden.csv"}, dataset.Cursor{}, dataset.ListOptions{}) {
-			if err != nil || !l.Mark() {
+			if err != nil || !l.Mark() || len(l.Filtered) != 1 || l.Filtered[0].By != dataset.FilterHidden {
 				t.Fatalf("manifest of keys left out: %+v %v", l, err)
 			}
 			marks++
 			last = l.Next
 		}
-		if marks != 2 || last.Offset <= 0 {
-			t.Errorf("%d marks, last at %+v; want 2 (every 1000 rows left out)", marks, last)
+		if marks != 2500 || last.Offset != int64(batch.Len()) {
+			t.Errorf("%d marks, last at %+v; want 2500, the last at the end (%d)", marks, last, batch.Len())
 		}
 	})
 

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // parquetInventoryBatch is how many rows a Parquet inventory reader decodes
@@ -31,10 +33,11 @@ const (
 	colETag
 	colStorageClass
 	colAccessTier
+	colModified
 	numInventoryColumns
 )
 
-var inventoryColumnNames = [numInventoryColumns]string{"bucket", "key", "version_id", "is_latest", "is_delete_marker", "size", "e_tag", "storage_class", "intelligent_tiering_access_tier"}
+var inventoryColumnNames = [numInventoryColumns]string{"bucket", "key", "version_id", "is_latest", "is_delete_marker", "size", "e_tag", "storage_class", "intelligent_tiering_access_tier", "last_modified_date"}
 
 // kindOK reports whether a Parquet column of physical type k can hold c.
 func (c inventoryColumn) kindOK(k parquet.Kind) bool {
@@ -43,6 +46,8 @@ func (c inventoryColumn) kindOK(k parquet.Kind) bool {
 		return k == parquet.Boolean
 	case colSize:
 		return k == parquet.Int64 || k == parquet.Int32
+	case colModified:
+		return k == parquet.Int64 // TIMESTAMP(MILLIS, true)
 	default:
 		return k == parquet.ByteArray
 	}
@@ -67,6 +72,8 @@ func (c inventoryColumn) set(row *inventoryRow, v parquet.Value) {
 		row.Latest = v.Boolean()
 	case colIsDeleteMarker:
 		row.DeleteMarker = v.Boolean()
+	case colModified:
+		row.Modified = time.UnixMilli(v.Int64()).UTC()
 	case colSize:
 		if v.Kind() == parquet.Int32 {
 			row.Size = int64(v.Int32())
@@ -137,9 +144,27 @@ func parquetInventoryColumns(schema *parquet.Schema) ([numInventoryColumns]int, 
 		if k := leaf.Node.Type().Kind(); leaf.MaxRepetitionLevel > 0 || !inventoryColumn(c).kindOK(k) {
 			return cols, fmt.Errorf("column %s is %s %s, not what S3 Inventory writes", name, repetition(leaf.Node), k)
 		}
+		if inventoryColumn(c) == colModified && !millisTimestamp(leaf.Node.Type()) {
+			return cols, fmt.Errorf("column %s is %s, not TIMESTAMP(MILLIS) as S3 Inventory writes it", name, leaf.Node.Type())
+		}
 		cols[c] = leaf.ColumnIndex
 	}
 	return cols, nil
+}
+
+// millisTimestamp reports whether t is TIMESTAMP(MILLIS), as S3 Inventory
+// writes last_modified_date.
+func millisTimestamp(t parquet.Type) bool {
+	lt := t.LogicalType()
+	if lt == nil {
+		return false
+	}
+	ts, ok := lt.Value.(*format.TimestampType)
+	if !ok {
+		return false
+	}
+	_, ok = ts.Unit.Value.(*format.MilliSeconds)
+	return ok
 }
 
 func repetition(n parquet.Node) string {

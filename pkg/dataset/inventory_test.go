@@ -126,7 +126,9 @@ func listAll(t *testing.T, client dataset.ListAPI, manifest string) ([]dataset.O
 		if err != nil {
 			return got, err
 		}
-		got = append(got, l.Object)
+		if !l.Mark() {
+			got = append(got, l.Object)
+		}
 	}
 	return got, nil
 }

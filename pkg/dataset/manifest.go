@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -28,14 +29,14 @@ const maxManifestJSON = 64 << 20
 // key ending in manifest.json is an S3 Inventory manifest; anything else is
 // a CSV of bucket,key[,versionId] lines as S3 Batch Operations uses, with
 // URL-encoded keys.
-func listManifest(ctx context.Context, client ListAPI, src Source, from Cursor, yield func(Listed, error) bool) {
+func listManifest(ctx context.Context, client ListAPI, src Source, f *Filter, from Cursor, yield func(Listed, error) bool) {
 	bucket, key, err := ParseS3URI(src.Manifest)
 	if err != nil {
 		yield(Listed{}, err)
 		return
 	}
 	if strings.HasSuffix(key, "manifest.json") {
-		listInventory(ctx, client, src, Object{Bucket: bucket, Key: key, ETag: from.ETag}, from, yield)
+		listInventory(ctx, client, src, f, Object{Bucket: bucket, Key: key, ETag: from.ETag}, from, yield)
 		return
 	}
 	body, etag, err := getManifest(ctx, client, Object{Bucket: bucket, Key: key, ETag: from.ETag}, from.Offset)
@@ -48,17 +49,15 @@ func listManifest(ctx context.Context, client ListAPI, src Source, from Cursor, 
 	}
 	defer body.Close()
 	// A Batch Operations manifest names objects without their size or
-	// ETag: List pins them.
-	passed := 0
+	// ETag: List pins them, and judges them by what HeadObject says.
 	readManifestCSV(src.Manifest, body, nil, func(row inventoryRow, offset int64, err error) bool {
-		if err == nil && !src.keep(row.Key) {
-			if passed++; passed%markEvery == 0 {
-				return yield(Listed{Next: Cursor{Offset: from.Offset + offset, ETag: etag}}, nil)
-			}
-			return true
-		}
 		o := Object{Bucket: row.Bucket, Key: row.Key, VersionID: row.VersionID, Size: -1}
-		return yield(Listed{Object: o, Next: Cursor{Offset: from.Offset + offset, ETag: etag}}, err)
+		next := Cursor{Offset: from.Offset + offset, ETag: etag}
+		if by := f.Key(row.Key); err == nil && by != "" {
+			o.Size = 0 // not known, and not asked for
+			return yield(filtered(o, by, next), nil)
+		}
+		return yield(Listed{Object: o, Next: next}, err)
 	})
 }
 
@@ -109,6 +108,9 @@ type inventoryRow struct {
 	// Latest and DeleteMarker are the IsLatest and IsDeleteMarker fields
 	// (true and false when the report has none).
 	Latest, DeleteMarker bool
+	// Modified is the LastModifiedDate field, zero when the report has
+	// none.
+	Modified time.Time
 }
 
 // inventoryReader reads the rows of one inventory data file after its
@@ -140,7 +142,7 @@ func errORCInventory(manifest string) error {
 
 // listInventory lists the objects of an S3 Inventory report from cursor
 // from on: data file from.Index, after its first from.Offset rows.
-func listInventory(ctx context.Context, client ListAPI, src Source, manifest Object, from Cursor, yield func(Listed, error) bool) {
+func listInventory(ctx context.Context, client ListAPI, src Source, f *Filter, manifest Object, from Cursor, yield func(Listed, error) bool) {
 	body, etag, err := getManifest(ctx, client, manifest, 0)
 	if err != nil {
 		yield(Listed{}, err)
@@ -178,24 +180,45 @@ func listInventory(ctx context.Context, client ListAPI, src Source, manifest Obj
 				yield(Listed{}, err)
 				return
 			}
-			if n++; !row.Latest || row.DeleteMarker || !src.keep(row.Key) {
+			if n++; !row.Latest || row.DeleteMarker {
 				if passed++; passed%markEvery == 0 && !yield(Listed{Next: Cursor{Index: i, Offset: n, ETag: etag}}, nil) {
 					return
 				}
 				continue
 			}
-			o := Object{Bucket: row.Bucket, Key: row.Key, VersionID: row.VersionID, ETag: row.ETag, Size: row.Size, StorageClass: storageClass(row.StorageClass)}
-			l := Listed{Object: o, Next: Cursor{Index: i, Offset: n, ETag: etag}}
-			// Only an archive class or tier is looked at with HeadObject
-			// (a restore may have been made since the report): a report
-			// without the StorageClass field is read as before, its
-			// archived objects failing their GET.
-			l.settled = row.StorageClass == "" || row.StorageClass == "INTELLIGENT_TIERING" && row.AccessTier != "" && !archiveTiers[row.AccessTier]
-			if !yield(l, nil) {
+			if !yield(inventoryListed(f, row, Cursor{Index: i, Offset: n, ETag: etag}), nil) {
 				return
 			}
 		}
 	}
+}
+
+// inventoryListed is the Listed of an inventory row, judged by f, or, when
+// the report lacks a field that f needs, to be pinned and judged by
+// HeadObject's answer.
+func inventoryListed(f *Filter, row inventoryRow, next Cursor) Listed {
+	o := Object{Bucket: row.Bucket, Key: row.Key, VersionID: row.VersionID, ETag: row.ETag, Size: row.Size, StorageClass: storageClass(row.StorageClass)}
+	if by := f.Key(row.Key); by != "" {
+		o.Size = max(o.Size, 0)
+		return filtered(o, by, next)
+	}
+	size, class, modified := f.needs()
+	if size && row.Size < 0 || class && row.StorageClass == "" || modified && row.Modified.IsZero() {
+		o.Size = -1 // HeadObject tells
+		return Listed{Object: o, Next: next}
+	}
+	if o.Size >= 0 {
+		if by := f.Object(o, row.Modified); by != "" {
+			return filtered(o, by, next)
+		}
+	}
+	l := Listed{Object: o, Next: next}
+	// Only an archive class or tier is looked at with HeadObject (a
+	// restore may have been made since the report): a report without the
+	// StorageClass field is read as before, its archived objects failing
+	// their GET.
+	l.settled = row.StorageClass == "" || row.StorageClass == "INTELLIGENT_TIERING" && row.AccessTier != "" && !archiveTiers[row.AccessTier]
+	return l
 }
 
 // csvInventoryRows reads a gzipped CSV inventory data file after its first
@@ -273,6 +296,12 @@ func readManifestCSV(name string, r io.Reader, schema []string, yield func(inven
 		row := inventoryRow{Bucket: field(rec, "Bucket"), Key: key, VersionID: field(rec, "VersionId"), ETag: field(rec, "ETag"), Size: -1,
 			Latest: field(rec, "IsLatest") != "false", DeleteMarker: field(rec, "IsDeleteMarker") == "true",
 			StorageClass: field(rec, "StorageClass"), AccessTier: field(rec, "IntelligentTieringAccessTier")}
+		if s := field(rec, "LastModifiedDate"); s != "" {
+			row.Modified, err = time.Parse(time.RFC3339, s)
+			if err != nil {
+				return yield(inventoryRow{}, 0, fmt.Errorf("dataset: manifest %s line %d: LastModifiedDate %q: %w", name, line, s, err))
+			}
+		}
 		if s := field(rec, "Size"); s != "" {
 			row.Size, err = strconv.ParseInt(s, 10, 64)
 			if err != nil {

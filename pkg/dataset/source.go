@@ -11,6 +11,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -89,14 +90,18 @@ type Source struct {
 	// All names every object in Bucket. It must be said explicitly.
 	All bool `json:"all,omitempty"`
 
-	// Suffix keeps only keys that end with it (prefix and manifest sources).
+	// Suffix keeps only keys that end with it.
 	Suffix string `json:"suffix,omitempty"`
 	// Glob keeps only keys that match it with path.Match, where "*" does
-	// not cross "/" (prefix and manifest sources).
+	// not cross "/".
 	Glob string `json:"glob,omitempty"`
 	// IncludeHidden keeps what listings skip by default: _SUCCESS and
-	// keys whose last segment starts with "_" or ".".
+	// keys whose last segment starts with "_" or ".". Keys the source
+	// names itself (Key, Keys) are kept all the same.
 	IncludeHidden bool `json:"includeHidden,omitempty"`
+	// Filters leave more objects out; what each filter left out is
+	// counted (see Listed.Filtered).
+	Filters
 	// Versions lists every version of each key, oldest first, with
 	// ListObjectVersions, instead of the current version alone (key, keys,
 	// prefix and all sources; a manifest names its versions itself).
@@ -149,7 +154,7 @@ func (s Source) Validate() error {
 			return fmt.Errorf("dataset: glob %q: %w", s.Glob, err)
 		}
 	}
-	return nil
+	return s.Filters.Validate()
 }
 
 // CheckBucket reports a bucket name that S3 would refuse, such as an
@@ -159,28 +164,6 @@ func CheckBucket(b string) error {
 		return fmt.Errorf("dataset: bucket %q is not a bucket name: give the name alone (my-bucket), and the key or prefix in their own fields", b)
 	}
 	return nil
-}
-
-// keep reports whether a listed key belongs to the dataset.
-func (s Source) keep(key string) bool {
-	if strings.HasSuffix(key, "/") {
-		return false // a "directory" marker, not data
-	}
-	if !s.IncludeHidden {
-		base := path.Base(key)
-		if strings.HasPrefix(base, "_") || strings.HasPrefix(base, ".") {
-			return false
-		}
-	}
-	if s.Suffix != "" && !strings.HasSuffix(key, s.Suffix) {
-		return false
-	}
-	if s.Glob != "" {
-		if ok, _ := path.Match(s.Glob, key); !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // ListAPI is the part of the S3 client that listing uses. *s3.Client
@@ -255,20 +238,32 @@ type Listed struct {
 	// manifest made earlier may name objects deleted since. A key the
 	// source names itself (Key, Keys) that is missing ends the listing.
 	Err error
-	// Versions is, with Source.Versions, every version of the key, oldest
-	// first; Object is then the newest of them.
+	// Versions is, with Source.Versions, every version of the key that the
+	// source's filters keep, oldest first; Object is then the newest of
+	// them.
 	Versions []Object
+	// Filtered holds what the source's filters left out here: the object,
+	// or, with Source.Versions, some of the key's versions. When they left
+	// out everything, l is a mark.
+	Filtered []Filtered
 	// settled is set when the listing knows the object is not archived
 	// (see Object.Archive), so that no HeadObject asks.
 	settled bool
 }
 
 // Mark reports whether l names no object: the listing passed over keys
-// that the source leaves out (a suffix, a glob, hidden keys, old versions
-// and delete markers of an inventory) up to Next. Marks come at most once
+// that are not data (directory markers, old versions and delete markers of
+// an inventory) up to Next, or over an object that the source's filters
+// left out (l.Filtered). Marks of keys that are not data come at most once
 // per listing page or markEvery rows, so that a step that meets only such
 // keys still moves its cursor on.
 func (l Listed) Mark() bool { return l.Key == "" }
+
+// filtered is the mark of obj, which filter by left out, before cursor
+// next.
+func filtered(obj Object, by string, next Cursor) Listed {
+	return Listed{Next: next, Filtered: []Filtered{{Object: obj, By: by}}}
+}
 
 // markEvery is how many manifest rows left out make a mark.
 const markEvery = 1000
@@ -287,33 +282,39 @@ type ListOptions struct {
 }
 
 // List yields the objects of the dataset src names from cursor from on,
-// pinned, each with the cursor that resumes the listing after it. Objects
-// whose size the listing does not give (a key, a key list, a Batch
-// Operations manifest) are pinned with HeadObject, several at once. The
-// first error is yielded last.
+// pinned, each with the cursor that resumes the listing after it, and what
+// the source's filters left out (see Listed.Filtered). Objects whose size
+// the listing does not give (a key, a key list, a Batch Operations
+// manifest) are pinned with HeadObject, several at once. The first error
+// is yielded last.
 func List(ctx context.Context, client ListAPI, src Source, from Cursor, opts ListOptions) iter.Seq2[Listed, error] {
+	if err := src.Validate(); err != nil {
+		return func(yield func(Listed, error) bool) { yield(Listed{}, err) }
+	}
+	named := src
+	named.IncludeHidden = true // a key the source names is never hidden
+	f, _ := src.Filter()       // Validate checked it
+	if src.Key != "" || len(src.Keys) > 0 {
+		f, _ = named.Filter()
+	}
 	raw := func(yield func(Listed, error) bool) {
-		if err := src.Validate(); err != nil {
-			yield(Listed{}, err)
-			return
-		}
 		switch {
 		case src.Key != "":
 			if from.Index == 0 {
-				yield(Listed{Object: Object{Bucket: src.Bucket, Key: src.Key, Size: -1}, Next: Cursor{Index: 1}}, nil)
+				yield(nameKey(f, src.Bucket, src.Key, Cursor{Index: 1}), nil)
 			}
 		case len(src.Keys) > 0:
 			for i := from.Index; i < len(src.Keys); i++ {
-				if !yield(Listed{Object: Object{Bucket: src.Bucket, Key: src.Keys[i], Size: -1}, Next: Cursor{Index: i + 1}}, nil) {
+				if !yield(nameKey(f, src.Bucket, src.Keys[i], Cursor{Index: i + 1}), nil) {
 					return
 				}
 			}
 		case src.Manifest != "":
-			listManifest(ctx, client, src, from, yield)
+			listManifest(ctx, client, src, f, from, yield)
 		case src.Versions:
-			listPrefixVersions(ctx, client, src, from, yield)
+			listPrefixVersions(ctx, client, src, f, from, yield)
 		default:
-			listPrefix(ctx, client, src, from, yield)
+			listPrefix(ctx, client, src, f, from, yield)
 		}
 	}
 	pin := func(ctx context.Context, l Listed) (Listed, error) {
@@ -321,20 +322,22 @@ func List(ctx context.Context, client ListAPI, src Source, from Cursor, opts Lis
 			return l, nil
 		}
 		if l.Size >= 0 {
-			return archived(ctx, client, l)
+			return archived(ctx, client, l) // the listing judged it
 		}
 		if src.Versions {
-			vs, err := Versions(ctx, client, l.Bucket, l.Key)
+			k, err := versionsOf(ctx, client, l.Bucket, l.Key)
 			if err != nil {
 				return l, err
 			}
-			l.Object, l.Versions = vs[len(vs)-1], vs
-			return l, nil
+			return k.listed(f, l.Next), nil
 		}
-		obj, err := Head(ctx, client, l.Bucket, l.Key, l.VersionID)
+		obj, modified, err := head(ctx, client, l.Bucket, l.Key, l.VersionID)
 		if src.Manifest != "" && errors.Is(err, ErrNotFound) {
 			l.Err = err
 			return l, nil
+		}
+		if by := f.Object(obj, modified); err == nil && by != "" {
+			return filtered(obj, by, l.Next), nil
 		}
 		l.Object = obj
 		return l, err
@@ -342,7 +345,18 @@ func List(ctx context.Context, client ListAPI, src Source, from Cursor, opts Lis
 	return inorder.Map(ctx, raw, cmp.Or(opts.PinConcurrency, DefaultPinConcurrency), pin)
 }
 
-func listPrefix(ctx context.Context, client ListAPI, src Source, from Cursor, yield func(Listed, error) bool) {
+// nameKey is the Listed of a key the source names, to be pinned, or the
+// mark of it when its key leaves it out.
+func nameKey(f *Filter, bucket, key string, next Cursor) Listed {
+	obj := Object{Bucket: bucket, Key: key, Size: -1}
+	if by := f.Key(key); by != "" {
+		obj.Size = 0 // not known, and not asked for
+		return filtered(obj, by, next)
+	}
+	return Listed{Object: obj, Next: next}
+}
+
+func listPrefix(ctx context.Context, client ListAPI, src Source, f *Filter, from Cursor, yield func(Listed, error) bool) {
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(src.Bucket), Prefix: aws.String(src.Prefix)}
 	if from.After != "" {
 		in.StartAfter = aws.String(from.After)
@@ -354,16 +368,20 @@ func listPrefix(ctx context.Context, client ListAPI, src Source, from Cursor, yi
 			yield(Listed{}, fmt.Errorf("dataset: list s3://%s/%s: %w", src.Bucket, src.Prefix, err))
 			return
 		}
-		passed := "" // the last key left out since the last object
+		passed := "" // the last directory marker since the last object
 		for _, o := range page.Contents {
 			key := aws.ToString(o.Key)
-			if !src.keep(key) {
-				passed = key
+			if strings.HasSuffix(key, "/") {
+				passed = key // a "directory" marker, not data
 				continue
 			}
 			passed = ""
 			obj := Object{Bucket: src.Bucket, Key: key, Size: aws.ToInt64(o.Size), ETag: trimETag(aws.ToString(o.ETag)), StorageClass: storageClass(string(o.StorageClass))}
-			if !yield(Listed{Object: obj, Next: Cursor{After: key}}, nil) {
+			l := Listed{Object: obj, Next: Cursor{After: key}}
+			if by := cmp.Or(f.Key(key), f.Object(obj, aws.ToTime(o.LastModified))); by != "" {
+				l = filtered(obj, by, l.Next)
+			}
+			if !yield(l, nil) {
 				return
 			}
 		}
@@ -377,19 +395,13 @@ func listPrefix(ctx context.Context, client ListAPI, src Source, from Cursor, yi
 // time (see keyVersions), with a mark for each key left out: a key's
 // versions may fill pages, and a step that meets only such keys must still
 // move its cursor on.
-func listPrefixVersions(ctx context.Context, client ListAPI, src Source, from Cursor, yield func(Listed, error) bool) {
+func listPrefixVersions(ctx context.Context, client ListAPI, src Source, f *Filter, from Cursor, yield func(Listed, error) bool) {
 	for k, err := range keyVersions(ctx, client, src.Bucket, src.Prefix, from.After) {
-		var l Listed
-		switch {
-		case err != nil:
+		if err != nil {
 			yield(Listed{}, err)
 			return
-		case !src.keep(k.key) || len(k.versions) == 0:
-			l = Listed{Next: Cursor{After: k.key}}
-		default:
-			l = Listed{Object: k.versions[len(k.versions)-1], Versions: k.versions, Next: Cursor{After: k.key}}
 		}
-		if !yield(l, nil) {
+		if !yield(k.listed(f, Cursor{After: k.key}), nil) {
 			return
 		}
 	}
@@ -399,13 +411,19 @@ func listPrefixVersions(ctx context.Context, client ListAPI, src Source, from Cu
 // given one, or the latest). A missing object or version wraps
 // ErrNotFound.
 func Head(ctx context.Context, client ListAPI, bucket, key, versionID string) (Object, error) {
+	o, _, err := head(ctx, client, bucket, key, versionID)
+	return o, err
+}
+
+// head is Head, with the object's time of last modification.
+func head(ctx context.Context, client ListAPI, bucket, key, versionID string) (Object, time.Time, error) {
 	in := &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}
 	if versionID != "" {
 		in.VersionId = aws.String(versionID)
 	}
 	out, err := client.HeadObject(ctx, in)
 	if err != nil {
-		return Object{}, fmt.Errorf("dataset: head %s: %w", Object{Bucket: bucket, Key: key, VersionID: versionID}, classify(err))
+		return Object{}, time.Time{}, fmt.Errorf("dataset: head %s: %w", Object{Bucket: bucket, Key: key, VersionID: versionID}, classify(err))
 	}
 	return Object{
 		Bucket:       bucket,
@@ -415,7 +433,7 @@ func Head(ctx context.Context, client ListAPI, bucket, key, versionID string) (O
 		VersionID:    aws.ToString(out.VersionId),
 		StorageClass: storageClass(string(out.StorageClass)),
 		Archive:      archiveOf(string(out.StorageClass), string(out.ArchiveStatus), aws.ToString(out.Restore)),
-	}, nil
+	}, aws.ToTime(out.LastModified), nil
 }
 
 func trimETag(s string) string { return strings.Trim(s, `"`) }

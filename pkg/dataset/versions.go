@@ -1,11 +1,13 @@
 package dataset
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"iter"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -22,35 +24,61 @@ import (
 // Versions returns every version of key in bucket, oldest first, without
 // its delete markers. A key with none wraps ErrNotFound.
 func Versions(ctx context.Context, client ListAPI, bucket, key string) ([]Object, error) {
-	var out []Object
+	k, err := versionsOf(ctx, client, bucket, key)
+	return k.versions, err
+}
+
+// versionsOf is Versions, with each version's time of last modification.
+func versionsOf(ctx context.Context, client ListAPI, bucket, key string) (keyVersion, error) {
+	var out keyVersion
 	for k, err := range keyVersions(ctx, client, bucket, key, "") {
 		switch {
 		case err != nil:
-			return nil, err
+			return keyVersion{}, err
 		case k.key != key:
 			// A longer key with key as its prefix: key's versions, listed
 			// first, are all there.
 			return checkVersions(bucket, key, out)
 		}
-		out = k.versions
+		out = k
 	}
 	return checkVersions(bucket, key, out)
 }
 
-// checkVersions returns vs, the versions of key, or, when there are none,
+// checkVersions returns k, the versions of key, or, when there are none,
 // the error that says so.
-func checkVersions(bucket, key string, vs []Object) ([]Object, error) {
-	if len(vs) == 0 {
-		return nil, fmt.Errorf("dataset: no version of %s: %w", Object{Bucket: bucket, Key: key}, ErrNotFound)
+func checkVersions(bucket, key string, k keyVersion) (keyVersion, error) {
+	if len(k.versions) == 0 {
+		return keyVersion{}, fmt.Errorf("dataset: no version of %s: %w", Object{Bucket: bucket, Key: key}, ErrNotFound)
 	}
-	return vs, nil
+	return k, nil
 }
 
 // keyVersion is one key of a version listing and its versions, oldest
 // first, without delete markers: none when it has only delete markers.
+// modified holds the time of last modification of each version.
 type keyVersion struct {
 	key      string
 	versions []Object
+	modified []time.Time
+}
+
+// listed is the Listed of k's versions that f keeps, with those it leaves
+// out: a mark when it keeps none, or k has none.
+func (k keyVersion) listed(f *Filter, next Cursor) Listed {
+	l := Listed{Next: next}
+	keyBy := f.Key(k.key)
+	for i, v := range k.versions {
+		if by := cmp.Or(keyBy, f.Object(v, k.modified[i])); by != "" {
+			l.Filtered = append(l.Filtered, Filtered{Object: v, By: by})
+			continue
+		}
+		l.Versions = append(l.Versions, v)
+	}
+	if len(l.Versions) > 0 {
+		l.Object = l.Versions[len(l.Versions)-1]
+	}
+	return l
 }
 
 // keyVersions lists the keys under prefix after key marker after, each once
@@ -75,6 +103,7 @@ func keyVersions(ctx context.Context, client ListAPI, bucket, prefix, after stri
 				}
 				if started && e.obj.Key != cur.key {
 					slices.Reverse(cur.versions)
+					slices.Reverse(cur.modified)
 					if !yield(cur, nil) {
 						return
 					}
@@ -83,6 +112,7 @@ func keyVersions(ctx context.Context, client ListAPI, bucket, prefix, after stri
 				started, cur.key = true, e.obj.Key
 				if !e.deleted {
 					cur.versions = append(cur.versions, e.obj)
+					cur.modified = append(cur.modified, e.modified)
 				}
 			}
 			if !aws.ToBool(page.IsTruncated) {
@@ -92,6 +122,7 @@ func keyVersions(ctx context.Context, client ListAPI, bucket, prefix, after stri
 		}
 		if started {
 			slices.Reverse(cur.versions)
+			slices.Reverse(cur.modified)
 			yield(cur, nil)
 		}
 	}
@@ -100,8 +131,9 @@ func keyVersions(ctx context.Context, client ListAPI, bucket, prefix, after stri
 // versionEntry is a version or a delete marker (of which only the key
 // counts) of a ListObjectVersions page.
 type versionEntry struct {
-	obj     Object
-	deleted bool
+	obj      Object
+	modified time.Time
+	deleted  bool
 }
 
 // pageEntries returns page's versions and delete markers in S3's order:
@@ -111,7 +143,7 @@ type versionEntry struct {
 func pageEntries(bucket string, page *s3.ListObjectVersionsOutput) []versionEntry {
 	es := make([]versionEntry, 0, len(page.Versions)+len(page.DeleteMarkers))
 	for _, v := range page.Versions {
-		es = append(es, versionEntry{obj: ListedVersion(bucket, v)})
+		es = append(es, versionEntry{obj: ListedVersion(bucket, v), modified: aws.ToTime(v.LastModified)})
 	}
 	for _, d := range page.DeleteMarkers {
 		es = append(es, versionEntry{obj: Object{Bucket: bucket, Key: aws.ToString(d.Key)}, deleted: true})
@@ -130,5 +162,6 @@ func ListedVersion(bucket string, v types.ObjectVersion) Object {
 	if id == "null" {
 		id = ""
 	}
-	return Object{Bucket: bucket, Key: aws.ToString(v.Key), Size: aws.ToInt64(v.Size), ETag: trimETag(aws.ToString(v.ETag)), VersionID: id}
+	return Object{Bucket: bucket, Key: aws.ToString(v.Key), Size: aws.ToInt64(v.Size), ETag: trimETag(aws.ToString(v.ETag)), VersionID: id,
+		StorageClass: storageClass(string(v.StorageClass))}
 }

@@ -241,7 +241,7 @@ func (l *ledger) run(runID string) *runstate.Run {
 	}
 	if _, ok := l.runs[runID]; !ok && len(l.runs) >= maxPacers {
 		maps.DeleteFunc(l.runs, func(_ string, r *runstate.Run) bool {
-			return r.Reason == "" && r.Counters == (runstate.Counters{}) && len(r.FailureCodes) == 0
+			return r.Reason == "" && r.Counters.IsZero() && len(r.FailureCodes) == 0
 		})
 		if len(l.runs) >= maxPacers {
 			clear(l.runs)
@@ -276,7 +276,7 @@ func (l *ledger) tally(runID string, c runstate.Counters, failures map[string]in
 // settled takes out of the run's record what a task added (see
 // TaskResult.pending) once its run's record in the table holds it.
 func (l *ledger) settled(runID string, c runstate.Counters, failures map[string]int64) {
-	if c == (runstate.Counters{}) && len(failures) == 0 {
+	if c.IsZero() && len(failures) == 0 {
 		return
 	}
 	l.mu.Lock()

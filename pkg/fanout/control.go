@@ -385,7 +385,7 @@ func (r *Runner) settleTask(ctx context.Context, t worktask.Task, res TaskResult
 	if r.work == nil {
 		c.TasksStopped, c.TasksCancelled = c.TasksCancelled, 0
 	}
-	if r.opts.Runs == nil || c == (runstate.Counters{}) && len(res.failures) == 0 {
+	if r.opts.Runs == nil || c.IsZero() && len(res.failures) == 0 {
 		return // without Runs, the ledger keeps what the budget needs
 	}
 	// Written after an interrupt too (settleContext), as a claim is, so

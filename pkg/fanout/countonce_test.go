@@ -1,6 +1,7 @@
 package fanout_test
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func TestRunCountsTasksOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := runstate.Counters{TasksPlanned: r.TasksPlanned, TasksDone: r.TasksDone, TasksFailed: r.TasksFailed, TasksSkipped: r.TasksSkipped}
-		if got != w {
+		if !reflect.DeepEqual(got, w) {
 			t.Errorf("%s: tasks %+v; want %+v", when, got, w)
 		}
 	}

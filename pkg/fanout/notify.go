@@ -66,9 +66,12 @@ func (r *Runner) notificationEntries(runID string, format string, s *taskSpec, f
 // notification's: record and chunk mode read an object's current version.
 var errVersionsMode = errors.New("versions replays every version of each key as notifications: it needs mode notification")
 
-// validate reports what req.Validate does, and a request for every version
-// in a run that is not in notification mode by the runner's mode.
+// validate gives req the runner's filters it does not set (see
+// Options.Filters), and reports what req.Validate does, and a request for
+// every version in a run that is not in notification mode by the runner's
+// mode.
 func (r *Runner) validate(req *Request) error {
+	req.Filters = req.Filters.Or(r.opts.Filters)
 	if err := req.Validate(); err != nil {
 		return err
 	}

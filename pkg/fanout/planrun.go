@@ -65,7 +65,14 @@ type planRun struct {
 // queued too, so that the steps left are those queued less those done.
 func (pr *planRun) counters() runstate.Counters {
 	c := runstate.Counters{TasksPlanned: int64(pr.rep.Chunks), Objects: int64(pr.rep.Objects), BytesPlanned: pr.rep.BytesPlanned,
-		ObjectsArchived: int64(pr.rep.ObjectsArchived), BytesArchived: pr.rep.BytesArchived}
+		ObjectsArchived: int64(pr.rep.ObjectsArchived), BytesArchived: pr.rep.BytesArchived,
+		ObjectsFiltered: int64(pr.rep.ObjectsFiltered), BytesFiltered: pr.rep.BytesFiltered}
+	for by, n := range pr.rep.FilteredBy {
+		if c.FilteredBy == nil {
+			c.FilteredBy = map[string]int64{}
+		}
+		c.FilteredBy[by] = int64(n)
+	}
 	if pr.step != nil {
 		c.StepsQueued, c.StepsDone = int64(pr.steps), 1
 		if pr.step.Step == 1 {
@@ -109,7 +116,7 @@ func (r *Runner) plan(ctx context.Context, objs iter.Seq2[dataset.Listed, error]
 	plans := inorder.Map(ctx, objs, r.opts.PlanConcurrency, func(ctx context.Context, l dataset.Listed) (planned, error) {
 		switch {
 		case l.Mark():
-			return planned{next: l.Next, mark: true}, nil
+			return planned{next: l.Next, mark: true, filtered: l.Filtered}, nil
 		case l.Err != nil:
 			return planned{next: l.Next, obj: l.Object, missing: l.Err}, nil
 		case l.Archive != "" && len(l.Versions) == 0:
@@ -122,7 +129,7 @@ func (r *Runner) plan(ctx context.Context, objs iter.Seq2[dataset.Listed, error]
 			for _, v := range l.Versions {
 				size += v.Size
 			}
-			return planned{next: l.Next, size: size, tasks: ts, count: len(ts), objects: len(l.Versions)}, err
+			return planned{next: l.Next, size: size, tasks: ts, count: len(ts), objects: len(l.Versions), filtered: l.Filtered}, err
 		}
 		ts, n, err := plan(ctx, l.Object)
 		if listedOnly && errors.Is(err, dataset.ErrNotFound) {
@@ -149,6 +156,8 @@ type planned struct {
 	// key (dataset.Source.Versions), else one.
 	objects int
 	mark    bool // no object: the listing moved past keys it leaves out
+	// filtered is what the source's filters left out.
+	filtered []dataset.Filtered
 	// missing is why the listed object obj was not found; archived that
 	// obj is in an archive (dataset.Object.Archive).
 	obj      dataset.Object
@@ -174,6 +183,11 @@ func (r *Runner) tasksOf(ctx context.Context, pr *planRun, plans iter.Seq2[plann
 			if err != nil {
 				pr.err = err
 				return
+			}
+			for _, f := range p.filtered {
+				pr.rep.ObjectsFiltered++
+				pr.rep.BytesFiltered += max(f.Size, 0)
+				pr.rep.filter(f.By, 1)
 			}
 			switch {
 			case p.mark:

@@ -64,6 +64,23 @@ type Counters struct {
 	// ObjectsFailed counts the chunks of objects that could not be read
 	// to their end for a reason no retry fixes (see fanout.Stats).
 	ObjectsFailed int64 `json:"objectsFailed"`
+	// ObjectsFiltered and BytesFiltered count what the source's filters
+	// left out, and FilteredBy the objects by filter (see fanout.Stats);
+	// each filter's count is an attribute of its own.
+	ObjectsFiltered int64            `json:"objectsFiltered"`
+	BytesFiltered   int64            `json:"bytesFiltered"`
+	FilteredBy      map[string]int64 `json:"filteredBy,omitempty"`
+}
+
+// IsZero reports whether every counter of c is 0.
+func (c Counters) IsZero() bool {
+	v := reflect.ValueOf(c)
+	for i, attr := range counterAttrs {
+		if attr != "" && v.Field(i).Int() != 0 {
+			return false
+		}
+	}
+	return len(c.FilteredBy) == 0
 }
 
 // Run is what the table holds of a run.
@@ -104,22 +121,26 @@ const (
 	passedAttr   = "passed" // in a parked message Unpark passed over before Park wrote it
 	reasonAttr   = "reason"
 	// failedPrefix starts the attribute that counts the failed records of
-	// one failure code: ADD works on top-level attributes only.
-	failedPrefix = "failed#"
+	// one failure code, and filteredPrefix the objects one filter left
+	// out: ADD works on top-level attributes only.
+	failedPrefix   = "failed#"
+	filteredPrefix = "filtered#"
 )
 
 // windowTTL is how long a budget window is kept: it is read only during
 // its own second, so an hour is ample and keeps the table small.
 const windowTTL = time.Hour
 
-// counterAttrs are the attribute names of Counters' fields, by field
-// index: their JSON names, so that the record and `s3sqs status -json`
-// say the same.
+// counterAttrs are the attribute names of Counters' number fields, by
+// field index: their JSON names, so that the record and `s3sqs status
+// -json` say the same; empty for FilteredBy.
 var counterAttrs = func() []string {
 	t := reflect.TypeFor[Counters]()
 	names := make([]string, t.NumField())
 	for i := range names {
-		names[i] = t.Field(i).Tag.Get("json")
+		if t.Field(i).Type.Kind() == reflect.Int64 {
+			names[i] = t.Field(i).Tag.Get("json")
+		}
 	}
 	return names
 }()
@@ -290,32 +311,28 @@ func (t *Table) addition(runID string, c Counters, failures map[string]int64) (u
 	names := map[string]string{"#started": startedAttr, "#updated": updatedAttr, "#expires": claims.ExpiresAttribute}
 	values := map[string]types.AttributeValue{":now": millis(now), ":expires": num(now.Add(t.ttl).Unix())}
 	add := ""
+	adds := func(p, attr string, n int64) {
+		if n == 0 {
+			return
+		}
+		if add != "" {
+			add += ", "
+		}
+		add += "#" + p + " :" + p
+		names["#"+p] = attr
+		values[":"+p] = num(n)
+	}
 	v := reflect.ValueOf(c)
 	for i, attr := range counterAttrs {
-		n := v.Field(i).Int()
-		if n == 0 {
-			continue
+		if attr != "" {
+			adds("c"+strconv.Itoa(i), attr, v.Field(i).Int())
 		}
-		if add != "" {
-			add += ", "
-		}
-		p := strconv.Itoa(i)
-		add += "#c" + p + " :c" + p
-		names["#c"+p] = attr
-		values[":c"+p] = num(n)
 	}
-	codes := slices.Sorted(maps.Keys(failures))
-	for i, code := range codes {
-		if failures[code] == 0 {
-			continue
-		}
-		if add != "" {
-			add += ", "
-		}
-		p := strconv.Itoa(i)
-		add += "#f" + p + " :f" + p
-		names["#f"+p] = failedPrefix + code
-		values[":f"+p] = num(failures[code])
+	for i, code := range slices.Sorted(maps.Keys(failures)) {
+		adds("f"+strconv.Itoa(i), failedPrefix+code, failures[code])
+	}
+	for i, by := range slices.Sorted(maps.Keys(c.FilteredBy)) {
+		adds("x"+strconv.Itoa(i), filteredPrefix+by, c.FilteredBy[by])
 	}
 	if add == "" {
 		return types.Update{}, false
@@ -398,18 +415,28 @@ func decodeRun(runID string, item map[string]types.AttributeValue) Run {
 	}
 	v := reflect.ValueOf(&r.Counters).Elem()
 	for i, attr := range counterAttrs {
-		v.Field(i).SetInt(number(item[attr]))
-	}
-	r.Reason = stringOf(item[reasonAttr])
-	for attr, av := range item {
-		if code, ok := strings.CutPrefix(attr, failedPrefix); ok {
-			if r.FailureCodes == nil {
-				r.FailureCodes = map[string]int64{}
-			}
-			r.FailureCodes[code] = number(av)
+		if attr != "" {
+			v.Field(i).SetInt(number(item[attr]))
 		}
 	}
+	r.Reason = stringOf(item[reasonAttr])
+	r.FailureCodes, r.FilteredBy = prefixed(item, failedPrefix), prefixed(item, filteredPrefix)
 	return r
+}
+
+// prefixed returns the numbers of item's attributes named with prefix, by
+// the rest of their names; nil when it has none.
+func prefixed(item map[string]types.AttributeValue, prefix string) map[string]int64 {
+	var m map[string]int64
+	for attr, av := range item {
+		if name, ok := strings.CutPrefix(attr, prefix); ok {
+			if m == nil {
+				m = map[string]int64{}
+			}
+			m[name] = number(av)
+		}
+	}
+	return m
 }
 
 func runKey(runID string) string { return "run#" + runID }

@@ -90,7 +90,7 @@ func TestAdd(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := runstate.Counters{TasksDone: 80, RecordsSent: 560, BytesRead: 79 * 80 / 2}
-	if run.Counters != want || run.State != runstate.StateRunning || run.Started.IsZero() {
+	if !reflect.DeepEqual(run.Counters, want) || run.State != runstate.StateRunning || run.Started.IsZero() {
 		t.Errorf("Get = %+v, want counters %+v, running, a start time", run, want)
 	}
 }

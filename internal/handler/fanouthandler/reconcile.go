@@ -68,7 +68,7 @@ func (h *Handler) HandleReconcile(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Report{}, fmt.Errorf("fanout: reconcile: notificationFormat: %w", err)
 	}
 	o := reconcile.Options{Bucket: req.Bucket, Prefix: req.Prefix, Format: f, MaxAge: ro.MaxAge, RunID: "reconcile-" + h.opts.Now().UTC().Format("20060102T150405Z"), Now: h.opts.Now, Region: ro.Region,
-		KeyMarker: req.KeyMarker, VersionIDMarker: req.VersionIDMarker}
+		KeyMarker: req.KeyMarker, VersionIDMarker: req.VersionIDMarker, Filters: req.Filters}
 	if req.MaxAge != "" {
 		if o.MaxAge, err = settings.MaxFileAge.Parse(req.MaxAge); err != nil {
 			return reconcile.Report{}, fmt.Errorf("fanout: reconcile: maxAge: %w", err)

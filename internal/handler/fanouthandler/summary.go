@@ -54,6 +54,7 @@ func (h *Handler) summarize(ctx context.Context, inv *Invocation, start time.Tim
 		{Name: "TasksCancelled", Unit: emf.Count, Value: float64(inv.TasksCancelled)},
 		{Name: "ObjectsFailed", Unit: emf.Count, Value: float64(inv.ObjectsFailed)},
 		{Name: "ObjectsArchived", Unit: emf.Count, Value: float64(inv.ObjectsArchived)},
+		{Name: "ObjectsFiltered", Unit: emf.Count, Value: float64(inv.ObjectsFiltered)},
 		{Name: "FailedMessages", Unit: emf.Count, Value: float64(inv.FailedMessages)},
 		{Name: "Duration", Unit: emf.Milliseconds, Value: float64(inv.DurationMs)},
 	}
