@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
@@ -27,27 +26,13 @@ import (
 // the run ends without a failure, and status shows them from the claims
 // table.
 func TestArchivedObjects(t *testing.T) {
-	s3c := motoS3(t)
-	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", localaws.Endpoint(t, localaws.EnvMoto))
-	ctx := t.Context()
-	sqsc := sqs.NewFromConfig(localaws.SQS(t))
-	_, table := localaws.ClaimsTable(t)
-	bucket := fmt.Sprintf("archived-%d", time.Now().UnixNano())
-	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
+	rig := newMotoRig(t, "archived")
+	ctx, s3c, sqsc, table, bucket := t.Context(), rig.s3, rig.sqs, rig.table, rig.bucket
 	for _, class := range []s3types.StorageClass{"GLACIER", "DEEP_ARCHIVE", "GLACIER_IR", "INTELLIGENT_TIERING", "STANDARD"} {
-		put := &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("in/" + string(class) + ".jsonl"), StorageClass: class,
-			Body: strings.NewReader(`{"class":"` + string(class) + `"}` + "\n")}
-		if _, err := s3c.PutObject(ctx, put); err != nil {
-			t.Fatal(err)
-		}
+		rig.put(t, "in/"+string(class)+".jsonl", class, `{"class":"`+string(class)+`"}`+"\n")
 	}
-	restored := &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("in/restored.jsonl"), StorageClass: "GLACIER", Body: strings.NewReader(`{"class":"restored"}` + "\n")}
-	if _, err := s3c.PutObject(ctx, restored); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s3c.RestoreObject(ctx, &s3.RestoreObjectInput{Bucket: aws.String(bucket), Key: restored.Key, RestoreRequest: &s3types.RestoreRequest{Days: aws.Int32(1)}}); err != nil {
+	rig.put(t, "in/restored.jsonl", "GLACIER", `{"class":"restored"}`+"\n")
+	if _, err := s3c.RestoreObject(ctx, &s3.RestoreObjectInput{Bucket: aws.String(bucket), Key: aws.String("in/restored.jsonl"), RestoreRequest: &s3types.RestoreRequest{Days: aws.Int32(1)}}); err != nil {
 		t.Fatal(err)
 	}
 	target := localaws.CreateQueue(t, sqsc, "-target", nil)

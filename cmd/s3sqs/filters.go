@@ -51,10 +51,7 @@ var filterNames = map[string]string{
 // "-min-size 10, -storage-classes 2".
 func filteredBy[N int | int64](by map[string]N) string {
 	names := slices.SortedFunc(maps.Keys(by), func(a, b string) int {
-		if by[a] != by[b] {
-			return int(by[b] - by[a])
-		}
-		return strings.Compare(a, b)
+		return cmp.Or(cmp.Compare(by[b], by[a]), strings.Compare(a, b))
 	})
 	parts := make([]string, len(names))
 	for i, n := range names {

@@ -2,16 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
@@ -26,22 +22,9 @@ import (
 // that keep nothing are refused as an empty dataset, naming what they left
 // out; bad filters are refused before anything is listed.
 func TestObjectFilters(t *testing.T) {
-	s3c := motoS3(t)
-	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", localaws.Endpoint(t, localaws.EnvMoto))
-	ctx := t.Context()
-	sqsc := sqs.NewFromConfig(localaws.SQS(t))
-	_, table := localaws.ClaimsTable(t)
-	bucket := fmt.Sprintf("filters-%d", time.Now().UnixNano())
-	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
-	put := func(key, class, body string) {
-		t.Helper()
-		in := &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), StorageClass: s3types.StorageClass(class), Body: strings.NewReader(body)}
-		if _, err := s3c.PutObject(ctx, in); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rig := newMotoRig(t, "filters")
+	bucket, table, sqsc := rig.bucket, rig.table, rig.sqs
+	put := func(key string, class s3types.StorageClass, body string) { t.Helper(); rig.put(t, key, class, body) }
 	put("in/kept.jsonl", "STANDARD", `{"k":"kept"}`+"\n")
 	put("in/big.jsonl", "STANDARD", strings.Repeat(`{"k":"big"}`+"\n", 200)) // -max-size
 	put("in/ia.jsonl", "STANDARD_IA", `{"k":"ia"}`+"\n")                     // -storage-classes

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -157,6 +158,37 @@ func motoS3(t *testing.T) *s3.Client {
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	return localaws.S3Client(moto)
+}
+
+// motoRig is the stand-ins of a CLI test that needs S3's storage classes
+// and DynamoDB: moto_server for both, with a claims table and a new bucket,
+// and the SQS stand-in.
+type motoRig struct {
+	s3            *s3.Client
+	sqs           *sqs.Client
+	table, bucket string
+}
+
+// newMotoRig points the CLI at moto_server for S3 and DynamoDB and makes a
+// claims table and a bucket whose name starts with prefix.
+func newMotoRig(t *testing.T, prefix string) motoRig {
+	t.Helper()
+	r := motoRig{s3: motoS3(t), sqs: sqs.NewFromConfig(localaws.SQS(t)), bucket: fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())}
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", localaws.Endpoint(t, localaws.EnvMoto))
+	_, r.table = localaws.ClaimsTable(t)
+	if _, err := r.s3.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: aws.String(r.bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// put writes an object of the rig's bucket in storage class class.
+func (r motoRig) put(t *testing.T, key string, class s3types.StorageClass, body string) {
+	t.Helper()
+	in := &s3.PutObjectInput{Bucket: aws.String(r.bucket), Key: aws.String(key), StorageClass: class, Body: strings.NewReader(body)}
+	if _, err := r.s3.PutObject(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestFanout(t *testing.T) {

@@ -690,8 +690,8 @@ var (
 )
 
 // FilterProps are fanout's object filters (docs/backfills.md, "Object
-// filters"); a request's own filters win, filter by filter. The zero value
-// keeps every object.
+// filters"), those of the requests that give none of their own. The zero
+// value keeps every object.
 type FilterProps struct {
 	// ModifiedAfter and ModifiedBefore set MODIFIED_AFTER and
 	// MODIFIED_BEFORE: RFC 3339 times ("2024-01-31T12:00:00Z") or dates

@@ -74,7 +74,8 @@ var (
 	RunID = Text{Row{"", "", "run-id", "runId", "name the run (default: a new id)"}, CheckRunID}
 )
 
-// The object filters of a listing: a request's own win, filter by filter.
+// The object filters of a listing: the function's are those of a request that
+// gives none of its own.
 var (
 	ModifiedAfter  = Time{Row{"MODIFIED_AFTER", Fanout, "modified-after", "modifiedAfter", "keep objects last modified at or after this `time` (RFC 3339, or a date: 2024-01-31)"}}
 	ModifiedBefore = Time{Row{"MODIFIED_BEFORE", Fanout, "modified-before", "modifiedBefore", "keep objects last modified before this `time` (RFC 3339, or a date: 2024-01-31)"}}

@@ -61,29 +61,6 @@ func (f Filters) IsZero() bool {
 	return f.ModifiedAfter.IsZero() && f.ModifiedBefore.IsZero() && f.MinSize == 0 && f.MaxSize == 0 && len(f.StorageClasses) == 0 && f.KeyRegex == ""
 }
 
-// Or returns f with each filter it does not set taken from d.
-func (f Filters) Or(d Filters) Filters {
-	if f.ModifiedAfter.IsZero() {
-		f.ModifiedAfter = d.ModifiedAfter
-	}
-	if f.ModifiedBefore.IsZero() {
-		f.ModifiedBefore = d.ModifiedBefore
-	}
-	if f.MinSize == 0 {
-		f.MinSize = d.MinSize
-	}
-	if f.MaxSize == 0 {
-		f.MaxSize = d.MaxSize
-	}
-	if len(f.StorageClasses) == 0 {
-		f.StorageClasses = d.StorageClasses
-	}
-	if f.KeyRegex == "" {
-		f.KeyRegex = d.KeyRegex
-	}
-	return f
-}
-
 // Validate reports a filter that could keep no object, or that does not
 // parse: a negative size, bounds or times the wrong way round, a storage
 // class S3 does not have, a regular expression that does not compile.

@@ -145,7 +145,7 @@ func parquetInventoryColumns(schema *parquet.Schema) ([numInventoryColumns]int, 
 			return cols, fmt.Errorf("column %s is %s %s, not what S3 Inventory writes", name, repetition(leaf.Node), k)
 		}
 		if inventoryColumn(c) == colModified && !millisTimestamp(leaf.Node.Type()) {
-			return cols, fmt.Errorf("column %s is %s, not TIMESTAMP(MILLIS) as S3 Inventory writes it", name, leaf.Node.Type())
+			continue // not as S3 writes it: a time filter asks HeadObject
 		}
 		cols[c] = leaf.ColumnIndex
 	}

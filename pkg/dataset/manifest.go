@@ -53,6 +53,9 @@ func listManifest(ctx context.Context, client ListAPI, src Source, f *Filter, fr
 	readManifestCSV(src.Manifest, body, nil, func(row inventoryRow, offset int64, err error) bool {
 		o := Object{Bucket: row.Bucket, Key: row.Key, VersionID: row.VersionID, Size: -1}
 		next := Cursor{Offset: from.Offset + offset, ETag: etag}
+		if err == nil && dirMarker(row.Key) {
+			return yield(Listed{Next: next}, nil)
+		}
 		if by := f.Key(row.Key); err == nil && by != "" {
 			o.Size = 0 // not known, and not asked for
 			return yield(filtered(o, by, next), nil)
@@ -180,7 +183,7 @@ func listInventory(ctx context.Context, client ListAPI, src Source, f *Filter, m
 				yield(Listed{}, err)
 				return
 			}
-			if n++; !row.Latest || row.DeleteMarker {
+			if n++; !row.Latest || row.DeleteMarker || dirMarker(row.Key) {
 				if passed++; passed%markEvery == 0 && !yield(Listed{Next: Cursor{Index: i, Offset: n, ETag: etag}}, nil) {
 					return
 				}

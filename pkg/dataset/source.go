@@ -259,6 +259,10 @@ type Listed struct {
 // keys still moves its cursor on.
 func (l Listed) Mark() bool { return l.Key == "" }
 
+// dirMarker reports whether key is a "directory" marker, such as the
+// S3 console's folders make: not data, and not counted as left out.
+func dirMarker(key string) bool { return strings.HasSuffix(key, "/") }
+
 // filtered is the mark of obj, which filter by left out, before cursor
 // next.
 func filtered(obj Object, by string, next Cursor) Listed {
@@ -291,21 +295,23 @@ func List(ctx context.Context, client ListAPI, src Source, from Cursor, opts Lis
 	if err := src.Validate(); err != nil {
 		return func(yield func(Listed, error) bool) { yield(Listed{}, err) }
 	}
-	named := src
-	named.IncludeHidden = true // a key the source names is never hidden
-	f, _ := src.Filter()       // Validate checked it
 	if src.Key != "" || len(src.Keys) > 0 {
-		f, _ = named.Filter()
+		src.IncludeHidden = true // a key the source names is never hidden
+	}
+	f, _ := src.Filter() // Validate checked it
+	keyF := f
+	if src.Versions {
+		keyF = nil // pin judges each version, so that each is counted
 	}
 	raw := func(yield func(Listed, error) bool) {
 		switch {
 		case src.Key != "":
 			if from.Index == 0 {
-				yield(nameKey(f, src.Bucket, src.Key, Cursor{Index: 1}), nil)
+				yield(nameKey(keyF, src.Bucket, src.Key, Cursor{Index: 1}), nil)
 			}
 		case len(src.Keys) > 0:
 			for i := from.Index; i < len(src.Keys); i++ {
-				if !yield(nameKey(f, src.Bucket, src.Keys[i], Cursor{Index: i + 1}), nil) {
+				if !yield(nameKey(keyF, src.Bucket, src.Keys[i], Cursor{Index: i + 1}), nil) {
 					return
 				}
 			}
@@ -371,8 +377,8 @@ func listPrefix(ctx context.Context, client ListAPI, src Source, f *Filter, from
 		passed := "" // the last directory marker since the last object
 		for _, o := range page.Contents {
 			key := aws.ToString(o.Key)
-			if strings.HasSuffix(key, "/") {
-				passed = key // a "directory" marker, not data
+			if dirMarker(key) {
+				passed = key
 				continue
 			}
 			passed = ""

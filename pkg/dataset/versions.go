@@ -64,9 +64,12 @@ type keyVersion struct {
 }
 
 // listed is the Listed of k's versions that f keeps, with those it leaves
-// out: a mark when it keeps none, or k has none.
+// out: a mark when it keeps none, or k has none, or is a directory marker.
 func (k keyVersion) listed(f *Filter, next Cursor) Listed {
 	l := Listed{Next: next}
+	if dirMarker(k.key) {
+		return l
+	}
 	keyBy := f.Key(k.key)
 	for i, v := range k.versions {
 		if by := cmp.Or(keyBy, f.Object(v, k.modified[i])); by != "" {

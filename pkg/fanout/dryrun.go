@@ -26,7 +26,7 @@ import (
 // count the planning only, and it is never Queued.
 func (r *Runner) DryRun(ctx context.Context, req Request, o DryRunOptions) (Report, error) {
 	req.DryRun, req.DryRunOptions = true, nil
-	if err := r.validate(&req); err != nil {
+	if err := r.validate(ctx, &req); err != nil {
 		return Report{RunID: req.RunID}, fmt.Errorf("fanout: bad request: %w", err)
 	}
 	if err := o.Validate(); err != nil {

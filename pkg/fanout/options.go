@@ -154,8 +154,9 @@ type Options struct {
 	// progress display.
 	Progress *Progress
 	// Filters are the object filters of a request whose source sets none
-	// of its own, filter by filter (see dataset.Filters.Or); the zero
-	// Filters keeps every object.
+	// of its own: a request that sets any replaces them all, so that it
+	// can keep what they would leave out. The zero Filters keeps every
+	// object.
 	Filters dataset.Filters
 	// OnArchived, when set, is called with each object planning leaves
 	// out as archived (see Stats.ObjectsArchived), in listing order, by

@@ -47,7 +47,7 @@ func (r *Runner) Queue(ctx context.Context, req Request) (Report, error) {
 // request runs req as the first planning step of its run, its tasks going
 // to to.
 func (r *Runner) request(ctx context.Context, req Request, to sink) (Report, error) {
-	if err := r.validate(&req); err != nil {
+	if err := r.validate(ctx, &req); err != nil {
 		return Report{RunID: req.RunID}, fmt.Errorf("fanout: bad request: %w", err)
 	}
 	r.budgeted(&req.Overrides)

@@ -169,6 +169,54 @@ func TestReplayVersionsRefused(t *testing.T) {
 	}
 }
 
+// TestReplayVersionsFiltered replays every version under a prefix with
+// filters. To a standard queue a filter by size leaves out exactly the
+// versions over it, counted; to a FIFO queue, where a key's versions go
+// as one run, filters by size (the request's or the runner's) are
+// refused before anything is sent, and a time filter is taken.
+func TestReplayVersionsFiltered(t *testing.T) {
+	st, _ := versionedStack(t, "")
+	h, _ := st.Handler(t, fanout.Options{}, nil)
+	// Versions 0 to 9 are 8 bytes ({"v":0}), 10 and 11 are 9.
+	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{
+		"bucket": st.Bucket, "prefix": "h/", "versions": true, "mode": "notification", "maxSize": 8, "runId": "filtered"})
+	if rep.Objects != 10 || rep.RecordsSent != 10 || rep.ObjectsFiltered != 2 || rep.FilteredBy["maxSize"] != 2 || rep.BytesFiltered != 18 {
+		t.Errorf("report %+v; want 10 versions sent, 2 of 9 bytes left out by maxSize", rep.Stats)
+	}
+	if n := len(localaws.Drain(t, st.SQS, st.Target, time.Second)); n != 10 {
+		t.Errorf("%d notifications, want 10", n)
+	}
+
+	fifo, _ := versionedStack(t, ".fifo")
+	for _, c := range []struct {
+		name string
+		opts fanout.Options
+		req  map[string]any
+		want string
+	}{
+		{"the request's", fanout.Options{}, map[string]any{"maxSize": 8}, "which minSize, maxSize and storageClasses could cut in the middle"},
+		{"the runner's", fanout.Options{Filters: dataset.Filters{StorageClasses: []string{"STANDARD"}}}, nil, "which minSize, maxSize and storageClasses could cut in the middle"},
+		{"time", fanout.Options{}, map[string]any{"modifiedBefore": "2100-01-01T00:00:00Z"}, ""},
+	} {
+		h, _ := fifo.Handler(t, c.opts, nil)
+		req := map[string]any{"bucket": fifo.Bucket, "prefix": "h/", "versions": true, "mode": "notification"}
+		for k, v := range c.req {
+			req[k] = v
+		}
+		payload, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = h.Invoke(t.Context(), payload)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s filters: Invoke = %v, want %q", c.name, err, c.want)
+		}
+	}
+	if n := len(localaws.Drain(t, fifo.SQS, fifo.Target, time.Second)); n != 12 {
+		t.Errorf("FIFO target holds %d notifications, want the 12 of the time-filtered replay alone", n)
+	}
+}
+
 // TestDryRunNotification dry-runs replays, of the current versions and of
 // every version, to a standard and a FIFO queue: the counts are the real
 // run's, and the dry run sends nothing.
