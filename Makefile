@@ -63,7 +63,7 @@ test: ## install and start the local AWS stand-ins, then vet and run every test 
 	$(MAKE) --no-print-directory test-infra
 
 test-infra: $(CDK_CLI) ## vet and test the CDK app in infra/, cdk synth it offline (cdk-nag included) at each parity set, cfn-lint, then test-sam
-	@command -v cfn-lint >/dev/null || { echo "cfn-lint is not on PATH (Python cfn-lint 1.51.0 comes with the machine image)" >&2; exit 1; }
+	@command -v cfn-lint >/dev/null || { echo "cfn-lint is not on PATH (install Python cfn-lint 1.51.0: pipx install cfn-lint==1.51.0; docs/local-stand-ins.md#what-you-need)" >&2; exit 1; }
 	mkdir -p $(CDK_HOME_DIR) $(SYNTH_CODE)/s3ingest $(SYNTH_CODE)/fanout
 	cd infra && $(INFRA_ENV) $(GO) vet ./... && $(INFRA_ENV) $(GO) test -count=1 ./...
 	printf 'placeholder\n' >$(SYNTH_CODE)/s3ingest/bootstrap
