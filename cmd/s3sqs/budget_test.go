@@ -158,8 +158,11 @@ func TestResumeRebudget(t *testing.T) {
 	if err != nil || pp.Overrides == nil || pp.Overrides.MaxFailures.String() != "50%" || pp.Step != 2 {
 		t.Errorf("the parked step went back as %s (%v)", got[1], err)
 	}
-	if run, err := runs.Get(t.Context(), id); err != nil || run.State != runstate.StateRunning || run.Reason != "" {
-		t.Errorf("run after resume: %+v, %v; want running, no reason", run, err)
+	if run, err := runs.Get(t.Context(), id); err != nil || run.State != runstate.StateRunning || run.Reason != "" || run.MaxFailures != "50%" || run.MaxFailedObjects != "" {
+		t.Errorf("run after resume: %+v, %v; want running, no reason, the budget 50%% in its record for the tasks not parked", run, err)
+	}
+	if code, out, _ := runCLI(t, "", "status", "-run-id", id, "-claims-table", table); code != 0 || !strings.Contains(out, "max failures 50%") {
+		t.Errorf("status: exit %d\n%s", code, out)
 	}
 }
 

@@ -157,8 +157,14 @@ func (c *controlCmd) resume(ctx context.Context, runs *runstate.Table, before ru
 	if parked > 0 && c.work == "" {
 		return fmt.Errorf("run %s has %d parked tasks: name the work queue they go back on with -work-queue-url (the fanout function's WORK_QUEUE_URL); the run was not changed", id, parked)
 	}
-	// Running first: a task put back while the run is still cancelled
-	// would be parked again.
+	// The new budget first, in the run's record, for its tasks that were
+	// not parked; then running: a task put back while the run is still
+	// cancelled would be parked again.
+	if c.maxFailures != "" || c.maxFailedObjects != "" {
+		if _, err := runs.SetBudget(ctx, id, c.maxFailures, c.maxFailedObjects); err != nil {
+			return err
+		}
+	}
 	if _, err := runs.SetState(ctx, id, runstate.StateRunning); err != nil {
 		return err
 	}

@@ -262,6 +262,12 @@ func writeStatus(w io.Writer, v runView) {
 	if v.MaxRate > 0 {
 		state += fmt.Sprintf(", max rate %d messages/s", v.MaxRate)
 	}
+	if v.MaxFailures != "" {
+		state += ", max failures " + v.MaxFailures
+	}
+	if v.MaxFailedObjects != "" {
+		state += ", max failed objects " + v.MaxFailedObjects
+	}
 	fmt.Fprintf(w, "  state      %s\n", state)
 	if v.Reason != "" {
 		fmt.Fprintf(w, "  stopped    %s; fix the setting (or raise -max-failures), then s3sqs resume\n", v.Reason)

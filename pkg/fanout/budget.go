@@ -53,6 +53,7 @@ func (r *Runner) overBudget(ctx context.Context, tr *taskRun, res TaskResult) st
 	}
 	runID := tr.task.RunID
 	run := r.ledger.get(runID)
+	ov := overridesOf(tr.task.Overrides)
 	if r.opts.Runs != nil {
 		stored, err := r.opts.Runs.Get(ctx, runID)
 		if err != nil && !errors.Is(err, runstate.ErrNoRun) {
@@ -62,11 +63,19 @@ func (r *Runner) overBudget(ctx context.Context, tr *taskRun, res TaskResult) st
 		run.Reason = stored.Reason
 		run.Counters = addCounters(stored.Counters, run.Counters)
 		run.FailureCodes = addCodes(stored.FailureCodes, run.FailureCodes)
+		// A budget a resume gave the run wins over the one the task was
+		// queued with: a task on its way when the run stopped was not
+		// parked, and so not rewritten.
+		if stored.MaxFailures != "" {
+			ov.MaxFailures = worktask.LimitOf(stored.MaxFailures)
+		}
+		if stored.MaxFailedObjects != "" {
+			ov.MaxFailedObjects = worktask.LimitOf(stored.MaxFailedObjects)
+		}
 	}
 	if run.Reason != "" {
 		return run.Reason // its failures wait for the fix too
 	}
-	ov := overridesOf(tr.task.Overrides)
 	failed, read := run.RecordsFailed+res.RecordsFailed, run.RecordsRead+res.RecordsRead
 	chunks, planned := run.ObjectsFailed+int64(res.ObjectsFailed), run.TasksPlanned
 	codes := addCodes(run.FailureCodes, res.failures)

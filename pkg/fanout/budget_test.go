@@ -93,3 +93,40 @@ func TestBudgetStopsQueuedRun(t *testing.T) {
 	}
 	t.Logf("run at the end: %+v", end.Counters)
 }
+
+// TestResumedBudgetReachesQueuedTasks queues a run whose every record
+// fails with a budget of 0, then, before any task runs, sets the run's
+// budget off as `s3sqs resume -max-failures off` does for the tasks it
+// did not park. The queued tasks judge by the run's record: they write
+// their failures off and the run ends, where their own budget would have
+// stopped it.
+func TestResumedBudgetReachesQueuedTasks(t *testing.T) {
+	c := newControlled(t, 1, fanout.Options{InlineMaxBytes: 1})
+	for o := range 3 {
+		var b strings.Builder
+		for i := range 40 {
+			fmt.Fprintf(&b, `{"value":"o%d-r%03d","msg_attributes":"none"}`+"\n", o, i)
+		}
+		c.st.Put(t, fmt.Sprintf("rebud/%02d.jsonl", o), b.String())
+	}
+	const id = "rebudget-queued"
+	req := fanout.Request{Source: dataset.Source{Bucket: c.st.Bucket, Prefix: "rebud/"}, RunID: id}
+	req.MaxFailures = worktask.LimitOf("0")
+	if rep, err := c.handlers[0].HandleRequest(t.Context(), req); err != nil || !rep.Queued {
+		t.Fatalf("request: %+v, %v", rep, err)
+	}
+	if _, err := c.runs.SetBudget(t.Context(), id, "off", ""); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	wait := c.consume(ctx, t)
+	run := c.waitFor(t, id, 30*time.Second, "the run done", finished)
+	stop()
+	wait()
+	if run.Reason != "" || run.State != runstate.StateRunning || run.RecordsFailed != 120 || run.Parked != 0 || run.MaxFailures != "off" {
+		t.Errorf("run: %s %q, %d records failed, %d parked, budget %q; want it done with the 120 written off", run.State, run.Reason, run.RecordsFailed, run.Parked, run.MaxFailures)
+	}
+	if n := depth(t, c.st.SQS, c.st.Failure); n != 120 {
+		t.Errorf("%d records on the failure queue, want 120", n)
+	}
+}

@@ -90,6 +90,11 @@ type Run struct {
 	// MaxRate is the run-wide rate in messages per second that `s3sqs set`
 	// gave it while it runs; 0 means the rate the run started with.
 	MaxRate int64 `json:"maxRate,omitempty"`
+	// MaxFailures and MaxFailedObjects are the failure budget that
+	// `s3sqs resume` gave the run (see SetBudget), as text ("off", "1000",
+	// "10%"); empty means the one it started with.
+	MaxFailures      string `json:"maxFailures,omitempty"`
+	MaxFailedObjects string `json:"maxFailedObjects,omitempty"`
 	// Started is when the first write of the run was made; Updated the
 	// last.
 	Started time.Time `json:"started"`
@@ -112,6 +117,8 @@ type Run struct {
 const (
 	stateAttr    = "state"
 	maxRateAttr  = "maxRate"
+	failuresAttr = "maxFailures"
+	objectsAttr  = "maxFailedObjects"
 	startedAttr  = "started"
 	updatedAttr  = "updated"
 	parkedAttr   = "parked"
@@ -126,10 +133,6 @@ const (
 	failedPrefix   = "failed#"
 	filteredPrefix = "filtered#"
 )
-
-// windowTTL is how long a budget window is kept: it is read only during
-// its own second, so an hour is ample and keeps the table small.
-const windowTTL = time.Hour
 
 // counterAttrs are the attribute names of Counters' number fields, by
 // field index: their JSON names, so that the record and `s3sqs status
@@ -242,6 +245,26 @@ func (t *Table) SetMaxRate(ctx context.Context, runID string, rate int64) (Run, 
 	return t.set(ctx, runID, maxRateAttr, num(rate))
 }
 
+// SetBudget sets the run's failure budget, maxFailures and
+// maxFailedObjects as a Limit's text, each when not empty, creating its
+// record if need be, and returns the record as it now is. Its tasks judge
+// their failures by it from then on, those on their way too.
+func (t *Table) SetBudget(ctx context.Context, runID, maxFailures, maxFailedObjects string) (Run, error) {
+	var (
+		run Run
+		err error
+	)
+	for attr, v := range map[string]string{failuresAttr: maxFailures, objectsAttr: maxFailedObjects} {
+		if v != "" && err == nil {
+			run, err = t.set(ctx, runID, attr, str(v))
+		}
+	}
+	if err == nil && run.ID == "" {
+		run, err = t.Get(ctx, runID)
+	}
+	return run, err
+}
+
 // set sets attribute attr of the run record to v. A state set removes the
 // reason of a stop (see Stop).
 func (t *Table) set(ctx context.Context, runID, attr string, v types.AttributeValue) (Run, error) {
@@ -346,65 +369,12 @@ func (t *Table) addition(runID string, c Counters, failures map[string]int64) (u
 	}, true
 }
 
-// Take takes up to n messages from the run's budget of the second that
-// holds at: as many as the window of that second has left below limit.
-// It returns how many it took (0 when the window is spent). It makes one
-// conditional UpdateItem when the window has n left; otherwise that
-// UpdateItem's refusal says what is left, and one more takes it.
-func (t *Table) Take(ctx context.Context, runID string, at time.Time, n, limit int64) (int64, error) {
-	n = min(n, limit)
-	if n <= 0 {
-		return 0, nil
-	}
-	k := key(windowKey(runID, at.Unix()))
-	ok, taken, err := t.take(ctx, k, at, n, limit)
-	switch {
-	case err != nil:
-		return 0, err
-	case ok:
-		return n, nil
-	}
-	left := min(n, limit-taken)
-	if left <= 0 {
-		return 0, nil
-	}
-	// Others may take the rest first: then this one gets none, and the
-	// window is spent for it too.
-	if ok, _, err := t.take(ctx, k, at, left, limit); !ok {
-		return 0, err
-	}
-	return left, nil
-}
-
-// take adds n to the window k if that keeps it at most limit. It reports
-// whether it did, and when not, how many the window had taken.
-func (t *Table) take(ctx context.Context, k map[string]types.AttributeValue, at time.Time, n, limit int64) (bool, int64, error) {
-	_, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(t.name),
-		Key:                      k,
-		UpdateExpression:         aws.String("SET #expires = :expires ADD #taken :n"),
-		ConditionExpression:      aws.String("attribute_not_exists(#taken) OR #taken <= :most"),
-		ExpressionAttributeNames: map[string]string{"#taken": takenAttr, "#expires": claims.ExpiresAttribute},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":n": num(n), ":most": num(limit - n), ":expires": num(at.Add(windowTTL).Unix()),
-		},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case errors.As(err, &ccf):
-		return false, number(ccf.Item[takenAttr]), nil
-	case err != nil:
-		return false, 0, fmt.Errorf("runstate: take from the budget %s in table %s: %w", stringOf(k[claims.KeyAttribute]), t.name, err)
-	}
-	return true, 0, nil
-}
-
 func decodeRun(runID string, item map[string]types.AttributeValue) Run {
 	r := Run{
-		ID:       runID,
-		State:    State(stringOf(item[stateAttr])),
-		MaxRate:  number(item[maxRateAttr]),
+		ID:          runID,
+		State:       State(stringOf(item[stateAttr])),
+		MaxRate:     number(item[maxRateAttr]),
+		MaxFailures: stringOf(item[failuresAttr]), MaxFailedObjects: stringOf(item[objectsAttr]),
 		Started:  timeOf(item[startedAttr]),
 		Updated:  timeOf(item[updatedAttr]),
 		Parked:   number(item[parkedAttr]),
@@ -440,10 +410,6 @@ func prefixed(item map[string]types.AttributeValue, prefix string) map[string]in
 }
 
 func runKey(runID string) string { return "run#" + runID }
-
-func windowKey(runID string, sec int64) string {
-	return runKey(runID) + "#rate#" + strconv.FormatInt(sec, 10)
-}
 
 func parkedKey(runID string, n int64) string {
 	return runKey(runID) + "#parked#" + strconv.FormatInt(n, 10)

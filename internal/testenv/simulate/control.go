@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -60,6 +61,21 @@ func genControl(rng *rand.Rand, sc *Scenario, off Off) {
 		sc.Controls = append(sc.Controls, a)
 	}
 	slices.SortStableFunc(sc.Controls, func(a, b Control) int { return a.Step - b.Step })
+	// A third of the direct requests have a failure budget of 0: their
+	// first failed record stops the run, parked, until the operator's
+	// resume, with the budget off, lets it write its failures off.
+	for i := range sc.Requests {
+		r := &sc.Requests[i]
+		if rng.IntN(3) != 0 || r.Driver != "" || off["budget"] {
+			continue
+		}
+		var req map[string]any
+		if err := json.Unmarshal(r.Payload, &req); err != nil {
+			panic(err) // made by Generate
+		}
+		req["maxFailures"] = "0"
+		r.Payload, _ = json.Marshal(req)
+	}
 }
 
 // setUpControl gives the engine the runs' state and a control record read
@@ -107,10 +123,25 @@ func (w *world) resume(ctx context.Context, id string) bool {
 	if err != nil || run.State == runstate.StateRunning && run.Parked <= run.Unparked {
 		return false
 	}
+	// A run that stopped itself past its budget goes on with none, as
+	// `s3sqs resume -max-failures off` has it.
+	budget := ""
+	if run.Reason != "" || run.MaxFailures != "" {
+		budget = "off"
+		if _, err := w.runs.SetBudget(ctx, id, budget, ""); err != nil {
+			return false
+		}
+	}
 	if _, err := w.runs.SetState(ctx, id, runstate.StateRunning); err != nil {
 		return false
 	}
 	w.runs.Unpark(ctx, id, func(ctx context.Context, n int64, body string) error {
+		if budget != "" {
+			var err error
+			if body, err = worktask.WithBudget(body, worktask.LimitOf(budget), worktask.Limit{}); err != nil {
+				return err
+			}
+		}
 		e := worktask.ParkedEntry(id, n, body, w.sc.Settings.WorkFIFO)
 		in := types.SendMessageBatchRequestEntry{Id: aws.String(e.ID), MessageBody: aws.String(e.Body)}
 		if e.GroupID != "" {

@@ -20,7 +20,7 @@ import (
 // DynamoModel is an in-process DynamoDB table keyed by
 // claims.KeyAttribute, with the calls runstate.Table makes (GetItem,
 // UpdateItem, TransactWriteItems of updates) and the expressions it
-// writes: SET of values and if_not_exists, ADD of numbers, and conditions
+// writes: SET of values and if_not_exists, ADD of numbers, REMOVE, and conditions
 // of attribute_not_exists, = and <= joined by OR. Each call is atomic, as
 // DynamoDB makes a call on an item, and a transaction on all its items.
 // TestConformanceDynamo holds it to moto_server. Writes fail at the
@@ -30,13 +30,15 @@ type DynamoModel struct {
 	F  *Faults
 	mu sync.Mutex
 	m  map[string]map[string]types.AttributeValue
-	// Failed counts the writes that failed, by the run they were for.
-	Failed map[string]int
+	// Failed counts the writes that failed, by the run they were for;
+	// Stops the writes that tried to stop a run with a reason
+	// (runstate.Table.Stop), by run, whether its condition held or not.
+	Failed, Stops map[string]int
 }
 
 // NewDynamoModel returns an empty table whose writes fail at f's rate.
 func NewDynamoModel(f *Faults) *DynamoModel {
-	return &DynamoModel{F: f, m: map[string]map[string]types.AttributeValue{}, Failed: map[string]int{}}
+	return &DynamoModel{F: f, m: map[string]map[string]types.AttributeValue{}, Failed: map[string]int{}, Stops: map[string]int{}}
 }
 
 var _ runstate.API = (*DynamoModel)(nil)
@@ -61,6 +63,9 @@ func (d *DynamoModel) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInp
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if _, stop := u.values[":reason"]; stop {
+		d.Stops[runOfKey(u.key)]++
+	}
 	old := d.m[u.key]
 	ok, err := u.holds(old)
 	if err != nil {
@@ -224,13 +229,11 @@ func (u update) apply(item map[string]types.AttributeValue) (map[string]types.At
 	if out == nil {
 		out = map[string]types.AttributeValue{claims.KeyAttribute: &types.AttributeValueMemberS{Value: u.key}}
 	}
-	set, add := u.expr, ""
-	if i := strings.Index(set, " ADD "); i >= 0 {
-		set, add = set[:i], set[i+len(" ADD "):]
-	} else if a, ok := strings.CutPrefix(set, "ADD "); ok {
-		set, add = "", a
+	clauses := updateClauses(u.expr)
+	for _, name := range splitTop(clauses["REMOVE"]) {
+		delete(out, u.names[name])
 	}
-	set = strings.TrimPrefix(set, "SET ")
+	set, add := clauses["SET"], clauses["ADD"]
 	for _, a := range splitTop(set) {
 		name, value, ok := strings.Cut(a, " = ")
 		if !ok {
@@ -256,6 +259,27 @@ func (u update) apply(item map[string]types.AttributeValue) (map[string]types.At
 		out[attr] = &types.AttributeValueMemberN{Value: strconv.FormatInt(number(out[attr])+number(u.values[f[1]]), 10)}
 	}
 	return out, nil
+}
+
+// updateClauses splits an update expression into its SET, ADD and REMOVE
+// clauses, by keyword.
+func updateClauses(expr string) map[string]string {
+	out := map[string]string{}
+	kw, start := "", 0
+	f := strings.Fields(expr)
+	for i, w := range f {
+		if w != "SET" && w != "ADD" && w != "REMOVE" {
+			continue
+		}
+		if kw != "" {
+			out[kw] = strings.Join(f[start:i], " ")
+		}
+		kw, start = w, i+1
+	}
+	if kw != "" {
+		out[kw] = strings.Join(f[start:], " ")
+	}
+	return out
 }
 
 // splitTop splits a list of actions at the commas outside parentheses.

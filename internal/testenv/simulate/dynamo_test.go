@@ -65,6 +65,24 @@ func controlScript(ctx context.Context, tab *runstate.Table, at time.Time) []str
 	}
 	text, added, err := tab.Once(ctx, "r", "unplanned")
 	note("once of another: %q %v %v", text, added, err)
+	// A failure budget spent: the run stops itself once, while running;
+	// a resume gives it a budget and runs it, which clears the reason.
+	run, err = tab.Tally(ctx, "r", runstate.Counters{RecordsFailed: 3, ObjectsFiltered: 2, FilteredBy: map[string]int64{"minSize": 2}}, map[string]int64{"UnreadableRecord": 3})
+	note("tally: %+v %v", run, err)
+	run, err = tab.SetState(ctx, "r", runstate.StatePaused)
+	note("pause: %+v %v", run, err)
+	stopped, err := tab.Stop(ctx, "r", "failure budget spent")
+	note("stop while paused: %v %v", stopped, err)
+	run, err = tab.SetState(ctx, "r", runstate.StateRunning)
+	note("run: %+v %v", run, err)
+	stopped, err = tab.Stop(ctx, "r", "failure budget spent")
+	note("stop: %v %v", stopped, err)
+	stopped, err = tab.Stop(ctx, "r", "again")
+	note("stop again: %v %v", stopped, err)
+	run, err = tab.SetBudget(ctx, "r", "off", "")
+	note("budget: %+v %v", run, err)
+	run, err = tab.SetState(ctx, "r", runstate.StateRunning)
+	note("resume: %+v %v", run, err)
 	run, err = tab.Get(ctx, "r")
 	note("get: %+v %v", run, err)
 	return out

@@ -107,7 +107,7 @@ var FaultClasses = []string{"entry-failed", "sqs-500", "throttled", "reset-befor
 	"s3-500", "body-cut", "body-stall", "put-refused", "put-lost", "claims-err", "runs-err", "die", "redeliver", "duplicate-notification", "deadline"}
 
 // SettingClasses are settings that can be forced off by name.
-var SettingClasses = []string{"chunk", "fifo", "claims", "offload", "work-queue", "versioned", "report", "notifications", "drivers", "overwrites", "control", "work-fifo", "reconcile", "replay"}
+var SettingClasses = []string{"chunk", "fifo", "claims", "offload", "work-queue", "versioned", "report", "notifications", "drivers", "overwrites", "control", "work-fifo", "reconcile", "replay", "budget"}
 
 // Generate makes the scenario of seed, without the classes off names.
 func Generate(seed uint64, off Off) Scenario {
@@ -226,9 +226,11 @@ type Outcome struct {
 	Records    int
 	Deliveries int
 	Steps      int
-	Faults     FaultStats
-	Violations []string
-	Duration   time.Duration
+	// BudgetStops counts the tries to stop a run past its failure budget.
+	BudgetStops int
+	Faults      FaultStats
+	Violations  []string
+	Duration    time.Duration
 }
 
 // world is a scenario's models and engine.
@@ -255,7 +257,8 @@ type world struct {
 	etags    map[string]string
 	// reconciled counts the runs reconciles made of each key;
 	// recons the reconciles, settledRecons those run once all settled.
-	reconciled            map[string]int
+	reconciled map[string]int
+
 	recons, settledRecons int
 }
 
@@ -277,6 +280,11 @@ func Run(ctx context.Context, sc Scenario) Outcome {
 		w.dump(sc.Dump)
 	}
 	out.Faults = w.faults.Stats
+	if w.dynamo != nil {
+		for _, n := range w.dynamo.Stops {
+			out.BudgetStops += n
+		}
+	}
 	out.Duration = time.Since(start)
 	return out
 }

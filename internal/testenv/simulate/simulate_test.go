@@ -143,11 +143,12 @@ func describe(sc Scenario) string {
 
 // summary is the line `make simulate` ends with.
 func summary(outs []Outcome, off Off, d time.Duration) string {
-	var records, deliveries, failed int
+	var records, deliveries, failed, stops int
 	var faults FaultStats
 	for _, o := range outs {
 		records += o.Records
 		deliveries += o.Deliveries
+		stops += o.BudgetStops
 		if len(o.Violations) > 0 {
 			failed++
 		}
@@ -191,8 +192,8 @@ func summary(outs []Outcome, off Off, d time.Duration) string {
 		lines = append(lines, fmt.Sprintf("  %4d seeds (first %d): %s", len(seeds), seeds[0], k))
 	}
 	slices.Sort(lines)
-	return fmt.Sprintf("simulate: %d seeds in %s, %d failed; %d records, %d deliveries; faults %+v; off %v\n%s",
-		len(outs), d.Round(time.Millisecond), failed, records, deliveries, faults, offs, strings.Join(lines, "\n"))
+	return fmt.Sprintf("simulate: %d seeds in %s, %d failed; %d records, %d deliveries, %d tries to stop a run past its failure budget; faults %+v; off %v\n%s",
+		len(outs), d.Round(time.Millisecond), failed, records, deliveries, stops, faults, offs, strings.Join(lines, "\n"))
 }
 
 // firstViolations keeps a failure's report short: the violations that are
