@@ -31,7 +31,11 @@
 //   - with the control plane (Settings.Control: pause, resume, cancel and
 //     rate actions on the runs, whose state a DynamoDB model keeps), no
 //     run is done while a task of it waits undone on the work queue, and
-//     at the end each run counts every chunk it planned done, once;
+//     at the end each run counts every chunk it planned done, once; a
+//     third of the direct requests have a failure budget of 0, which
+//     their first failure spends, and the operator resumes such a run
+//     with the budget off: a record may then come once more per try to
+//     stop its run (what a stopped task sent after its first failure);
 //   - with replays and reconciles (Scenario.Reconciles: a fanout run in
 //     notification mode to s3ingest's queue, and `s3sqs reconcile` of the
 //     prefix while the faults last and once all settled), every record of
