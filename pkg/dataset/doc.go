@@ -1,12 +1,13 @@
 // Package dataset lists the S3 objects of a dataset and plans them into
 // chunks that can be read independently and in parallel.
 //
-// A dataset is one object, a prefix (with optional suffix and glob filters),
-// a list of keys, or a manifest: an S3 Batch Operations CSV of bucket,key
-// lines or an S3 Inventory manifest.json with CSV or Parquet data files (an
-// ORC report is refused with [ErrInventoryFormat]). Listing skips
-// what Spark and Hive write beside data (_SUCCESS, and keys whose last
-// segment starts with "_" or ".") unless asked not to.
+// A dataset is one object, a prefix, a list of keys, or a manifest: an S3
+// Batch Operations CSV of bucket,key lines or an S3 Inventory manifest.json
+// with CSV or Parquet data files (an ORC report is refused with
+// [ErrInventoryFormat]). Listing skips what Spark and Hive write beside
+// data (_SUCCESS, and keys whose last segment starts with "_" or ".")
+// unless asked not to, and what the source's [Filters] (time, size,
+// storage class, key) leave out, each counted by the filter that did.
 //
 // Each object is pinned when it is listed to its ETag and, when S3 reports
 // one, its VersionId. A [Chunk] carries that pin, so that a reader asks S3
