@@ -2,6 +2,7 @@ package dataset_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -229,6 +230,23 @@ func TestFiltersOnEveryListing(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFiltersNamedKeyMissing: a key the source names is pinned before the
+// filters judge it, so that one that is missing ends the listing, as
+// without filters, even when a filter would leave it out.
+func TestFiltersNamedKeyMissing(t *testing.T) {
+	c := localaws.S3Client(localaws.Endpoint(t, localaws.EnvMoto))
+	bucket := newBucket(t, c, fmt.Sprintf("filters-named-%d", time.Now().UnixNano()))
+	put(t, c, bucket, "k/a.jsonl", []byte("{}\n"))
+	src := dataset.Source{Bucket: bucket, Keys: []string{"k/a.jsonl", "k/typo.csv"}, Filters: dataset.Filters{KeyRegex: `\.jsonl$`}}
+	var errs []error
+	for _, err := range dataset.List(t.Context(), c, src, dataset.Cursor{}, dataset.ListOptions{}) {
+		errs = append(errs, err)
+	}
+	if last := errs[len(errs)-1]; !errors.Is(last, dataset.ErrNotFound) || !strings.Contains(last.Error(), "k/typo.csv") {
+		t.Errorf("listing ended with %v, want k/typo.csv not found", last)
 	}
 }
 

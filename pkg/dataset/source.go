@@ -299,19 +299,17 @@ func List(ctx context.Context, client ListAPI, src Source, from Cursor, opts Lis
 		src.IncludeHidden = true // a key the source names is never hidden
 	}
 	f, _ := src.Filter() // Validate checked it
-	keyF := f
-	if src.Versions {
-		keyF = nil // pin judges each version, so that each is counted
-	}
 	raw := func(yield func(Listed, error) bool) {
+		// A key the source names is pinned before it is judged, so that
+		// one that is missing ends the listing whatever the filters say.
 		switch {
 		case src.Key != "":
 			if from.Index == 0 {
-				yield(nameKey(keyF, src.Bucket, src.Key, Cursor{Index: 1}), nil)
+				yield(Listed{Object: Object{Bucket: src.Bucket, Key: src.Key, Size: -1}, Next: Cursor{Index: 1}}, nil)
 			}
 		case len(src.Keys) > 0:
 			for i := from.Index; i < len(src.Keys); i++ {
-				if !yield(nameKey(keyF, src.Bucket, src.Keys[i], Cursor{Index: i + 1}), nil) {
+				if !yield(Listed{Object: Object{Bucket: src.Bucket, Key: src.Keys[i], Size: -1}, Next: Cursor{Index: i + 1}}, nil) {
 					return
 				}
 			}
@@ -342,24 +340,13 @@ func List(ctx context.Context, client ListAPI, src Source, from Cursor, opts Lis
 			l.Err = err
 			return l, nil
 		}
-		if by := f.Object(obj, modified); err == nil && by != "" {
+		if by := cmp.Or(f.Key(obj.Key), f.Object(obj, modified)); err == nil && by != "" {
 			return filtered(obj, by, l.Next), nil
 		}
 		l.Object = obj
 		return l, err
 	}
 	return inorder.Map(ctx, raw, cmp.Or(opts.PinConcurrency, DefaultPinConcurrency), pin)
-}
-
-// nameKey is the Listed of a key the source names, to be pinned, or the
-// mark of it when its key leaves it out.
-func nameKey(f *Filter, bucket, key string, next Cursor) Listed {
-	obj := Object{Bucket: bucket, Key: key, Size: -1}
-	if by := f.Key(key); by != "" {
-		obj.Size = 0 // not known, and not asked for
-		return filtered(obj, by, next)
-	}
-	return Listed{Object: obj, Next: next}
 }
 
 func listPrefix(ctx context.Context, client ListAPI, src Source, f *Filter, from Cursor, yield func(Listed, error) bool) {
