@@ -116,6 +116,7 @@ func (c *reconcileCmd) parse(args []string, bad func(string, ...any) int) (int, 
 		return bad("%s", msg), false
 	}
 	f, err := s3event.ParseFormat(c.format)
+	filtersErr := c.filters.Validate()
 	switch {
 	case c.flags.NArg() > 0:
 		return bad("unexpected arguments %q", c.flags.Args()), false
@@ -139,8 +140,8 @@ func (c *reconcileCmd) parse(args []string, bad func(string, ...any) int) (int, 
 		return bad("-notification-format: %v", err), false
 	case c.concurrency <= 0:
 		return bad("-concurrency: %d is not a positive count", c.concurrency), false
-	case c.filters.Validate() != nil:
-		return bad("%v", c.filters.Validate()), false
+	case filtersErr != nil:
+		return bad("%v", filtersErr), false
 	}
 	if c.manifest != "" {
 		b, _, err := dataset.ParseS3URI(c.manifest)

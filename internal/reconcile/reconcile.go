@@ -287,14 +287,14 @@ func (c *comparison) list(s3c ListAPI) error {
 				c.rep.SkippedTooOld++
 			}
 			c.mu.Unlock()
+			if tooOld {
+				continue
+			}
 			o := dataset.ListedVersion(c.o.Bucket, v)
-			if by := cmp.Or(c.filter.Key(o.Key), c.filter.Object(o, lm)); by != "" && !tooOld {
+			if by := c.filter.LeftOut(o, lm); by != "" {
 				c.mu.Lock()
 				c.rep.filtered(by)
 				c.mu.Unlock()
-				continue
-			}
-			if tooOld {
 				continue
 			}
 			c.check(Object{Key: o.Key, VersionID: o.VersionID, ETag: o.ETag, Size: o.Size, LastModified: lm.UTC()})

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"regexp"
@@ -171,6 +172,13 @@ func (f *Filter) Object(o Object, modified time.Time) string {
 		return FilterModifiedBefore
 	}
 	return ""
+}
+
+// LeftOut returns the name of the first filter that leaves o, last
+// modified at modified, out, its key first (see Key and Object), or ""
+// when they keep it.
+func (f *Filter) LeftOut(o Object, modified time.Time) string {
+	return cmp.Or(f.Key(o.Key), f.Object(o, modified))
 }
 
 // needs reports whether judging an object takes what a listing may not

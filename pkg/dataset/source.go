@@ -340,7 +340,7 @@ func List(ctx context.Context, client ListAPI, src Source, from Cursor, opts Lis
 			l.Err = err
 			return l, nil
 		}
-		if by := cmp.Or(f.Key(obj.Key), f.Object(obj, modified)); err == nil && by != "" {
+		if by := f.LeftOut(obj, modified); err == nil && by != "" {
 			return filtered(obj, by, l.Next), nil
 		}
 		l.Object = obj
@@ -371,7 +371,7 @@ func listPrefix(ctx context.Context, client ListAPI, src Source, f *Filter, from
 			passed = ""
 			obj := Object{Bucket: src.Bucket, Key: key, Size: aws.ToInt64(o.Size), ETag: trimETag(aws.ToString(o.ETag)), StorageClass: storageClass(string(o.StorageClass))}
 			l := Listed{Object: obj, Next: Cursor{After: key}}
-			if by := cmp.Or(f.Key(key), f.Object(obj, aws.ToTime(o.LastModified))); by != "" {
+			if by := f.LeftOut(obj, aws.ToTime(o.LastModified)); by != "" {
 				l = filtered(obj, by, l.Next)
 			}
 			if !yield(l, nil) {

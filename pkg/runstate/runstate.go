@@ -250,19 +250,20 @@ func (t *Table) SetMaxRate(ctx context.Context, runID string, rate int64) (Run, 
 // record if need be, and returns the record as it now is. Its tasks judge
 // their failures by it from then on, those on their way too.
 func (t *Table) SetBudget(ctx context.Context, runID, maxFailures, maxFailedObjects string) (Run, error) {
-	var (
-		run Run
-		err error
-	)
-	for attr, v := range map[string]string{failuresAttr: maxFailures, objectsAttr: maxFailedObjects} {
-		if v != "" && err == nil {
-			run, err = t.set(ctx, runID, attr, str(v))
+	var run Run
+	for _, b := range [...]struct{ attr, v string }{{failuresAttr, maxFailures}, {objectsAttr, maxFailedObjects}} {
+		if b.v == "" {
+			continue
+		}
+		var err error
+		if run, err = t.set(ctx, runID, b.attr, str(b.v)); err != nil {
+			return Run{}, err
 		}
 	}
-	if err == nil && run.ID == "" {
-		run, err = t.Get(ctx, runID)
+	if run.ID == "" {
+		return t.Get(ctx, runID)
 	}
-	return run, err
+	return run, nil
 }
 
 // set sets attribute attr of the run record to v. A state set removes the
