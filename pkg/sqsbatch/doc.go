@@ -33,8 +33,8 @@
 //     decrease; after that by one per round trip. It grows only while the
 //     limit is in use (a request waited for a slot, or every slot was
 //     taken) and the latency holds: an exponentially weighted mean of the
-//     last answers' latencies stays within twice the baseline, or the
-//     baseline plus 10 ms if that is more, so that loopback's fraction of
+//     last answers' latencies stays within three times the baseline, or
+//     the baseline plus 10 ms if that is more, so that loopback's fraction of
 //     a millisecond does not stop it.
 //   - A throttle (ThrottlingException, RequestThrottled, SQS's KMS
 //     throttles), an HTTP 5xx, or an entry failed with such a code halves

@@ -21,9 +21,13 @@
 // -read-concurrency; otherwise fanout's -max-in-flight and -concurrency as
 // they were, and ingest at its defaults only. -bin measures a CLI built
 // elsewhere, so that one copy of this tool prints the table before and
-// after a change. -shape chooses the dataset. `make bench-latency` runs it:
+// after a change. -shape chooses the dataset. -repeat runs each cell
+// several times, in rounds that try every setting of a row once so that a
+// slow spell of the machine falls on all of them, and the table shows
+// medians: one run of a cell can be 40% off the next on a 2-core machine.
+// `make bench-latency` runs it:
 //
-//	tools/with-local-aws go run ./tools/latencybench [-shape default|large|small] [-latencies 0,20,50] [-sweep auto] [-bin path/to/s3sqs] [-proxy stream|faultproxy]
+//	tools/with-local-aws go run ./tools/latencybench [-shape default|large|small] [-latencies 0,20,50] [-sweep auto] [-repeat 1] [-bin path/to/s3sqs] [-proxy stream|faultproxy]
 package main
 
 import (
@@ -99,6 +103,9 @@ type options struct {
 	warmUp bool
 	bin    string
 	proxy  string
+	// repeat is how many times each cell runs; the table shows the
+	// median.
+	repeat int
 }
 
 // The modes measured: fanout's two and s3ingest's.
@@ -137,6 +144,7 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	modes := fs.String("modes", "record chunk ingest", "space-separated modes: record, chunk (fanout) and ingest (s3ingest)")
 	fs.BoolVar(&o.warmUp, "warm-up", true, "run fanout once before the table, outside it (fauxqs is slower in its first seconds)")
 	fs.StringVar(&o.bin, "bin", "", "the s3sqs CLI to measure (default: built from this module)")
+	fs.IntVar(&o.repeat, "repeat", 1, "runs of each cell, in rounds that try every setting once; the table shows each cell's median records/s (and its highest peak RSS)")
 	fs.StringVar(&o.proxy, "proxy", proxyStream, "the delaying proxy: stream (delays the first byte, then streams) or faultproxy (reads every answer whole, as the first tables did)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -151,6 +159,9 @@ func parseArgs(args []string, stderr io.Writer) (options, error) {
 	o.objects, o.records = cmp.Or(o.objects, shape[0]), cmp.Or(o.records, shape[1])
 	if o.objects < 1 || o.records < 1 || o.record < 64 {
 		return options{}, fmt.Errorf("-objects and -records must be positive and -record at least 64")
+	}
+	if o.repeat < 1 {
+		return options{}, fmt.Errorf("-repeat must be at least 1")
 	}
 	if o.proxy != proxyStream && o.proxy != proxyFault {
 		return options{}, fmt.Errorf("-proxy: unknown proxy %q", o.proxy)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -198,31 +200,45 @@ type result struct {
 
 func (r result) rate() float64 { return float64(r.records) / r.wall.Seconds() }
 
-// measureRow measures mode at lat at the defaults and, for fanout, at
-// every setting of sweep.
+// measureRow measures mode at lat at the defaults and at every setting of
+// sweep, o.repeat times each in rounds, and keeps each setting's median.
 func (e *env) measureRow(ctx context.Context, mode string, lat time.Duration, sweep []setting) (row, error) {
-	r := row{mode: mode, latency: lat}
-	var err error
-	if r.defaults, err = e.measure(ctx, mode, lat, setting{}); err != nil {
-		return row{}, err
+	settings := append([]setting{{}}, sweep...)
+	runs := make([][]result, len(settings))
+	for range e.o.repeat {
+		for i, s := range settings {
+			res, err := e.measure(ctx, mode, lat, s)
+			if err != nil {
+				return row{}, err
+			}
+			runs[i] = append(runs[i], res)
+		}
 	}
+	r := row{mode: mode, latency: lat, defaults: median(runs[0])}
 	if len(sweep) == 0 {
 		return r, nil
 	}
 	// The best of the defaults and the sweep, so defaults / best is at
 	// most 1.
 	best := r.defaults
-	r.best = &best
-	for _, s := range sweep {
-		res, err := e.measure(ctx, mode, lat, s)
-		if err != nil {
-			return row{}, err
-		}
-		if res.rate() > r.best.rate() {
-			r.best = &res
+	for _, rs := range runs[1:] {
+		if m := median(rs); m.rate() > best.rate() {
+			best = m
 		}
 	}
+	r.best = &best
 	return r, nil
+}
+
+// median is the run of rs with the median rate (the lower of the middle
+// two for an even count), with the highest peak RSS of them all.
+func median(rs []result) result {
+	sorted := slices.SortedFunc(slices.Values(rs), func(a, b result) int { return cmp.Compare(a.rate(), b.rate()) })
+	m := sorted[(len(sorted)-1)/2]
+	for _, r := range rs {
+		m.peakRSS = max(m.peakRSS, r.peakRSS)
+	}
+	return m
 }
 
 // measure runs the CLI once, to a new queue, with every request delayed

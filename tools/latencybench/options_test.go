@@ -143,3 +143,32 @@ func TestStreamProxy(t *testing.T) {
 		t.Errorf("stats %s", s)
 	}
 }
+
+// TestMedian checks that a cell's figure is its median run, not its best or
+// its last, and carries the highest peak RSS of its runs.
+func TestMedian(t *testing.T) {
+	run := func(records int64, rss int64) result {
+		return result{records: records, wall: time.Second, peakRSS: rss}
+	}
+	tests := []struct {
+		name    string
+		runs    []result
+		rate    float64
+		peakRSS int64
+	}{
+		{"one", []result{run(100, 5)}, 100, 5},
+		{"odd", []result{run(300, 1), run(100, 9), run(200, 2)}, 200, 9},
+		{"even takes the lower middle", []result{run(400, 1), run(100, 1), run(300, 4), run(200, 1)}, 200, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := median(tt.runs)
+			if m.rate() != tt.rate || m.peakRSS != tt.peakRSS {
+				t.Errorf("median: %.0f records/s, peak %d; want %.0f, %d", m.rate(), m.peakRSS, tt.rate, tt.peakRSS)
+			}
+		})
+	}
+	if _, err := parseArgs([]string{"-repeat", "0"}, io.Discard); err == nil {
+		t.Error("-repeat 0: no error")
+	}
+}

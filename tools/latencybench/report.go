@@ -18,9 +18,9 @@ type row struct {
 // printTable prints the table in Markdown. A ratio to 0 ms needs the same
 // mode's 0 ms row.
 func printTable(w io.Writer, o options, rows []row, took time.Duration) {
-	fmt.Fprintf(w, "\n%s shape: %d objects x %d records of %d B (JSON Lines), s3sqs CLI as a subprocess, GOMAXPROCS=%d, %s proxy, one run of each cell (%s in all);\n"+
+	fmt.Fprintf(w, "\n%s shape: %d objects x %d records of %d B (JSON Lines), s3sqs CLI as a subprocess, GOMAXPROCS=%d, %s proxy, %s (%s in all);\n"+
 		"records/s is records over the subprocess's wall time; peak RSS is its VmHWM, read every 20 ms\n\n",
-		o.shape, o.objects, o.records, o.record, runtime.GOMAXPROCS(0), o.proxy, took.Round(time.Second))
+		o.shape, o.objects, o.records, o.record, runtime.GOMAXPROCS(0), o.proxy, runs(o.repeat), took.Round(time.Second))
 	fmt.Fprintln(w, "| mode | added latency | defaults records/s | vs 0 ms | best setting (defaults or swept) | its records/s | defaults / best | peak RSS defaults | peak RSS best |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|---:|---:|---:|")
 	zero := map[string]float64{}
@@ -54,4 +54,12 @@ func name(mode string) string {
 		return "s3ingest"
 	}
 	return "fanout " + mode
+}
+
+// runs says how many runs each cell had.
+func runs(n int) string {
+	if n == 1 {
+		return "one run of each cell"
+	}
+	return fmt.Sprintf("the median of %d runs of each cell, in rounds, with the highest peak RSS of them", n)
 }
