@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
-	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -57,9 +57,16 @@ type controlCmd struct {
 	force bool
 }
 
-// runControl runs the command name (pause, cancel, resume or set) that
+// runControl returns the command name (pause, cancel, resume or set) that
 // steers a run.
-func runControl(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
+func runControl(name string) func(ctx context.Context, args []string, s streams) int {
+	return func(ctx context.Context, args []string, s streams) int {
+		return control(ctx, name, args, s.stdout, s.stderr)
+	}
+}
+
+// control runs the command name.
+func control(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	c := newControlCmd(name, stderr)
 	if code, ok := c.parse(args, usageError(name, stderr)); !ok {
 		return code

@@ -12,11 +12,10 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
-	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
-	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -45,7 +44,8 @@ type fanoutCmd struct {
 }
 
 // runFanout sends a dataset with the fanout logic, in this process.
-func runFanout(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
+func runFanout(ctx context.Context, args []string, s streams) int {
+	stdout, stderr, tty := s.stdout, s.stderr, s.tty
 	c := newFanoutCmd(stderr)
 	if code, ok := c.parse(args, usageError("fanout", stderr)); !ok {
 		return code
@@ -237,7 +237,6 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner
 	c.opts.Progress = &fanout.Progress{}
 	c.opts.Region = s3c.Options().Region
 	c.opts.Logger = c.flags.logger(stderr)
-	c.opts.IngestEncoder = ingesthandler.EncodeRecords
 	if c.opts.Claims, c.opts.Runs, err = claimStores(ctx, c.claimsTable); err != nil {
 		return nil, failures, err
 	}

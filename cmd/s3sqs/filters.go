@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 )
 
 // filterFlags defines the flags of the object filters (see

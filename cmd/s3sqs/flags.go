@@ -6,13 +6,13 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
 
 // cmdFlags is a command's flag set, whose flags of settings are named,
-// described and checked by their rows of internal/settings: a value goes
+// described and checked by their rows of pkg/settings: a value goes
 // through the check its setting's variable and request field go through.
 type cmdFlags struct {
 	*flag.FlagSet

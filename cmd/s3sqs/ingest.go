@@ -13,11 +13,11 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
-	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
@@ -33,7 +33,8 @@ type ingestCmd struct {
 
 // runIngest runs s3ingest's logic in this process, on a notification read
 // from a file or stdin, or on one object named by -bucket and -key.
-func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runIngest(ctx context.Context, args []string, s streams) int {
+	stdin, stdout, stderr := s.stdin, s.stdout, s.stderr
 	c := newIngestCmd(stderr)
 	bad := usageError("ingest", stderr)
 	if code, ok := c.parse(args, bad); !ok {
@@ -70,7 +71,6 @@ func runIngest(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	log := c.flags.logger(stderr)
 	c.opts.Logger, c.in.Logger = log, log
-	c.opts.IngestEncoder = ingesthandler.EncodeRecords
 	c.opts.ChunkConcurrency = c.in.ReadConcurrency // as s3ingest's config does
 	runner, err := fanout.New(ctx, s3c, sqsc, c.opts)
 	if err != nil {

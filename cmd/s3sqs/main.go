@@ -20,7 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -31,33 +30,62 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
-const usage = `usage: s3sqs COMMAND [flags]
+// streams are what a command reads and writes; tty reports that stderr is
+// a terminal, for progress lines.
+type streams struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	tty            bool
+}
 
-Commands:
-  fanout   send the records of an S3 dataset to an SQS queue, in-process
-  ingest   run the s3ingest function's logic on a notification (a file, stdin)
-           or on one object (-bucket, -key), in-process
-  parse    show the S3 objects, decoded keys and partition values that an SQS
-           message body or a Lambda event names, or why it names none
-  redrive  send failed work again: a fanout run report's failed tasks or records
-           (-report), the failure output's records (-from-queue, -from-s3,
-           -from-file), or a dead-letter queue's messages back to their
-           queue (-dlq)
-  reconcile compare the object versions under a prefix with what s3ingest
-           ingested (its claims table) and list (-dry-run) or send again
-           (-send-to) the notifications of those it never ingested
-  status   show how far a fanout run is: tasks, records, bytes, rate, time
-           left and where its failures are, from the claims table (-watch)
-  pause    pause a fanout run: its tasks go back on the work queue
-  resume   resume a paused or cancelled run, putting parked tasks back
-  cancel   cancel a fanout run: its tasks end and are parked for a resume
-  set      change a running run's rate (-max-rate)
-  version  show the version and commit this binary was built from
+// A command is one of the CLI's commands: its name, what the usage says of
+// it (a line, or lines joined by newlines) and what runs it with the
+// arguments after its name.
+type command struct {
+	name, about string
+	run         func(ctx context.Context, args []string, s streams) int
+}
 
+// commands are the CLI's commands, in the usage's order.
+var commands = []command{
+	{"fanout", "send the records of an S3 dataset to an SQS queue, in-process", runFanout},
+	{"ingest", "run the s3ingest function's logic on a notification (a file, stdin)\nor on one object (-bucket, -key), in-process", runIngest},
+	{"parse", "show the S3 objects, decoded keys and partition values that an SQS\nmessage body or a Lambda event names, or why it names none", runParse},
+	{"redrive", "send failed work again: a fanout run report's failed tasks or records\n(-report), the failure output's records (-from-queue, -from-s3,\n-from-file), or a dead-letter queue's messages back to their\nqueue (-dlq)", runRedrive},
+	{"reconcile", "compare the object versions under a prefix with what s3ingest\ningested (its claims table) and list (-dry-run) or send again\n(-send-to) the notifications of those it never ingested", runReconcile},
+	{"status", "show how far a fanout run is: tasks, records, bytes, rate, time\nleft and where its failures are, from the claims table (-watch)", runStatus},
+	{"pause", "pause a fanout run: its tasks go back on the work queue", runControl("pause")},
+	{"resume", "resume a paused or cancelled run, putting parked tasks back", runControl("resume")},
+	{"cancel", "cancel a fanout run: its tasks end and are parked for a resume", runControl("cancel")},
+	{"set", "change a running run's rate (-max-rate)", runControl("set")},
+	{"version", "show the version and commit this binary was built from", runVersion},
+}
+
+func runVersion(_ context.Context, _ []string, s streams) int {
+	fmt.Fprintln(s.stdout, version())
+	return 0
+}
+
+// usage is the CLI's usage, with a line or more for each command.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("usage: s3sqs COMMAND [flags]\n\nCommands:\n")
+	for _, c := range commands {
+		for i, line := range strings.Split(c.about, "\n") {
+			name := ""
+			if i == 0 {
+				name = c.name
+			}
+			fmt.Fprintf(&b, "  %-8s %s\n", name, line)
+		}
+	}
+	b.WriteString(`
 Run "s3sqs COMMAND -h" for a command's flags. AWS credentials, region and
 endpoints (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_SQS,
 AWS_ENDPOINT_URL_DYNAMODB) come from the SDK's standard configuration.
-`
+`)
+	return b.String()
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -70,39 +98,29 @@ func main() {
 // work failed, 2 the command line is wrong.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, tty bool) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return 2
 	}
+	if c, ok := find(args[0]); ok {
+		return c.run(ctx, args[1:], streams{stdin, stdout, stderr, tty})
+	}
 	switch args[0] {
-	case "fanout":
-		return runFanout(ctx, args[1:], stdout, stderr, tty)
-	case "ingest":
-		return runIngest(ctx, args[1:], stdin, stdout, stderr)
-	case "parse":
-		return runParse(args[1:], stdin, stdout, stderr)
-	case "redrive":
-		return runRedrive(ctx, args[1:], stdout, stderr, tty)
-	case "reconcile":
-		return runReconcile(ctx, args[1:], stdout, stderr)
-	case "status":
-		return runStatus(ctx, args[1:], stdout, stderr)
-	case "pause", "resume", "cancel", "set":
-		return runControl(ctx, args[0], args[1:], stdout, stderr)
 	case "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage())
 		return 0
-	case "version", "-version", "--version":
+	case "-version", "--version":
 		fmt.Fprintln(stdout, version())
 		return 0
 	case "help":
 		switch {
 		case len(args) == 1:
-			fmt.Fprint(stdout, usage)
+			fmt.Fprint(stdout, usage())
 			return 0
 		case len(args) > 2:
-			fmt.Fprintf(stderr, "s3sqs help: want one COMMAND, got %d\n\n%s", len(args)-1, usage)
+			fmt.Fprintf(stderr, "s3sqs help: want one COMMAND, got %d\n\n%s", len(args)-1, usage())
 			return 2
-		case commands[args[1]]:
+		}
+		if _, ok := find(args[1]); ok {
 			// A command's help is its -h.
 			return run(ctx, []string{args[1], "-h"}, stdin, stdout, stderr, tty)
 		}
@@ -113,12 +131,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return 2
 }
 
-// commandNames lists the commands, for suggestions.
-func commandNames() []string { return slices.Sorted(maps.Keys(commands)) }
+// find returns the command called name.
+func find(name string) (command, bool) {
+	i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })
+	if i < 0 {
+		return command{}, false
+	}
+	return commands[i], true
+}
 
-// commands are the names run knows.
-var commands = map[string]bool{"fanout": true, "ingest": true, "parse": true, "redrive": true, "reconcile": true,
-	"status": true, "pause": true, "resume": true, "cancel": true, "set": true, "version": true}
+// commandNames lists the commands, for suggestions.
+func commandNames() []string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return slices.Sorted(slices.Values(names))
+}
 
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()

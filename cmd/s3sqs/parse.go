@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +14,8 @@ import (
 
 // runParse reads an SQS message body, or a Lambda SQS event, from a file or
 // stdin and prints what pkg/s3event finds in each body.
-func runParse(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runParse(_ context.Context, args []string, s streams) int {
+	stdin, stdout, stderr := s.stdin, s.stdout, s.stderr
 	fs := newFlags("parse", "usage: s3sqs parse [flags] [FILE]\n\n"+
 		"Reads FILE (or stdin): an SQS message body (S3 event, SNS envelope, EventBridge\n"+
 		"event, s3:TestEvent) or a Lambda SQS event whose bodies are such. Prints the S3\n"+

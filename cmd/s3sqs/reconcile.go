@@ -7,11 +7,11 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
 	"github.com/s3sqs/s3sqs/internal/reconcile"
-	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
@@ -47,7 +47,8 @@ type reconcileCmd struct {
 }
 
 // runReconcile runs s3sqs reconcile.
-func runReconcile(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runReconcile(ctx context.Context, args []string, s streams) int {
+	stdout, stderr := s.stdout, s.stderr
 	c := newReconcileCmd(stderr)
 	if code, ok := c.parse(args, usageError("reconcile", stderr)); !ok {
 		return code

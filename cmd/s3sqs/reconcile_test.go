@@ -64,7 +64,7 @@ func newReconcileEnv(t *testing.T) *reconcileEnv {
 	}
 	e.ingestARN = a.Attributes["QueueArn"]
 	runner, err := fanout.New(ctx, e.s3c, e.sqsc, fanout.Options{
-		Target: sqsbatch.Queue{URL: e.output}, Claims: claims.NewTable(ddb, table, claims.TableOptions{}), IngestEncoder: ingesthandler.EncodeRecords,
+		Target: sqsbatch.Queue{URL: e.output}, Claims: claims.NewTable(ddb, table, claims.TableOptions{}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -10,12 +10,11 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
-	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/internal/redrive"
-	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -61,7 +60,8 @@ type redriveCmd struct {
 
 // runRedrive sends failed work again: a run report's failed tasks, the
 // failure output's records, or a DLQ's messages.
-func runRedrive(ctx context.Context, args []string, stdout, stderr io.Writer, tty bool) int {
+func runRedrive(ctx context.Context, args []string, s streams) int {
+	stdout, stderr, tty := s.stdout, s.stderr, s.tty
 	c := newRedriveCmd(stderr)
 	bad := usageError("redrive", stderr)
 	if code, ok := c.parse(args, bad); !ok {
@@ -296,7 +296,6 @@ func (c *redriveCmd) start(ctx context.Context, stderr io.Writer) (*redrive.Redr
 	c.opts.Progress = &redrive.Progress{}
 	c.opts.Logger = c.flags.logger(stderr)
 	c.opts.Send.Logger = nil
-	c.opts.IngestEncoder = ingesthandler.EncodeRecords
 	return redrive.New(ctx, s3c, sqsc, c.opts)
 }
 

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
-	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 )
 
 // runFlags are the flags that name a run whose state the claims table

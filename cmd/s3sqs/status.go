@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/internal/redrive"
-	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 )
 
 const statusUsage = `usage: s3sqs status -run-id RUN -claims-table TABLE [flags]
@@ -37,7 +37,8 @@ type statusCmd struct {
 
 // runStatus shows a run's status: it reads the run, once or every -every
 // with -watch.
-func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func runStatus(ctx context.Context, args []string, s streams) int {
+	stdout, stderr := s.stdout, s.stderr
 	c := newStatusCmd(stderr)
 	if code, ok := c.parse(args, usageError("status", stderr)); !ok {
 		return code

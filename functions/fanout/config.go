@@ -7,16 +7,16 @@ import (
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
 	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
-	s "github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
+	s "github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // config is fanout's configuration, read once at init. The variables and
-// their checks are internal/settings' rows; docs/configuration.md has the
+// their checks are pkg/settings' rows; docs/configuration.md has the
 // table, which TestConfigTable holds to what loadConfig reads.
 type config struct {
 	runner      fanout.Options

@@ -17,10 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
-	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/internal/testenv/esm"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/rie"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 )
 
 // batchKey writes a key as S3 Batch Operations does in an invocation:

@@ -13,16 +13,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
-	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 )
 
 func main() {
 	cfg, err := loadConfig(os.Getenv)
-	// fanout's workers run the tasks s3ingest hands off, encoded as it
-	// sends records.
-	cfg.runner.IngestEncoder = ingesthandler.EncodeRecords
 	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, ClaimsTable: cfg.claimsTable, ClaimsTTL: cfg.claimsTTL, RunState: true, Name: "fanout", Tracing: cfg.tracing, QueueVariable: cfg.queueVariable}
 	lambdaenv.Start(fn, err, func(r *fanout.Runner, s3c *s3.Client, log *slog.Logger) func(context.Context, json.RawMessage) (any, error) {
 		cfg.handler.Logger, cfg.handler.Out = log, os.Stdout

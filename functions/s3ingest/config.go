@@ -6,15 +6,15 @@ import (
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
 	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
-	s "github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
+	s "github.com/s3sqs/s3sqs/pkg/settings"
 )
 
 // config is s3ingest's configuration, read once at init: the runner that
 // reads and sends (its target is the output queue), and the handler. The
-// variables and their checks are internal/settings' rows;
+// variables and their checks are pkg/settings' rows;
 // docs/configuration.md has the table with the defaults, which
 // TestConfigTable holds to what loadConfig reads.
 type config struct {

@@ -21,7 +21,6 @@ import (
 
 func main() {
 	cfg, err := loadConfig(os.Getenv)
-	cfg.runner.IngestEncoder = ingesthandler.EncodeRecords
 	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, ClaimsTable: cfg.claimsTable, ClaimsTTL: cfg.claimsTTL, Name: "s3ingest", Tracing: cfg.tracing, QueueVariable: queueVariable}
 	lambdaenv.Start(fn, err, func(r *fanout.Runner, _ *s3.Client, log *slog.Logger) func(context.Context, json.RawMessage) (any, error) {
 		cfg.ingest.Logger, cfg.ingest.Out = log, os.Stdout

@@ -79,10 +79,6 @@ type Options struct {
 	// as the run that failed them read them. Its chunk sizes are not
 	// used.
 	Plan dataset.PlanOptions
-	// IngestEncoder encodes the records sent as s3ingest sends them (with
-	// Ingest, or a run report's tasks that carry its encoding); see
-	// fanout.Options.IngestEncoder.
-	IngestEncoder fanout.IngestEncoder
 	// Reread reads every failure output record again from its object,
 	// not only those whose body is cut or absent, so that the message
 	// attributes and FIFO group the mapping takes from the record come
@@ -160,7 +156,6 @@ func New(ctx context.Context, s3c S3API, sqsc SQSAPI, opts Options) (*Redriver, 
 			Target:        sqsbatch.Queue{URL: opts.TargetQueueURL},
 			WorkQueueURL:  opts.WorkQueueURL,
 			Mapping:       opts.Mapping,
-			IngestEncoder: opts.IngestEncoder,
 			Send:          opts.Send,
 			FailureWriter: r.failed,
 			Logger:        log,

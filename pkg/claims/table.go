@@ -5,14 +5,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/s3sqs/s3sqs/pkg/internal/ddbattr"
 )
 
 // DefaultTTL is how long a claim is kept when TableOptions.TTL is zero.
@@ -95,28 +95,28 @@ func (t *Table) Acquire(ctx context.Context, key string, until time.Time) (Claim
 			"#claim": KeyAttribute, "#state": stateAttr, "#owner": ownerAttr, "#lease": leaseAttr, "#expires": ExpiresAttribute,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":running": str(stateRunning), ":open": str(stateOpen), ":owner": str(c.Owner),
-			":lease": millis(until), ":now": millis(now), ":expires": t.expires(now),
+			":running": ddbattr.String(stateRunning), ":open": ddbattr.String(stateOpen), ":owner": ddbattr.String(c.Owner),
+			":lease": ddbattr.Millis(until), ":now": ddbattr.Millis(now), ":expires": t.expires(now),
 		},
 		ReturnValues: types.ReturnValueAllOld,
 	})
 	if err == nil {
-		c.ResumeAt = number(out.Attributes[resumeAttr])
-		c.TakenOver = stringOf(out.Attributes[stateAttr]) == stateRunning
+		c.ResumeAt = ddbattr.Int(out.Attributes[resumeAttr])
+		c.TakenOver = ddbattr.Text(out.Attributes[stateAttr]) == stateRunning
 		return c, nil
 	}
-	if !refused(err) {
+	if !ddbattr.ConditionFailed(err) {
 		return Claim{}, fmt.Errorf("claims: acquire %s in table %s: %w", key, t.name, err)
 	}
 	got, err := t.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(t.name), Key: t.key(key), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return Claim{}, fmt.Errorf("claims: read %s in table %s: %w", key, t.name, err)
 	}
-	switch stringOf(got.Item[stateAttr]) {
+	switch ddbattr.Text(got.Item[stateAttr]) {
 	case stateDone:
 		return Claim{}, fmt.Errorf("%w: %s", ErrDone, key)
 	case stateRunning:
-		lease := time.UnixMilli(number(got.Item[leaseAttr])).UTC()
+		lease := time.UnixMilli(ddbattr.Int(got.Item[leaseAttr])).UTC()
 		return Claim{}, fmt.Errorf("%w: %s, until %s", ErrHeld, key, lease.Format(time.RFC3339))
 	}
 	// Released or taken between the two calls: a retry sorts it out.
@@ -126,19 +126,19 @@ func (t *Table) Acquire(ctx context.Context, key string, until time.Time) (Claim
 // Release implements Store.
 func (t *Table) Release(ctx context.Context, c Claim, resumeAt int64) error {
 	return t.settle(ctx, c, "SET #state = :open, #resume = :resume, #expires = :expires REMOVE #lease, #owner",
-		map[string]types.AttributeValue{":open": str(stateOpen), ":resume": num(resumeAt)}, "release")
+		map[string]types.AttributeValue{":open": ddbattr.String(stateOpen), ":resume": ddbattr.Number(resumeAt)}, "release")
 }
 
 // Done implements Store.
 func (t *Table) Done(ctx context.Context, c Claim) error {
 	return t.settle(ctx, c, "SET #state = :done, #expires = :expires REMOVE #lease, #owner",
-		map[string]types.AttributeValue{":done": str(stateDone)}, "finish")
+		map[string]types.AttributeValue{":done": ddbattr.String(stateDone)}, "finish")
 }
 
 // settle updates c's item as update says, if c still holds it.
 func (t *Table) settle(ctx context.Context, c Claim, update string, values map[string]types.AttributeValue, verb string) error {
-	values[":owner"] = str(c.Owner)
-	values[":running"] = str(stateRunning)
+	values[":owner"] = ddbattr.String(c.Owner)
+	values[":running"] = ddbattr.String(stateRunning)
 	values[":expires"] = t.expires(t.now())
 	names := map[string]string{"#state": stateAttr, "#owner": ownerAttr, "#lease": leaseAttr, "#expires": ExpiresAttribute}
 	if _, ok := values[":resume"]; ok {
@@ -153,7 +153,7 @@ func (t *Table) settle(ctx context.Context, c Claim, update string, values map[s
 		ExpressionAttributeValues: values,
 	})
 	switch {
-	case refused(err):
+	case ddbattr.ConditionFailed(err):
 		return fmt.Errorf("%w: %s", ErrLost, c.Key)
 	case err != nil:
 		return fmt.Errorf("claims: %s %s in table %s: %w", verb, c.Key, t.name, err)
@@ -162,48 +162,17 @@ func (t *Table) settle(ctx context.Context, c Claim, update string, values map[s
 }
 
 func (t *Table) key(key string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{KeyAttribute: str(key)}
+	return map[string]types.AttributeValue{KeyAttribute: ddbattr.String(key)}
 }
 
 func (t *Table) expires(now time.Time) types.AttributeValue {
-	return num(now.Add(t.ttl).Unix())
-}
-
-// refused reports whether err is DynamoDB refusing a condition.
-func refused(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	return errors.As(err, &ccf)
+	return ddbattr.Number(now.Add(t.ttl).Unix())
 }
 
 func newOwner() string {
 	var b [12]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
-
-func num(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-func millis(t time.Time) types.AttributeValue { return num(t.UnixMilli()) }
-
-func number(v types.AttributeValue) int64 {
-	n, ok := v.(*types.AttributeValueMemberN)
-	if !ok {
-		return 0
-	}
-	i, _ := strconv.ParseInt(n.Value, 10, 64)
-	return i
-}
-
-func stringOf(v types.AttributeValue) string {
-	s, ok := v.(*types.AttributeValueMemberS)
-	if !ok {
-		return ""
-	}
-	return s.Value
 }
 
 // ObjectKey is the key of the marker s3ingest keeps for each object
@@ -224,7 +193,7 @@ func (t *Table) MarkDone(ctx context.Context, key string) error {
 		Key:                       t.key(key),
 		UpdateExpression:          aws.String("SET #state = :done, #expires = :expires"),
 		ExpressionAttributeNames:  map[string]string{"#state": stateAttr, "#expires": ExpiresAttribute},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":done": str(stateDone), ":expires": t.expires(t.now())},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":done": ddbattr.String(stateDone), ":expires": t.expires(t.now())},
 	})
 	if err != nil {
 		return fmt.Errorf("claims: mark %s done in table %s: %w", key, t.name, err)
@@ -257,5 +226,5 @@ func (t *Table) IsDone(ctx context.Context, key string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("claims: read %s in table %s: %w", key, t.name, err)
 	}
-	return stringOf(out.Item[stateAttr]) == stateDone, nil
+	return ddbattr.Text(out.Item[stateAttr]) == stateDone, nil
 }

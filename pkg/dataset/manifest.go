@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3sqs/s3sqs/internal/awserr"
+	"github.com/s3sqs/s3sqs/pkg/awserr"
 )
 
 // maxManifestJSON bounds the size of an S3 Inventory manifest.json, which

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3sqs/s3sqs/internal/inorder"
+	"github.com/s3sqs/s3sqs/pkg/internal/inorder"
 )
 
 // Object is one S3 object of a dataset, pinned to the version that was

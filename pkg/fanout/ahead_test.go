@@ -248,7 +248,7 @@ func (b *brokenBody) Close() error { return b.c.Close() }
 // TestReadAheadFailsAsARead reads three objects one at a time, b's read
 // opened ahead while a is read, with b's read broken: its body breaking
 // off, the object gone, or it changed since it was planned. b's task ends
-// as the same task ends run alone (RunTask, which opens nothing ahead):
+// as the same task ends run alone (RunTasks of one task, which opens nothing ahead):
 // the same result and the same records on the target.
 func TestReadAheadFailsAsARead(t *testing.T) {
 	tests := []struct {
@@ -330,7 +330,7 @@ func runFaulted(t *testing.T, fault func(*models, *faultS3), ahead bool) (fanout
 	if ahead {
 		res = r.RunTasks(t.Context(), tasks, 1)[1]
 	} else {
-		res = r.RunTask(t.Context(), tasks[1])
+		res = r.RunTasks(t.Context(), tasks[1:2], 0)[0]
 	}
 	var bodies []string
 	for _, b := range m.bodies(m.target) {
@@ -374,7 +374,7 @@ func TestReadAheadChunksUseTheirGET(t *testing.T) {
 	ahead := count(f.events, "get big.jsonl")
 	f.events = nil
 	for _, task := range tasks {
-		r.RunTask(t.Context(), task)
+		r.RunTasks(t.Context(), []worktask.Task{task}, 0)
 	}
 	if alone := count(f.events, "get big.jsonl"); ahead != alone {
 		t.Errorf("%d GETs read ahead, %d alone: some GET opened ahead was not the one its read asked for", ahead, alone)

@@ -735,7 +735,7 @@ func TestBacklogDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	task.Overrides = &worktask.Overrides{TargetMaxBacklog: worktask.SettingOf("10")}
-	res := r.RunTask(t.Context(), task)
+	res := r.RunTasks(t.Context(), []worktask.Task{task}, 0)[0]
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "targetMaxBacklog") || !strings.Contains(res.Err.Error(), "sqs:GetQueueAttributes") || res.RecordsSent != 0 {
 		t.Errorf("task: %+v; want it failed naming targetMaxBacklog and sqs:GetQueueAttributes", res)
 	}

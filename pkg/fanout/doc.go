@@ -30,8 +30,9 @@
 // FIFO group and the deduplication id. In
 // chunk mode many records go in one message, newline-delimited, up to the
 // queue's size limit. A task whose overrides carry Ingest (s3ingest's) has
-// its bodies made by the caller's Options.IngestEncoder: the engine does not
-// know s3ingest's format.
+// s3ingest's bodies (pkg/recordjson: each record a JSON object with its
+// key's partition values and, on request, a _file object), whichever
+// Runner reads it.
 //
 // Every message carries a deterministic record id attribute built from the
 // object's bucket, key and ETag (its version id when no ETag is known) and

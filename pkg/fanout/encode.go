@@ -2,9 +2,11 @@ package fanout
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,8 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/s3sqs/s3sqs/internal/jsonfields"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/internal/jsonfields"
+	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -412,12 +415,26 @@ func partitionGroup(obj dataset.Object, column string) string {
 	return ""
 }
 
+// ingestRecords returns the bodies s3ingest gives the records of chunk c:
+// each record the JSON object of [recordjson.Encoder], with the key's
+// partition values as ie.Partitions says and, with ie.FileMetadata, a
+// _file object naming the chunk's bucket, key, version id and ETag and
+// ie.EventTime. A field the record already has wins over an added one,
+// with a warning on log once per field. The engine owns it, so that a
+// record arrives the same whichever Runner read it: s3ingest's, fanout's
+// workers running a task s3ingest handed off, the CLI's or a redrive's.
+func ingestRecords(ctx context.Context, c dataset.Chunk, ie worktask.IngestEncoding, log *slog.Logger) func(records.Record) (string, error) {
+	src := s3event.Object{Bucket: c.Bucket, Key: c.Key, ETag: c.ETag, VersionID: c.VersionID, EventTime: ie.EventTime}
+	enc := recordjson.NewEncoder(c.Format, src, ie.Partitions, ie.FileMetadata, func(field string) {
+		log.WarnContext(ctx, "records already have a field that s3ingest adds; the record's value is kept",
+			"object", c.URI(), "field", field)
+	})
+	return func(rec records.Record) (string, error) { return enc.Encode(c.Object, rec) }
+}
+
 // encodedEntries returns the encoder of an object's records whose bodies
-// enc makes (see Options.IngestEncoder): each entry's only attribute is
-// its record id; its group is the object's (see objectGroup, with the
-// partition column groupColumn); on a FIFO queue its deduplication id is
-// the record id.
-func encodedEntries(enc RecordEncoder, obj dataset.Object, fifo bool, groupColumn string) func(records.Record) (sqsbatch.Entry, error) {
+// enc makes (see ingestRecords): each entry's only attribute is
+func encodedEntries(enc func(records.Record) (string, error), obj dataset.Object, fifo bool, groupColumn string) func(records.Record) (sqsbatch.Entry, error) {
 	ids := newRecordIDs(obj)
 	group := objectGroup(obj, groupColumn, fifo)
 	return func(rec records.Record) (sqsbatch.Entry, error) {

@@ -285,7 +285,7 @@ func TestRunTaskResumes(t *testing.T) {
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("tasks %v (%v); want one", tasks, err)
 	}
-	res := m.runner(t, fanout.Options{}, cutS3{S3API: m.s3, stopWork: stop}).RunTask(ctx, tasks[0])
+	res := m.runner(t, fanout.Options{}, cutS3{S3API: m.s3, stopWork: stop}).RunTasks(ctx, tasks[:1], 0)[0]
 	first := m.bodies(m.target)
 	if res.Err != nil || res.Continuation == nil || res.RecordsSent != int64(len(first)) || len(first) == 0 || len(first) == len(want) {
 		t.Fatalf("first run: %+v, %d of %d records on the target; want some sent and a continuation", res, len(first), len(want))
@@ -293,7 +293,7 @@ func TestRunTaskResumes(t *testing.T) {
 	if c := res.Continuation; c.Chunk.ID() != tasks[0].Chunk.ID() || c.ResumeAt <= tasks[0].Chunk.Start {
 		t.Fatalf("continuation %+v; want the same chunk from past its start", c)
 	}
-	res = plain.RunTask(t.Context(), *res.Continuation)
+	res = plain.RunTasks(t.Context(), []worktask.Task{*res.Continuation}, 0)[0]
 	if res.Err != nil || res.Continuation != nil || res.RecordsSent != int64(len(want)-len(first)) {
 		t.Errorf("continuation: %+v; want the other %d records sent", res, len(want)-len(first))
 	}

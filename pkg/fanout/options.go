@@ -17,7 +17,6 @@ import (
 
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -105,12 +104,6 @@ type Options struct {
 	// it stopped (see pkg/claims). Without it a task delivered twice runs
 	// twice (at least once).
 	Claims claims.Store
-	// IngestEncoder, when set, makes the message bodies of the tasks whose
-	// overrides carry Ingest: s3ingest's records, which it hands to
-	// fanout's workers as tasks (see worktask.IngestEncoding). A Runner that may
-	// run such tasks, those of both functions, the CLI's and a redrive's,
-	// needs one; without it they fail.
-	IngestEncoder IngestEncoder
 	// Runs, when set, keeps the runs' shared state (see pkg/runstate): the
 	// control record that pauses, resumes and cancels a run or changes its
 	// rate while it runs, which every task reads before it sends; the
@@ -165,18 +158,6 @@ type Options struct {
 	// Logger receives the runner's logs; nil discards them.
 	Logger *slog.Logger
 }
-
-// IngestEncoder returns the RecordEncoder of chunk c's records, encoded as
-// ie says, for a task whose overrides carry Ingest. log is the runner's
-// logger, for what the encoder notices in the records. The engine adds
-// each record's id and, on a FIFO queue, its group and deduplication id.
-type IngestEncoder func(ctx context.Context, c dataset.Chunk, ie worktask.IngestEncoding, log *slog.Logger) RecordEncoder
-
-// RecordEncoder returns the message body of a record of one chunk, or why
-// the record cannot be sent (it then goes to the failure output as
-// UnmappableRecord with the error as its message).
-// It is called by one goroutine at a time, in the order of the records.
-type RecordEncoder func(rec records.Record) (string, error)
 
 // Progress counts a run's work as it happens. Its fields may be read at
 // any time from another goroutine.

@@ -9,8 +9,8 @@ import (
 	"io"
 	"iter"
 
-	"github.com/s3sqs/s3sqs/internal/inorder"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/internal/inorder"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/worktask"

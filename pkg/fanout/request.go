@@ -3,9 +3,9 @@ package fanout
 import (
 	"fmt"
 
-	"github.com/s3sqs/s3sqs/internal/settings"
-	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/settings"
+	"github.com/s3sqs/s3sqs/pkg/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 

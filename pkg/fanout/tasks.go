@@ -69,11 +69,6 @@ type TaskResult struct {
 	Err error
 }
 
-// RunTask runs one task; see RunTasks.
-func (r *Runner) RunTask(ctx context.Context, t worktask.Task) TaskResult {
-	return r.RunTasks(ctx, []worktask.Task{t}, 0)[0]
-}
-
 // RunTasks reads tasks, up to concurrency at once (zero means the runner's
 // ChunkConcurrency), and sends their records with one sender per target
 // queue, so that the records of small tasks share full requests. Records SQS
@@ -225,11 +220,8 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 	c, fifo := t.Chunk, sender.FIFO()
 	switch {
 	case ov.Ingest != nil:
-		if r.opts.IngestEncoder == nil {
-			return nil, fmt.Errorf("fanout: task %s asks for s3ingest's encoding, and the runner has no Options.IngestEncoder", t.ID())
-		}
 		s.ingest = true
-		s.encode = encodedEntries(r.opts.IngestEncoder(ctx, c, *ov.Ingest, r.log), c.Object, fifo, ov.Ingest.GroupIDPartition)
+		s.encode = encodedEntries(ingestRecords(ctx, c, *ov.Ingest, r.log), c.Object, fifo, ov.Ingest.GroupIDPartition)
 	case t.Versions && mode != worktask.ModeNotification:
 		return nil, &worktask.MalformedError{Err: fmt.Errorf("task %s announces every version of %s, which only notification mode does; this task runs in %s mode", t.ID(), c.URI(), mode)}
 	case mode == worktask.ModeNotification:

@@ -1,9 +1,8 @@
 // Package recordjson turns the records of an S3 object into the JSON
 // message bodies s3ingest sends: each record a JSON object, with the Hive
 // partition values of the object's key and a "_file" object naming its
-// origin added. s3ingest's handler gives fanout's engine an encoder built
-// on it (fanout.Options.IngestEncoder), which every runner of s3ingest's
-// objects takes, inline or handed off, so that a record arrives the same
+// origin added. The engine (pkg/fanout) encodes every task of s3ingest's
+// with it, inline or handed off, so that a record arrives the same
 // whichever invocation read it.
 package recordjson
 
@@ -12,8 +11,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/s3sqs/s3sqs/internal/jsonfields"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/internal/jsonfields"
 	"github.com/s3sqs/s3sqs/pkg/records"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 )

@@ -9,8 +9,8 @@ import (
 	"io"
 	"iter"
 
-	"github.com/s3sqs/s3sqs/internal/jsonfields"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/internal/jsonfields"
 )
 
 // DefaultMaxRecordSize is the record size limit used when

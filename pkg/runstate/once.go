@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/s3sqs/s3sqs/pkg/claims"
+	"github.com/s3sqs/s3sqs/pkg/internal/ddbattr"
 )
 
 // API is the part of the DynamoDB client a Table calls.
@@ -42,7 +43,7 @@ func (t *Table) AddOnce(ctx context.Context, runID, k string, c Counters, note s
 		UpdateExpression:          aws.String("SET #added = :true, #note = :note, #expires = :expires"),
 		ConditionExpression:       aws.String("attribute_not_exists(#added)"),
 		ExpressionAttributeNames:  map[string]string{"#added": addedAttr, "#note": noteAttr, "#expires": claims.ExpiresAttribute},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":note": str(note), ":expires": num(t.now().Add(t.ttl).Unix())},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":note": ddbattr.String(note), ":expires": ddbattr.Number(t.now().Add(t.ttl).Unix())},
 	}
 	items := []types.TransactWriteItem{{Update: &record}}
 	if add, ok := t.addition(runID, c, nil); ok {
@@ -80,7 +81,7 @@ func (t *Table) Once(ctx context.Context, runID, k string) (note string, added b
 	if out.Item == nil {
 		return "", false, nil
 	}
-	return stringOf(out.Item[noteAttr]), true, nil
+	return ddbattr.Text(out.Item[noteAttr]), true, nil
 }
 
 // conflictTries is how many times AddOnce tries a transaction that another

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/s3sqs/s3sqs/pkg/claims"
+	"github.com/s3sqs/s3sqs/pkg/internal/ddbattr"
 )
 
 // ErrPassedOver is wrapped by Park's error when a resume's Unpark passed
@@ -25,7 +26,7 @@ var ErrPassedOver = errors.New("passed over by a resume before it was written")
 // and Unpark passes over it; the caller still holds the message.
 func (t *Table) Park(ctx context.Context, runID string, body string) error {
 	now := t.now()
-	expires := num(now.Add(t.ttl).Unix())
+	expires := ddbattr.Number(now.Add(t.ttl).Unix())
 	out, err := t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(t.name),
 		Key:              key(runKey(runID)),
@@ -33,22 +34,22 @@ func (t *Table) Park(ctx context.Context, runID string, body string) error {
 		ExpressionAttributeNames: map[string]string{
 			"#parked": parkedAttr, "#started": startedAttr, "#updated": updatedAttr, "#expires": claims.ExpiresAttribute,
 		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":now": millis(now), ":expires": expires},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": ddbattr.Number(1), ":now": ddbattr.Millis(now), ":expires": expires},
 		ReturnValues:              types.ReturnValueUpdatedNew,
 	})
 	if err != nil {
 		return fmt.Errorf("runstate: park a message of run %s in table %s: %w", runID, t.name, err)
 	}
-	n := number(out.Attributes[parkedAttr])
+	n := ddbattr.Int(out.Attributes[parkedAttr])
 	_, err = t.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(t.name),
 		Key:                       key(parkedKey(runID, n)),
 		UpdateExpression:          aws.String("SET #body = :body, #expires = :expires"),
 		ConditionExpression:       aws.String("attribute_not_exists(#passed)"),
 		ExpressionAttributeNames:  map[string]string{"#body": bodyAttr, "#expires": claims.ExpiresAttribute, "#passed": passedAttr},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":body": str(body), ":expires": expires},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":body": ddbattr.String(body), ":expires": expires},
 	})
-	if refused(err) {
+	if ddbattr.ConditionFailed(err) {
 		return fmt.Errorf("runstate: park message %d of run %s: %w", n, runID, ErrPassedOver)
 	}
 	if err != nil {
@@ -125,12 +126,12 @@ func (t *Table) passOver(ctx context.Context, runID string, i int64) (*types.Att
 		UpdateExpression:          aws.String("SET #passed = :true, #expires = :expires"),
 		ConditionExpression:       aws.String("attribute_not_exists(#body)"),
 		ExpressionAttributeNames:  map[string]string{"#passed": passedAttr, "#body": bodyAttr, "#expires": claims.ExpiresAttribute},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":expires": num(t.now().Add(t.ttl).Unix())},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":true": &types.AttributeValueMemberBOOL{Value: true}, ":expires": ddbattr.Number(t.now().Add(t.ttl).Unix())},
 	})
 	if err == nil {
 		return nil, nil
 	}
-	if !refused(err) {
+	if !ddbattr.ConditionFailed(err) {
 		return nil, fmt.Errorf("runstate: pass over parked message %d of run %s in table %s: %w", i, runID, t.name, err)
 	}
 	// Written since it was read: take it.
@@ -159,11 +160,11 @@ func (t *Table) unparked(ctx context.Context, runID string, i int64) error {
 			"#unparked": unparkedAttr, "#started": startedAttr, "#updated": updatedAttr, "#expires": claims.ExpiresAttribute,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":one": num(1), ":prev": num(i - 1), ":now": millis(now), ":expires": num(now.Add(t.ttl).Unix()),
+			":one": ddbattr.Number(1), ":prev": ddbattr.Number(i - 1), ":now": ddbattr.Millis(now), ":expires": ddbattr.Number(now.Add(t.ttl).Unix()),
 		},
 	})
 	switch {
-	case refused(err):
+	case ddbattr.ConditionFailed(err):
 		return fmt.Errorf("runstate: record parked message %d of run %s as put back: another resume of the run is putting them back", i, runID)
 	case err != nil:
 		return fmt.Errorf("runstate: record parked message %d of run %s as put back, in table %s: %w", i, runID, t.name, err)

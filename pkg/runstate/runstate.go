@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/s3sqs/s3sqs/pkg/claims"
+	"github.com/s3sqs/s3sqs/pkg/internal/ddbattr"
 )
 
 // State is where a run stands, as its control record says.
@@ -205,7 +206,7 @@ func (t *Table) SetState(ctx context.Context, runID string, s State) (Run, error
 	default:
 		return Run{}, fmt.Errorf("runstate: set run %s to %q: not a state", runID, s)
 	}
-	return t.set(ctx, runID, stateAttr, str(string(s)))
+	return t.set(ctx, runID, stateAttr, ddbattr.String(string(s)))
 }
 
 // Stop cancels the run, as SetState does, with why it stopped itself, and
@@ -222,12 +223,12 @@ func (t *Table) Stop(ctx context.Context, runID, reason string) (bool, error) {
 			"#state": stateAttr, "#reason": reasonAttr, "#started": startedAttr, "#updated": updatedAttr, "#expires": claims.ExpiresAttribute,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":cancelled": str(string(StateCancelled)), ":running": str(string(StateRunning)), ":reason": str(reason),
-			":now": millis(now), ":expires": num(now.Add(t.ttl).Unix()),
+			":cancelled": ddbattr.String(string(StateCancelled)), ":running": ddbattr.String(string(StateRunning)), ":reason": ddbattr.String(reason),
+			":now": ddbattr.Millis(now), ":expires": ddbattr.Number(now.Add(t.ttl).Unix()),
 		},
 	})
 	switch {
-	case refused(err):
+	case ddbattr.ConditionFailed(err):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("runstate: stop run %s in table %s: %w", runID, t.name, err)
@@ -242,7 +243,7 @@ func (t *Table) SetMaxRate(ctx context.Context, runID string, rate int64) (Run, 
 	if rate < 0 {
 		return Run{}, fmt.Errorf("runstate: set the rate of run %s to %d: below 0", runID, rate)
 	}
-	return t.set(ctx, runID, maxRateAttr, num(rate))
+	return t.set(ctx, runID, maxRateAttr, ddbattr.Number(rate))
 }
 
 // SetBudget sets the run's failure budget, maxFailures and
@@ -256,7 +257,7 @@ func (t *Table) SetBudget(ctx context.Context, runID, maxFailures, maxFailedObje
 			continue
 		}
 		var err error
-		if run, err = t.set(ctx, runID, b.attr, str(b.v)); err != nil {
+		if run, err = t.set(ctx, runID, b.attr, ddbattr.String(b.v)); err != nil {
 			return Run{}, err
 		}
 	}
@@ -282,7 +283,7 @@ func (t *Table) set(ctx context.Context, runID, attr string, v types.AttributeVa
 		UpdateExpression:         aws.String(update),
 		ExpressionAttributeNames: names,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":v": v, ":now": millis(now), ":expires": num(now.Add(t.ttl).Unix()),
+			":v": v, ":now": ddbattr.Millis(now), ":expires": ddbattr.Number(now.Add(t.ttl).Unix()),
 		},
 		ReturnValues: types.ReturnValueAllNew,
 	})
@@ -333,7 +334,7 @@ func (t *Table) Tally(ctx context.Context, runID string, c Counters, failures ma
 func (t *Table) addition(runID string, c Counters, failures map[string]int64) (u types.Update, ok bool) {
 	now := t.now()
 	names := map[string]string{"#started": startedAttr, "#updated": updatedAttr, "#expires": claims.ExpiresAttribute}
-	values := map[string]types.AttributeValue{":now": millis(now), ":expires": num(now.Add(t.ttl).Unix())}
+	values := map[string]types.AttributeValue{":now": ddbattr.Millis(now), ":expires": ddbattr.Number(now.Add(t.ttl).Unix())}
 	add := ""
 	adds := func(p, attr string, n int64) {
 		if n == 0 {
@@ -344,7 +345,7 @@ func (t *Table) addition(runID string, c Counters, failures map[string]int64) (u
 		}
 		add += "#" + p + " :" + p
 		names["#"+p] = attr
-		values[":"+p] = num(n)
+		values[":"+p] = ddbattr.Number(n)
 	}
 	v := reflect.ValueOf(c)
 	for i, attr := range counterAttrs {
@@ -373,13 +374,13 @@ func (t *Table) addition(runID string, c Counters, failures map[string]int64) (u
 func decodeRun(runID string, item map[string]types.AttributeValue) Run {
 	r := Run{
 		ID:          runID,
-		State:       State(stringOf(item[stateAttr])),
-		MaxRate:     number(item[maxRateAttr]),
-		MaxFailures: stringOf(item[failuresAttr]), MaxFailedObjects: stringOf(item[objectsAttr]),
-		Started:  timeOf(item[startedAttr]),
-		Updated:  timeOf(item[updatedAttr]),
-		Parked:   number(item[parkedAttr]),
-		Unparked: number(item[unparkedAttr]),
+		State:       State(ddbattr.Text(item[stateAttr])),
+		MaxRate:     ddbattr.Int(item[maxRateAttr]),
+		MaxFailures: ddbattr.Text(item[failuresAttr]), MaxFailedObjects: ddbattr.Text(item[objectsAttr]),
+		Started:  ddbattr.Time(item[startedAttr]),
+		Updated:  ddbattr.Time(item[updatedAttr]),
+		Parked:   ddbattr.Int(item[parkedAttr]),
+		Unparked: ddbattr.Int(item[unparkedAttr]),
 	}
 	if r.State == "" {
 		r.State = StateRunning
@@ -387,10 +388,10 @@ func decodeRun(runID string, item map[string]types.AttributeValue) Run {
 	v := reflect.ValueOf(&r.Counters).Elem()
 	for i, attr := range counterAttrs {
 		if attr != "" {
-			v.Field(i).SetInt(number(item[attr]))
+			v.Field(i).SetInt(ddbattr.Int(item[attr]))
 		}
 	}
-	r.Reason = stringOf(item[reasonAttr])
+	r.Reason = ddbattr.Text(item[reasonAttr])
 	r.FailureCodes, r.FilteredBy = prefixed(item, failedPrefix), prefixed(item, filteredPrefix)
 	return r
 }
@@ -404,7 +405,7 @@ func prefixed(item map[string]types.AttributeValue, prefix string) map[string]in
 			if m == nil {
 				m = map[string]int64{}
 			}
-			m[name] = number(av)
+			m[name] = ddbattr.Int(av)
 		}
 	}
 	return m
@@ -417,44 +418,5 @@ func parkedKey(runID string, n int64) string {
 }
 
 func key(k string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{claims.KeyAttribute: str(k)}
-}
-
-// refused reports whether err is DynamoDB refusing a condition.
-func refused(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	return errors.As(err, &ccf)
-}
-
-func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
-
-func num(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-func millis(t time.Time) types.AttributeValue { return num(t.UnixMilli()) }
-
-func number(v types.AttributeValue) int64 {
-	n, ok := v.(*types.AttributeValueMemberN)
-	if !ok {
-		return 0
-	}
-	i, _ := strconv.ParseInt(n.Value, 10, 64)
-	return i
-}
-
-// timeOf decodes Unix milliseconds; absent is the zero time.
-func timeOf(v types.AttributeValue) time.Time {
-	if v == nil {
-		return time.Time{}
-	}
-	return time.UnixMilli(number(v)).UTC()
-}
-
-func stringOf(v types.AttributeValue) string {
-	s, ok := v.(*types.AttributeValueMemberS)
-	if !ok {
-		return ""
-	}
-	return s.Value
+	return map[string]types.AttributeValue{claims.KeyAttribute: ddbattr.String(k)}
 }

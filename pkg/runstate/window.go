@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/s3sqs/s3sqs/pkg/claims"
+	"github.com/s3sqs/s3sqs/pkg/internal/ddbattr"
 )
 
 // A run's rate budget is a window per second, an item of its own that
@@ -61,16 +62,16 @@ func (t *Table) take(ctx context.Context, k map[string]types.AttributeValue, at 
 		ConditionExpression:      aws.String("attribute_not_exists(#taken) OR #taken <= :most"),
 		ExpressionAttributeNames: map[string]string{"#taken": takenAttr, "#expires": claims.ExpiresAttribute},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":n": num(n), ":most": num(limit - n), ":expires": num(at.Add(windowTTL).Unix()),
+			":n": ddbattr.Number(n), ":most": ddbattr.Number(limit - n), ":expires": ddbattr.Number(at.Add(windowTTL).Unix()),
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	switch {
 	case errors.As(err, &ccf):
-		return false, number(ccf.Item[takenAttr]), nil
+		return false, ddbattr.Int(ccf.Item[takenAttr]), nil
 	case err != nil:
-		return false, 0, fmt.Errorf("runstate: take from the budget %s in table %s: %w", stringOf(k[claims.KeyAttribute]), t.name, err)
+		return false, 0, fmt.Errorf("runstate: take from the budget %s in table %s: %w", ddbattr.Text(k[claims.KeyAttribute]), t.name, err)
 	}
 	return true, 0, nil
 }

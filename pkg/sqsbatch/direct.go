@@ -23,7 +23,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/valyala/fastjson"
 
-	"github.com/s3sqs/s3sqs/internal/awserr"
+	"github.com/s3sqs/s3sqs/pkg/awserr"
 )
 
 // direct makes a Sender's SendMessageBatch requests with the parts of the

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/s3sqs/s3sqs/internal/awserr"
+	"github.com/s3sqs/s3sqs/pkg/awserr"
 )
 
 // Rule names a check that an entry failed before it was sent.

@@ -7,7 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 
-	"github.com/s3sqs/s3sqs/internal/awserr"
+	"github.com/s3sqs/s3sqs/pkg/awserr"
 )
 
 // requestOverhead is what a request in flight costs in memory besides its
@@ -170,12 +170,11 @@ func (l *limiter) end(a attempt, throttled bool) {
 	}
 }
 
-// entryCongested holds the entry failure codes that say SQS (or KMS behind
-// it) is overloaded, as the request errors that congested accepts do.
-var entryCongested = map[string]bool{
-	"ThrottlingException": true, "RequestThrottled": true, "KmsThrottled": true,
-	"KMS.ThrottlingException": true, "InternalError": true, "InternalFailure": true,
-	"ServiceUnavailable": true,
+// overloaded reports whether an entry failure code says SQS (or KMS
+// behind it) is overloaded, as the request errors that congested accepts
+// do: a throttling code or a server fault.
+func overloaded(code string) bool {
+	return awserr.ThrottleCode(code) || code == "InternalError" || code == "InternalFailure" || code == "ServiceUnavailable"
 }
 
 // congested reports whether a request error says the service is
@@ -185,5 +184,5 @@ func congested(err error) bool {
 	if retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary {
 		return true
 	}
-	return entryCongested[awserr.Code(err)] || awserr.StatusCode(err) >= 500
+	return overloaded(awserr.Code(err)) || awserr.StatusCode(err) >= 500
 }

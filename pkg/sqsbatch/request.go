@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/s3sqs/s3sqs/internal/awserr"
+	"github.com/s3sqs/s3sqs/pkg/awserr"
 )
 
 // failure describes an entry that failed because of a request-level error
@@ -167,7 +167,7 @@ func (o *outcome) settle(pending []*item, out *sqs.SendMessageBatchOutput) (retr
 			})
 		case f != nil:
 			it.code, it.msg = aws.ToString(f.Code), aws.ToString(f.Message)
-			if entryCongested[it.code] {
+			if overloaded(it.code) {
 				o.throttled++
 			}
 			retry = append(retry, it)

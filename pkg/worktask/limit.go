@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 )
 
 // Limit is a bound of a run's failure budget as a request writes it: a

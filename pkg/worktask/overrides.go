@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/s3sqs/s3sqs/internal/settings"
-	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
+	"github.com/s3sqs/s3sqs/pkg/settings"
+	"github.com/s3sqs/s3sqs/pkg/strictjson"
 )
 
 // Overrides are the per-run settings a request may give. They travel with
@@ -180,7 +180,7 @@ func (s Setting) MarshalJSON() ([]byte, error) {
 }
 
 // Validate checks each override with the check of the environment
-// variable of the same name (internal/settings), sets the numeric ones'
+// variable of the same name (pkg/settings), sets the numeric ones'
 // values and normalises Format and Mode. Every error names the field, the
 // value and what is allowed.
 func (ov *Overrides) Validate() error {

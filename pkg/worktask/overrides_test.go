@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -142,7 +142,7 @@ func TestFormatNames(t *testing.T) {
 	}
 }
 
-// TestSettingsAgreeWithLeaves: internal/settings imports nothing of ours,
+// TestSettingsAgreeWithLeaves: pkg/settings imports nothing of ours,
 // so its S3 URI check and its offload modes repeat pkg/dataset's and
 // pkg/sqsextended's rules; this holds them to the same answers.
 func TestSettingsAgreeWithLeaves(t *testing.T) {

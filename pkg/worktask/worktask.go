@@ -12,9 +12,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/strictjson"
 )
 
 // Task is one chunk to send.

@@ -247,7 +247,7 @@ func fanoutRun(s3c *s3.Client, sqsc *sqs.Client, target string, send sqsbatch.Op
 
 func ingestRun(s3c *s3.Client, sqsc *sqs.Client, target string, send sqsbatch.Options, n int) func(context.Context, string, int) (int64, error) {
 	return func(ctx context.Context, key string, _ int) (int64, error) {
-		r, err := fanout.New(ctx, s3c, sqsc, fanout.Options{Target: sqsbatch.Queue{URL: target}, Send: send, IngestEncoder: ingesthandler.EncodeRecords})
+		r, err := fanout.New(ctx, s3c, sqsc, fanout.Options{Target: sqsbatch.Queue{URL: target}, Send: send})
 		if err != nil {
 			return 0, err
 		}

@@ -30,8 +30,8 @@ import (
 	"os/signal"
 	"strings"
 
-	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 )
 
 // defaultCases are the cases measured without -cases: both modes at the

@@ -12,7 +12,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/s3sqs/s3sqs/internal/textcut"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
@@ -234,5 +233,16 @@ func resultString(r objectRun) string {
 		b, _ := json.Marshal(batchSummary{RunID: r.Report.RunID, RecordsSent: r.Report.RecordsSent, RecordsFailed: r.Report.RecordsFailed, TasksQueued: r.Report.TasksQueued})
 		return string(b)
 	}
-	return textcut.Prefix(r.Err.Error(), maxResultString)
+	return r.reason()
+}
+
+// reason is why r failed, cut to maxResultString bytes; a character the
+// cut splits is dropped, so that the report's JSON carries no U+FFFD
+// that would take it past the bound.
+func (r objectRun) reason() string {
+	s := r.Err.Error()
+	if len(s) <= maxResultString {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxResultString], "")
 }

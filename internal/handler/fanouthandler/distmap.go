@@ -10,11 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/s3sqs/s3sqs/internal/strictjson"
-	"github.com/s3sqs/s3sqs/internal/textcut"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
+	"github.com/s3sqs/s3sqs/pkg/strictjson"
 )
 
 // MapBatch is a Step Functions Distributed Map item batch, as its
@@ -303,7 +302,7 @@ func (res *MapResult) add(i int, r objectRun) {
 	ir := MapItemResult{Bucket: r.Object.Bucket, Key: r.Object.Key, VersionID: r.Object.VersionID, Status: r.Code,
 		RecordsSent: r.Report.RecordsSent, RecordsFailed: r.Report.RecordsFailed, TasksQueued: r.Report.TasksQueued}
 	if r.Err != nil {
-		ir.Reason = textcut.Prefix(r.Err.Error(), maxResultString)
+		ir.Reason = r.reason()
 	}
 	switch r.Code {
 	case Succeeded:

@@ -9,11 +9,11 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3sqs/s3sqs/internal/awserr"
-	"github.com/s3sqs/s3sqs/internal/strictjson"
+	"github.com/s3sqs/s3sqs/pkg/awserr"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/internal/reconcile"
-	"github.com/s3sqs/s3sqs/internal/settings"
-	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/strictjson"
 )
 
 // kindReconcile is a request whose only field is "reconcile".

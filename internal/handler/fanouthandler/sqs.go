@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
@@ -95,21 +95,25 @@ func (h *Handler) messages(inv *Invocation) partialbatch.Handler {
 // planSteps starts b's planning steps, each one's error in errs, and
 // returns the function that waits for them and adds them to inv. They
 // list and queue while the tasks send: they wait mostly on S3 and SQS,
-// not on the CPU. Up to Concurrency run at once; the rest wait inside
-// their goroutines, so that the tasks start now.
+// not on the CPU. Up to Concurrency run at once; one goroutine starts
+// them as slots free, so that the tasks start now.
 func (h *Handler) planSteps(ctx context.Context, inv *Invocation, b batch, errs []error) (wait func()) {
-	var planning sync.WaitGroup
-	slots := make(chan struct{}, h.opts.Concurrency)
+	var g errgroup.Group
+	g.SetLimit(h.opts.Concurrency)
 	planned := make([]fanout.Report, len(b.steps))
-	for _, i := range b.plans {
-		planning.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			planned[i], errs[i] = h.runner.PlanStep(ctx, b.steps[i])
-		})
-	}
+	started := make(chan struct{})
+	go func() {
+		defer close(started)
+		for _, i := range b.plans {
+			g.Go(func() error {
+				planned[i], errs[i] = h.runner.PlanStep(ctx, b.steps[i])
+				return nil
+			})
+		}
+	}()
 	return func() {
-		planning.Wait()
+		<-started
+		g.Wait()
 		for _, i := range b.plans {
 			rep := planned[i]
 			inv.PlanSteps++

@@ -109,7 +109,7 @@ func BenchmarkHandle(b *testing.B) {
 				client = discardSQS{}
 			}
 			// As the function's default configuration gives it.
-			runner, err := fanout.New(context.Background(), s3c, client, fanout.Options{Target: sqsbatch.Queue{URL: out}, IngestEncoder: EncodeRecords})
+			runner, err := fanout.New(context.Background(), s3c, client, fanout.Options{Target: sqsbatch.Queue{URL: out}})
 			if err != nil {
 				b.Fatal(err)
 			}

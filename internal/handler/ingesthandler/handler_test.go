@@ -684,7 +684,6 @@ func TestHandoffThroughFanout(t *testing.T) {
 				Mapping: worktask.Mapping{BodyField: "n"},
 				Send:    sqsbatch.Options{Backoff: func(int) time.Duration { return time.Millisecond }},
 				// As fanout's function gives it.
-				IngestEncoder: EncodeRecords,
 			})
 			if err != nil {
 				t.Fatalf("fanout.New: %v", err)
@@ -697,16 +696,16 @@ func TestHandoffThroughFanout(t *testing.T) {
 					t.Fatalf("task %s: %v", aws.ToString(m.Body), err)
 				}
 				for {
-					res := runner.RunTask(t.Context(), task)
+					res := runner.RunTasks(t.Context(), []worktask.Task{task}, 0)[0]
 					if res.Err != nil || res.RecordsFailed != 0 {
-						t.Fatalf("RunTask %s: %+v", task.ID(), res)
+						t.Fatalf("RunTasks %s: %+v", task.ID(), res)
 					}
 					read += res.RecordsRead
 					if res.Continuation == nil {
 						break
 					}
 					if c := res.Continuation; c.Chain == nil || c.Chunk.Index != task.Chunk.Index+1 || c.ResumeAt != 0 {
-						t.Fatalf("RunTask %s: continuation %+v is not the chain's next link", task.ID(), c)
+						t.Fatalf("RunTasks %s: continuation %+v is not the chain's next link", task.ID(), c)
 					}
 					task = *res.Continuation
 				}

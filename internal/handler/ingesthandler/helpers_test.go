@@ -89,7 +89,6 @@ func (f *fixture) handler(o options, client sqsbatch.API, s3c fanout.S3API) *Han
 	log := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	o.runner.Send.Backoff = func(int) time.Duration { return time.Millisecond }
 	o.runner.Logger = log
-	o.runner.IngestEncoder = EncodeRecords
 	runner, err := fanout.New(f.t.Context(), s3c, client, o.runner)
 	if err != nil {
 		f.t.Fatalf("fanout.New: %v", err)

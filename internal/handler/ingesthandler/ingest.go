@@ -1,4 +1,4 @@
-// Package ingest is the logic of the s3ingest Lambda function and of
+// Package ingesthandler is the logic of the s3ingest Lambda function and of
 // `s3sqs ingest`: it takes S3 event notifications from SQS messages
 // (S3→SNS→SQS wrapped or raw, S3→SQS, EventBridge→SQS), reads exactly the
 // notified version of each new object, and sends its records, with the

@@ -112,7 +112,7 @@ func TestIntegrationRecordIDsOfAVersion(t *testing.T) {
 	failure := localaws.CreateQueue(t, out, "-failure", nil)
 	runner := func(target string) *fanout.Runner {
 		t.Helper()
-		r, err := fanout.New(ctx, s3c, out, fanout.Options{Target: sqsbatch.Queue{URL: target}, FailureQueueURL: failure, Logger: log, IngestEncoder: EncodeRecords})
+		r, err := fanout.New(ctx, s3c, out, fanout.Options{Target: sqsbatch.Queue{URL: target}, FailureQueueURL: failure, Logger: log})
 		if err != nil {
 			t.Fatalf("fanout.New: %v", err)
 		}

@@ -1,6 +1,6 @@
 // Package lambdaenv is what the two Lambda functions share at init: it
 // reads their configuration from the environment (each variable through
-// its row of internal/settings, the check a request field or CLI flag of
+// its row of pkg/settings, the check a request field or CLI flag of
 // the same setting uses, every problem gathered and named by its
 // variable), builds the AWS clients and the engine, and starts the
 // runtime.
@@ -13,10 +13,10 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
 	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
-	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
 

@@ -24,7 +24,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/internal/redrive"
 	"github.com/s3sqs/s3sqs/internal/testenv/esm"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
@@ -207,7 +206,6 @@ func redriveRefused(ctx context.Context, st *stack) (*redrive.Summary, error) {
 		Codes:          redrive.CodeFilter{Only: []string{"InvalidCharacters"}},
 		Send:           sqsbatch.Options{ReplaceInvalidCharacters: true},
 		Visibility:     2 * time.Second,
-		IngestEncoder:  ingesthandler.EncodeRecords,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("demo: redrive: %w", err)

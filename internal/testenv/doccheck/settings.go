@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 )
 
-// CheckRows compares the rows of the settings table (internal/settings)
+// CheckRows compares the rows of the settings table (pkg/settings)
 // with table (from ConfigTable) and returns one error per variable that
 // differs, sorted by variable: a row's variable the docs do not list, one
 // the docs give to another function, or a variable the docs list that has

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3sqs/s3sqs/internal/settings"
 	"github.com/s3sqs/s3sqs/internal/testenv/doccheck"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 )
 
 // TestSettingsTable holds docs/configuration.md and docs/cli.md to the

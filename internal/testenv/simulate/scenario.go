@@ -328,7 +328,6 @@ func (w *world) setUp(ctx context.Context) error {
 		InlineMaxBytes:   s.InlineMax,
 		ChunkConcurrency: 1 + w.rng.IntN(4),
 		// fanout's workers run the tasks s3ingest hands off.
-		IngestEncoder: ingesthandler.EncodeRecords,
 	}
 	if s.WorkQueue {
 		name := "work"

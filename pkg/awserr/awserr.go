@@ -99,7 +99,7 @@ func Classify(err error) Class {
 	}
 	code := Code(err)
 	switch {
-	case retryableCodes[code]:
+	case ThrottleCode(code):
 		return Retryable
 	case missingCodes[code] != NoResource:
 		return NotFound
@@ -119,10 +119,18 @@ func Classify(err error) Class {
 	return Unknown
 }
 
-// retryableCodes are the throttling codes the SDK does not know: SQS's
-// KMS throttling, by its own code and by its query-compatible one (which
-// SQS sends, and Code returns, in place of the other).
-var retryableCodes = map[string]bool{"KmsThrottled": true, "KMS.ThrottlingException": true}
+// ThrottleCode reports whether code says the service, or one behind it,
+// is throttling: one of the SDK's standard retryer's throttling codes
+// (retry.DefaultThrottleErrorCodes: ThrottlingException,
+// RequestThrottled, SlowDown and others) or SQS's KMS throttling, which
+// the SDK does not know, by its own code (KmsThrottled) and by its
+// query-compatible one (KMS.ThrottlingException, which SQS sends, and
+// Code returns, in place of the other). An entry of an SQS batch fails
+// with a code and no error, so this is the check for it.
+func ThrottleCode(code string) bool {
+	_, sdk := retry.DefaultThrottleErrorCodes[code]
+	return sdk || code == "KmsThrottled" || code == "KMS.ThrottlingException"
+}
 
 // permanentCodes are the codes, beside the not-found ones, that no retry
 // changes: denied access, invalid requests, and KMS keys that cannot be

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3sqs/s3sqs/internal/settings"
+	"github.com/s3sqs/s3sqs/pkg/settings"
 )
 
 // TestParse: each kind of setting reads what configuration writes and

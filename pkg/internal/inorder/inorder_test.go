@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/s3sqs/s3sqs/internal/inorder"
+	"github.com/s3sqs/s3sqs/pkg/internal/inorder"
 )
 
 // count yields 0..n-1 and notes when its iteration has returned.

@@ -22,7 +22,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/s3sqs/s3sqs/internal/awserr"
+	"github.com/s3sqs/s3sqs/pkg/awserr"
 )
 
 // answer is an error as the SDK returns it for an answer with status:
@@ -256,5 +256,29 @@ func TestSDKAnswers(t *testing.T) {
 				t.Errorf("Missing = %s, want %s", got, tc.missing)
 			}
 		})
+	}
+}
+
+// TestThrottleCode checks the one list of throttling codes against the
+// SDK's own (each of which Classify must call Retryable, as an entry's code
+// or a request's) and SQS's KMS throttles, which the SDK does not know.
+func TestThrottleCode(t *testing.T) {
+	codes := []string{"KmsThrottled", "KMS.ThrottlingException"}
+	for code := range retry.DefaultThrottleErrorCodes {
+		codes = append(codes, code)
+	}
+	for _, code := range codes {
+		if !awserr.ThrottleCode(code) {
+			t.Errorf("ThrottleCode(%q) = false", code)
+		}
+		err := &smithy.GenericAPIError{Code: code, Message: "slow down"}
+		if c := awserr.Classify(err); c != awserr.Retryable {
+			t.Errorf("Classify(%s) = %v, want Retryable", code, c)
+		}
+	}
+	for _, code := range []string{"", "AccessDenied", "InternalError", "throttlingexception", "KmsAccessDenied"} {
+		if awserr.ThrottleCode(code) {
+			t.Errorf("ThrottleCode(%q) = true", code)
+		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/s3sqs/s3sqs/internal/awserr"
+	"github.com/s3sqs/s3sqs/pkg/awserr"
 )
 
 // A caller maps each class to its own outcome; here, what a reader of an

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3sqs/s3sqs/internal/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
