@@ -59,7 +59,7 @@ simulate: ## run SEEDS generated scenarios (default 2000) through the engine aga
 # again without it.
 MEMORY_TESTS := TestKeptHeap
 test: ## install and start the local AWS stand-ins, then vet and run every test with -race (the memory tests without it); then test-infra
-	tools/with-local-aws sh -c '$(GO) vet ./... && $(GO) test -race -count=1 -timeout 20m ./... && $(GO) test -count=1 -run '"'"'$(MEMORY_TESTS)'"'"' -v ./pkg/fanout'
+	tools/with-local-aws sh -c '$(GO) vet ./... && $(GO) test -race -count=1 -timeout 20m ./... && $(GO) test -count=1 -run '"'"'$(MEMORY_TESTS)'"'"' -v ./pkg/engine'
 	$(MAKE) --no-print-directory test-infra
 
 test-infra: $(CDK_CLI) ## vet and test the CDK app in infra/, cdk synth it offline (cdk-nag included) at each parity set, cfn-lint, then test-sam

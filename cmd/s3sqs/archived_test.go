@@ -14,7 +14,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // TestArchivedObjects runs fanout over a prefix on moto_server, which keeps
@@ -59,7 +59,7 @@ func TestArchivedObjects(t *testing.T) {
 	}
 
 	code, out, errOut = runCLI(t, "", args...)
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("stdout is not the report: %v\n%s", err, out)
 	}

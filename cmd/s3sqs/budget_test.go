@@ -16,7 +16,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -54,7 +54,7 @@ func TestFailureBudgetWrongFormat(t *testing.T) {
 	}
 
 	code, out, errOut := runCLI(t, "", args("jsonl", "-max-failures", "10")...)
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("stdout is not the report: %v\n%s", err, out)
 	}
@@ -83,7 +83,7 @@ func TestFailureBudgetWrongFormat(t *testing.T) {
 		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = runCLI(t, "", args("csv", "-max-failures", "10")...)
-	rep = fanout.Report{}
+	rep = engine.Report{}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || rep.RecordsSent != objects*rows {
 		t.Errorf("after the fix: exit %d, %v, report %+v\n%s", code, err, rep.Stats, errOut)
 	}
@@ -105,12 +105,12 @@ func TestFailureBudgetWrongFormat(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "budget:   the run would stop itself: 164 of its 164 records would fail, past maxFailures 10% (UnreadableRecord 164)") {
 		t.Errorf("dry run: exit %d\n%s", code, errOut)
 	}
-	rep = fanout.Report{}
+	rep = engine.Report{}
 	code, out, errOut = runCLI(t, "", "fanout", "-bucket", "lake", "-prefix", "budget/", "-target-queue-url", target, "-s3-path-style", "-format", "jsonl", "-failure-file", failures)
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitBudgetSpent || !strings.Contains(rep.StopReason, "past maxFailures 10%") {
 		t.Errorf("the default budget: exit %d, %v, report %+v\n%s", code, err, rep.Stats, errOut)
 	}
-	rep = fanout.Report{}
+	rep = engine.Report{}
 	code, out, errOut = runCLI(t, "", "fanout", "-bucket", "lake", "-prefix", "budget/", "-target-queue-url", target, "-s3-path-style", "-format", "jsonl", "-failure-file", failures, "-max-failures", "off")
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 || rep.StopReason != "" || rep.RecordsFailed != objects*(rows+1) {
 		t.Errorf("no budget: exit %d, %v, report %+v\n%s", code, err, rep.Stats, errOut)
@@ -190,13 +190,13 @@ func TestFailureBudgetObjects(t *testing.T) {
 	failures := filepath.Join(t.TempDir(), "failures.jsonl")
 	args := []string{"fanout", "-bucket", "lake", "-prefix", "cut/", "-target-queue-url", target, "-s3-path-style", "-concurrency", "1", "-failure-file", failures}
 	code, out, errOut := runCLI(t, "", append(args, "-max-failed-objects", "0")...)
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != exitBudgetSpent ||
 		!strings.Contains(rep.StopReason, "1 of the 3 chunks planned could not be read, past maxFailedObjects 0") {
 		t.Errorf("cut objects: exit %d, %v, report %+v\n%s", code, err, rep.Stats, errOut)
 	}
 	code, out, errOut = runCLI(t, "", append(args, "-max-failed-objects", "off", "-max-failures", "off")...)
-	rep = fanout.Report{}
+	rep = engine.Report{}
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 1 || rep.StopReason != "" || rep.ObjectsFailed != 3 {
 		t.Errorf("no budget: exit %d, %v, report %+v\n%s", code, err, rep.Stats, errOut)
 	}

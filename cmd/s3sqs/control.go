@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -202,7 +202,7 @@ func (c *controlCmd) resume(ctx context.Context, runs *runstate.Table, before ru
 	})
 	fmt.Fprintf(stdout, "%d parked tasks put back on %s.\n", n, c.work)
 	if err != nil {
-		err = queueFlagError(err, map[string]string{fanout.RoleWork: "-work-queue-url"}, "")
+		err = queueFlagError(err, map[string]string{engine.RoleWork: "-work-queue-url"}, "")
 		return fmt.Errorf("put parked tasks back: %w (resume again to put back the rest: each is put back once)", err)
 	}
 	// A task that read the cancel just before the resume may have parked
@@ -235,7 +235,7 @@ func sendTask(ctx context.Context, c sqsAPI, queue, runID string, n int64, body 
 		in.MessageGroupId, in.MessageDeduplicationId = aws.String(e.GroupID), aws.String(e.DeduplicationID)
 	}
 	if _, err := c.SendMessage(ctx, in); err != nil {
-		return &fanout.QueueError{Role: fanout.RoleWork, Queue: queue, Err: err}
+		return &engine.QueueError{Role: engine.RoleWork, Queue: queue, Err: err}
 	}
 	return nil
 }

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // dryRunCmd is what fanout's -dry-run and its estimate's flags give.
 type dryRunCmd struct {
 	on   bool
-	opts fanout.DryRunOptions
+	opts engine.DryRunOptions
 }
 
 // dryRunFlagNames are the flags that only a dry run reads.
@@ -23,9 +23,9 @@ var dryRunFlagNames = []string{"sample-chunks", "invocations", "memory-mb", "rec
 func dryRunFlags(fs *cmdFlags, d *dryRunCmd) {
 	o := &d.opts
 	fs.BoolVar(&d.on, "dry-run", false, "plan the run and count what it would send, sending and writing nothing; prints the counts and an estimate of its time and cost")
-	fs.IntVar(&o.SampleChunks, "sample-chunks", fanout.DefaultSampleChunks, "with -dry-run: chunks to read; a dataset of at most `n` chunks is counted exactly, a larger one estimated from n chosen at random")
-	fs.IntVar(&o.Invocations, "invocations", fanout.DefaultInvocations, "with -dry-run: `n` concurrent invocations of the function that would send a run queued on the work queue")
-	fs.IntVar(&o.MemoryMB, "memory-mb", fanout.DefaultMemoryMB, "with -dry-run: the function's memory in `MB`, for its share of a vCPU and its GB-seconds")
+	fs.IntVar(&o.SampleChunks, "sample-chunks", engine.DefaultSampleChunks, "with -dry-run: chunks to read; a dataset of at most `n` chunks is counted exactly, a larger one estimated from n chosen at random")
+	fs.IntVar(&o.Invocations, "invocations", engine.DefaultInvocations, "with -dry-run: `n` concurrent invocations of the function that would send a run queued on the work queue")
+	fs.IntVar(&o.MemoryMB, "memory-mb", engine.DefaultMemoryMB, "with -dry-run: the function's memory in `MB`, for its share of a vCPU and its GB-seconds")
 	fs.Float64Var(&o.RecordsPerSecond, "records-per-second", 0, "with -dry-run: `records` a second one invocation of one vCPU sends (default: the measured rate of the mode, 34100 record, 105689 chunk)")
 	fs.Float64Var(&o.SQSPrice, "sqs-price", 0, "with -dry-run: your SQS `price` per million requests, to price the run")
 	fs.Float64Var(&o.LambdaPrice, "lambda-price", 0, "with -dry-run: your Lambda `price` per GB-second, to price the run")
@@ -54,7 +54,7 @@ func (d *dryRunCmd) check(given map[string]bool) (string, bool) {
 
 // dryRun runs a dry run of the request, prints its report as JSON on
 // stdout and a summary on stderr, and returns the exit code.
-func (c *fanoutCmd) dryRun(ctx context.Context, runner *fanout.Runner, stdout, stderr io.Writer, tty bool) int {
+func (c *fanoutCmd) dryRun(ctx context.Context, runner *engine.Runner, stdout, stderr io.Writer, tty bool) int {
 	done := make(chan struct{})
 	shown := make(chan struct{})
 	go func() {
@@ -82,7 +82,7 @@ func (c *fanoutCmd) dryRun(ctx context.Context, runner *fanout.Runner, stdout, s
 
 // dryRunLine describes a dry run's progress: planning, then the chunks
 // read.
-func dryRunLine(p *fanout.Progress, elapsed time.Duration, bar bool) string {
+func dryRunLine(p *engine.Progress, elapsed time.Duration, bar bool) string {
 	objs, chunks, planned, recs := p.ObjectsPlanned.Load(), p.TasksPlanned.Load(), p.BytesPlanned.Load(), p.RecordsRead.Load()
 	if !bar {
 		return fmt.Sprintf("dry_run objects=%d planned_mb=%.1f tasks=%d records_read=%d elapsed=%s", objs, float64(planned)/1e6, chunks, recs, elapsed.Round(time.Second))
@@ -93,15 +93,15 @@ func dryRunLine(p *fanout.Progress, elapsed time.Duration, bar bool) string {
 // failureShare says what share of the records would fail, and why, by
 // the commonest codes of the sample: a wrong -format shows here before
 // anything is sent.
-func failureShare(d *fanout.DryRun) string {
+func failureShare(d *engine.DryRun) string {
 	if d.Failed == 0 || d.Records == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%.0f%% of the records; in the chunks read: %s)", 100*float64(d.Failed)/float64(d.Records), fanout.FailureCodes(d.FailureCodes, 3))
+	return fmt.Sprintf(" (%.0f%% of the records; in the chunks read: %s)", 100*float64(d.Failed)/float64(d.Records), engine.FailureCodes(d.FailureCodes, 3))
 }
 
 // dryRunSummary is a dry run's account for a person.
-func dryRunSummary(rep fanout.Report, o fanout.DryRunOptions) string {
+func dryRunSummary(rep engine.Report, o engine.DryRunOptions) string {
 	d, e := rep.DryRun, rep.DryRun.Estimate
 	var b strings.Builder
 	fmt.Fprintf(&b, "s3sqs fanout: dry run of run %s: nothing was sent; counts %s\n", rep.RunID, d.Counted)

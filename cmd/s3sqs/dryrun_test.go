@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // TestFanoutDryRun runs `s3sqs fanout -dry-run` end to end: it prints the
@@ -41,7 +41,7 @@ func TestFanoutDryRun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("dry run: exit %d\n%s", code, errOut)
 	}
-	var dry fanout.Report
+	var dry engine.Report
 	if err := json.Unmarshal([]byte(out), &dry); err != nil || dry.DryRun == nil {
 		t.Fatalf("stdout is not a dry run's report (%v):\n%s", err, out)
 	}
@@ -64,7 +64,7 @@ func TestFanoutDryRun(t *testing.T) {
 	t.Logf("stderr:\n%s", errOut)
 
 	code, out, errOut = runCLI(t, "", append(base, "-dry-run", "-work-queue-url", work, "-invocations", "5", "-memory-mb", "2048")...)
-	var queued fanout.Report
+	var queued engine.Report
 	if err := json.Unmarshal([]byte(out), &queued); code != 0 || err != nil || queued.DryRun == nil || !queued.DryRun.Queued ||
 		queued.DryRun.Estimate.Invocations != 5 || queued.DryRun.Estimate.MemoryMB != 2048 || !strings.Contains(errOut, "queued on the work queue in") {
 		t.Errorf("dry run with -work-queue-url: exit %d\n%s\n%s", code, out, errOut)
@@ -74,7 +74,7 @@ func TestFanoutDryRun(t *testing.T) {
 	}
 
 	code, out, errOut = runCLI(t, "", append(base, "-concurrency", "1")...)
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("real run: exit %d, %v\n%s", code, err, errOut)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -24,8 +24,8 @@ import (
 // runner's options it gives, and what the command does around the run.
 type fanoutCmd struct {
 	flags       *cmdFlags
-	req         fanout.Request
-	opts        fanout.Options
+	req         engine.Request
+	opts        engine.Options
 	keys        string
 	chunkSize   *string
 	maxMsgSize  int64
@@ -62,7 +62,7 @@ func runFanout(ctx context.Context, args []string, s streams) int {
 		defer c.restore.close(stderr)
 	}
 	if err != nil {
-		printJSON(stdout, fanout.Report{RunID: c.req.RunID, Queued: c.queue() && !c.dry.on})
+		printJSON(stdout, engine.Report{RunID: c.req.RunID, Queued: c.queue() && !c.dry.on})
 		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", c.queueError(err))
 		return 1
 	}
@@ -135,7 +135,7 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.optionalCount(settings.TargetMaxBacklog, &c.maxBacklog, "")
 	fs.limit(settings.MaxFailures, &c.maxFailures)
 	fs.limit(settings.MaxFailedObjects, &c.maxFailedObjects)
-	fs.count(settings.ChunkConcurrency, &o.ChunkConcurrency, fanout.DefaultChunkConcurrency, "")
+	fs.count(settings.ChunkConcurrency, &o.ChunkConcurrency, engine.DefaultChunkConcurrency, "")
 	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
 	fs.DurationVar(&c.interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
 	fs.logFlag()
@@ -194,7 +194,7 @@ func (c *fanoutCmd) parse(args []string, bad func(string, ...any) int) (int, boo
 		return bad("%s (name the dataset with -bucket and one of -key, -prefix, -keys or -all, or with -manifest)", strings.TrimPrefix(err.Error(), "dataset: ")), false
 	}
 	if req.RunID == "" {
-		req.RunID = fanout.NewRunID()
+		req.RunID = engine.NewRunID()
 	}
 	if c.failureFile == "" && o.FailureQueueURL == "" && o.FailureS3URI == "" {
 		c.failureFile = "s3sqs-failures-" + req.RunID + ".jsonl"
@@ -210,16 +210,16 @@ func (c *fanoutCmd) queue() bool { return c.opts.WorkQueueURL != "" }
 
 // queueError names the flag of a queue that cannot be used.
 func (c *fanoutCmd) queueError(err error) error {
-	flags := map[string]string{fanout.RoleTarget: "-target-queue-url", fanout.RoleWork: "-work-queue-url", fanout.RoleFailure: "-failure-queue-url"}
+	flags := map[string]string{engine.RoleTarget: "-target-queue-url", engine.RoleWork: "-work-queue-url", engine.RoleFailure: "-failure-queue-url"}
 	if c.opts.Target.URL == "" {
-		flags[fanout.RoleTarget] = "-target-queue-name"
+		flags[engine.RoleTarget] = "-target-queue-name"
 	}
 	return queueFlagError(err, flags, "-target-max-message-size")
 }
 
 // start builds the clients, the failure file and the runner; with a work
 // queue, the request's overrides carry the target and the settings given.
-func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner, *lazyFile, error) {
+func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*engine.Runner, *lazyFile, error) {
 	s3c, sqsc, err := awssetup.Clients(ctx, c.pathStyle)
 	if err != nil {
 		return nil, nil, err
@@ -234,13 +234,13 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner
 		failures = &lazyFile{path: c.failureFile}
 		c.opts.FailureWriter = failures
 	}
-	c.opts.Progress = &fanout.Progress{}
+	c.opts.Progress = &engine.Progress{}
 	c.opts.Region = s3c.Options().Region
 	c.opts.Logger = c.flags.logger(stderr)
 	if c.opts.Claims, c.opts.Runs, err = claimStores(ctx, c.claimsTable); err != nil {
 		return nil, failures, err
 	}
-	runner, err := fanout.New(ctx, s3c, sqsc, c.opts)
+	runner, err := engine.New(ctx, s3c, sqsc, c.opts)
 	if err != nil {
 		return nil, failures, err
 	}
@@ -260,7 +260,7 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*fanout.Runner
 }
 
 // send runs or queues the request, showing its progress.
-func (c *fanoutCmd) send(ctx context.Context, runner *fanout.Runner, stderr io.Writer, tty bool) (fanout.Report, error) {
+func (c *fanoutCmd) send(ctx context.Context, runner *engine.Runner, stderr io.Writer, tty bool) (engine.Report, error) {
 	done := make(chan struct{})
 	shown := make(chan struct{})
 	go func() {
@@ -282,7 +282,7 @@ func (c *fanoutCmd) send(ctx context.Context, runner *fanout.Runner, stderr io.W
 }
 
 // finish writes the run's account on stderr and returns the exit code.
-func (c *fanoutCmd) finish(stderr io.Writer, rep fanout.Report, err error, failures *lazyFile, took time.Duration) int {
+func (c *fanoutCmd) finish(stderr io.Writer, rep engine.Report, err error, failures *lazyFile, took time.Duration) int {
 	if c.queue() {
 		fmt.Fprintf(stderr, "s3sqs fanout: %d objects (%.1f MB) planned, %d chunk tasks queued on %s in %s\n",
 			rep.Objects, float64(rep.BytesPlanned)/1e6, rep.TasksQueued, c.opts.WorkQueueURL, took.Round(time.Millisecond))
@@ -320,7 +320,7 @@ func (c *fanoutCmd) finish(stderr io.Writer, rep fanout.Report, err error, failu
 
 // refused reports, and writes why, a run that failed or found no object
 // where -allow-empty was not given.
-func (c *fanoutCmd) refused(stderr io.Writer, rep fanout.Report, err error) bool {
+func (c *fanoutCmd) refused(stderr io.Writer, rep engine.Report, err error) bool {
 	switch {
 	case err != nil:
 		fmt.Fprintf(stderr, "s3sqs fanout: %v\n", c.queueError(err))
@@ -336,7 +336,7 @@ func (c *fanoutCmd) refused(stderr io.Writer, rep fanout.Report, err error) bool
 // carry: the target queue, and the settings whose flags were given (the
 // function's own settings stand for the others). The failure output, the
 // offload bucket and the run report are the function's.
-func queuedOverrides(fs *flag.FlagSet, targetURL string, opts fanout.Options, chunkSize string) worktask.Overrides {
+func queuedOverrides(fs *flag.FlagSet, targetURL string, opts engine.Options, chunkSize string) worktask.Overrides {
 	ov := worktask.Overrides{TargetQueueURL: targetURL}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
@@ -416,7 +416,7 @@ func showProgress(w io.Writer, line func(elapsed time.Duration, bar bool) string
 
 // progressLine describes the progress: a bar for a terminal, key=value
 // pairs for logs.
-func progressLine(p *fanout.Progress, elapsed time.Duration, bar bool) string {
+func progressLine(p *engine.Progress, elapsed time.Duration, bar bool) string {
 	planned, read := p.BytesPlanned.Load(), p.BytesRead.Load()
 	recs, msgs, failed := p.RecordsRead.Load(), p.Messages.Load(), p.RecordsFailed.Load()
 	secs := max(elapsed.Seconds(), 0.001)
@@ -432,7 +432,7 @@ func progressLine(p *fanout.Progress, elapsed time.Duration, bar bool) string {
 // planningLine describes the progress of planning for -work-queue-url:
 // objects listed and planned, their size, and the chunk tasks handed to the
 // work queue. The listing's length is not known ahead, so there is no bar.
-func planningLine(p *fanout.Progress, elapsed time.Duration, bar bool) string {
+func planningLine(p *engine.Progress, elapsed time.Duration, bar bool) string {
 	objs, tasks, planned := p.ObjectsPlanned.Load(), p.TasksPlanned.Load(), p.BytesPlanned.Load()
 	rate := float64(objs) / max(elapsed.Seconds(), 0.001)
 	if !bar {

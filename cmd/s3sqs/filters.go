@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 )
 
@@ -63,7 +63,7 @@ func filteredBy[N int | int64](by map[string]N) string {
 // writeLeftOut says what the run left out when it planned, if anything:
 // the objects the filters left out, and the archived ones, with how to
 // send those.
-func writeLeftOut(stderr io.Writer, st fanout.Stats) {
+func writeLeftOut(stderr io.Writer, st engine.Stats) {
 	if st.ObjectsFiltered > 0 {
 		fmt.Fprintf(stderr, "s3sqs fanout: %d objects (%s) left out by the filters: %s\n", st.ObjectsFiltered, megabytes(st.BytesFiltered), filteredBy(st.FilteredBy))
 	}
@@ -75,7 +75,7 @@ func writeLeftOut(stderr io.Writer, st fanout.Stats) {
 
 // noObject says which dataset held no object: where it was looked for,
 // and what the filters left out.
-func noObject(src dataset.Source, st fanout.Stats) string {
+func noObject(src dataset.Source, st engine.Stats) string {
 	var where string
 	switch {
 	case src.Manifest != "":

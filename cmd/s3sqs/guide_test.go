@@ -16,7 +16,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/redrive"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // TestHelpUnknownCommand: an unknown command exits 2 with a word on
@@ -56,7 +56,7 @@ func TestFanoutEmptyDataset(t *testing.T) {
 		{[]string{"-prefix", "in/"}, 0, ""},
 	} {
 		code, out, errOut := runCLI(t, "", append(base, tt.args...)...)
-		var rep fanout.Report
+		var rep engine.Report
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Errorf("%v: stdout is not the report: %v\n%s", tt.args, err, out)
 		}
@@ -83,7 +83,7 @@ func TestQueueErrorsNameFlags(t *testing.T) {
 		want string
 		json any
 	}{
-		{[]string{"fanout", "-bucket", "lake", "-prefix", "in/", "-target-queue-url", gone, "-run-id", "r1"}, "s3sqs fanout: -target-queue-url: queue " + gone + " cannot be used: AWS.SimpleQueueService.NonExistentQueue", &fanout.Report{}},
+		{[]string{"fanout", "-bucket", "lake", "-prefix", "in/", "-target-queue-url", gone, "-run-id", "r1"}, "s3sqs fanout: -target-queue-url: queue " + gone + " cannot be used: AWS.SimpleQueueService.NonExistentQueue", &engine.Report{}},
 		{[]string{"ingest", "-bucket", "lake", "-key", "in/a.jsonl", "-output-queue-url", gone}, "s3sqs ingest: -output-queue-url: queue " + gone + " cannot be used: AWS.SimpleQueueService.NonExistentQueue", &map[string]any{}},
 		{[]string{"redrive", "-dlq", gone}, "s3sqs redrive: -dlq: queue " + gone + " cannot be used: AWS.SimpleQueueService.NonExistentQueue", &redrive.Summary{}},
 	} {

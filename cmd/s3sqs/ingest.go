@@ -14,7 +14,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/awssetup"
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/settings"
@@ -24,7 +24,7 @@ import (
 // ingestCmd is the command line of s3sqs ingest.
 type ingestCmd struct {
 	flags                  *cmdFlags
-	opts                   fanout.Options
+	opts                   engine.Options
 	in                     ingesthandler.Options
 	bucket, key, versionID string
 	failureFile            string
@@ -72,7 +72,7 @@ func runIngest(ctx context.Context, args []string, s streams) int {
 	log := c.flags.logger(stderr)
 	c.opts.Logger, c.in.Logger = log, log
 	c.opts.ChunkConcurrency = c.in.ReadConcurrency // as s3ingest's config does
-	runner, err := fanout.New(ctx, s3c, sqsc, c.opts)
+	runner, err := engine.New(ctx, s3c, sqsc, c.opts)
 	if err != nil {
 		return failed(err)
 	}
@@ -150,7 +150,7 @@ func (c *ingestCmd) parse(args []string, bad func(string, ...any) int) (int, boo
 
 // queueError names the flag of a queue that cannot be used.
 func (c *ingestCmd) queueError(err error) error {
-	return queueFlagError(err, map[string]string{fanout.RoleTarget: "-output-queue-url", fanout.RoleFailure: "-failure-queue-url"}, "")
+	return queueFlagError(err, map[string]string{engine.RoleTarget: "-output-queue-url", engine.RoleFailure: "-failure-queue-url"}, "")
 }
 
 // event returns the Lambda SQS event to handle: the notification S3 would

@@ -27,7 +27,7 @@ import (
 	"syscall"
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // streams are what a command reads and writes; tty reports that stderr is
@@ -226,11 +226,11 @@ func printJSON(w io.Writer, v any) {
 }
 
 // queueFlagError names, in a queue that cannot be used, the flag that named
-// it (flags, by fanout.QueueError's role) rather than its role; skip is the
+// it (flags, by engine.QueueError's role) rather than its role; skip is the
 // flag that spares the target's GetQueueAttributes call, if the command
 // has one. Other errors are returned as they are.
 func queueFlagError(err error, flags map[string]string, skip string) error {
-	var qe *fanout.QueueError
+	var qe *engine.QueueError
 	if !errors.As(err, &qe) {
 		return err
 	}
@@ -238,7 +238,7 @@ func queueFlagError(err error, flags map[string]string, skip string) error {
 	if !ok {
 		return err
 	}
-	if qe.Role != fanout.RoleTarget {
+	if qe.Role != engine.RoleTarget {
 		skip = ""
 	}
 	return awssetup.FlagQueueError(flag, qe.Queue, qe.Err, skip)

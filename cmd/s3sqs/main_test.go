@@ -20,7 +20,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -208,7 +208,7 @@ func TestFanout(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d, want 1 (a record failed)\n%s", code, errOut)
 	}
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("stdout is not the report: %v\n%s", err, out)
 	}
@@ -251,7 +251,7 @@ func TestFanoutWorkQueue(t *testing.T) {
 	work := localaws.CreateQueue(t, sqsc, "-work", nil)
 	code, out, errOut := runCLI(t, "", "fanout", "-bucket", "lake", "-prefix", "wq/", "-target-queue-url", target, "-work-queue-url", work,
 		"-s3-path-style", "-chunk-size", "4KiB", "-progress-interval", "1ms", "-run-id", "cli-queued")
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
 		t.Fatalf("exit %d, stdout %s (%v)\n%s", code, out, err, errOut)
 	}
@@ -268,7 +268,7 @@ func TestFanoutWorkQueue(t *testing.T) {
 	if len(msgs) != rep.TasksQueued {
 		t.Fatalf("%d tasks on the work queue, report says %d", len(msgs), rep.TasksQueued)
 	}
-	runner, err := fanout.New(t.Context(), s3c, sqsc, fanout.Options{})
+	runner, err := engine.New(t.Context(), s3c, sqsc, engine.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestFanoutOffload(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.RecordsSent != 2 || rep.RecordsOffloaded != 1 {
 		t.Fatalf("report %s (%v); want 2 records sent, 1 offloaded", out, err)
 	}
@@ -334,7 +334,7 @@ func TestFanoutOffload(t *testing.T) {
 }
 
 func TestProgressLine(t *testing.T) {
-	var p fanout.Progress
+	var p engine.Progress
 	p.BytesPlanned.Store(4_000_000)
 	p.BytesRead.Store(1_000_000)
 	p.RecordsRead.Store(5000)
@@ -396,7 +396,7 @@ func TestIngest(t *testing.T) {
 		t.Errorf("%d records on the output queue, want 3", n)
 	}
 	data, err := os.ReadFile(failFile)
-	var f fanout.Failure
+	var f engine.Failure
 	if err != nil || json.Unmarshal(data, &f) != nil || f.Source != "s3://lake/events/date=2024-01-02/bad.jsonl" || f.Offset != 9 || f.Code != "UnreadableRecord" {
 		t.Errorf("failure file %s (%v): want the line that is not JSON at offset 9", data, err)
 	}
@@ -495,7 +495,7 @@ func TestFanoutInterruptedWithClaims(t *testing.T) {
 	t.Logf("interrupted: exit %d, %d of %d records sent\n%s", code, first, n, err1.String())
 	// What was cut off mid-send is on no failure output: it is not
 	// counted failed, and the report adds up.
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal(out1.Bytes(), &rep); err != nil {
 		t.Fatalf("report: %v\n%s", err, out1.String())
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/testenv/iamrecord"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // operatorStack is a deployed stack as the stand-ins hold it: the outputs
@@ -158,7 +158,7 @@ func newOperatorStack(t *testing.T) operatorStack {
 		}
 		queues[q] = localaws.CreateQueue(t, sqsc, "-"+strings.ToLower(q), attrs)
 	}
-	refused, _ := json.Marshal(fanout.Failure{RunID: "backfill-1", Source: "s3://my-lake/exports/2024/a.jsonl", Code: "MessageTooLarge", Message: "refused", Body: `{"n":1}`})
+	refused, _ := json.Marshal(engine.Failure{RunID: "backfill-1", Source: "s3://my-lake/exports/2024/a.jsonl", Code: "MessageTooLarge", Message: "refused", Body: `{"n":1}`})
 	task := `{"kind":"chunk"}`
 	notification := `{"Records":[{"eventSource":"aws:s3","eventName":"ObjectCreated:Put","s3":{"bucket":{"name":"` + source + `"},"object":{"key":"incoming/x.jsonl","size":8}}}]}`
 	for q, body := range map[string]string{"FailureQueue": string(refused), "WorkDLQ": task, "IngestDLQ": notification} {

@@ -9,7 +9,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/reconcile"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -151,7 +151,7 @@ func (c *reconcileCmd) parse(args []string, bad func(string, ...any) int) (int, 
 		}
 		c.bucket = b
 	}
-	c.opts = reconcile.Options{Bucket: c.bucket, Prefix: c.prefix, Manifest: c.manifest, Format: f, Concurrency: c.concurrency, RunID: fanout.NewRunID(), Filters: c.filters}
+	c.opts = reconcile.Options{Bucket: c.bucket, Prefix: c.prefix, Manifest: c.manifest, Format: f, Concurrency: c.concurrency, RunID: engine.NewRunID(), Filters: c.filters}
 	if c.maxAge != "" {
 		age, err := settings.MaxFileAge.Parse(c.maxAge)
 		if err != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/reconcile"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/claims"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
@@ -63,7 +63,7 @@ func newReconcileEnv(t *testing.T) *reconcileEnv {
 		t.Fatal(err)
 	}
 	e.ingestARN = a.Attributes["QueueArn"]
-	runner, err := fanout.New(ctx, e.s3c, e.sqsc, fanout.Options{
+	runner, err := engine.New(ctx, e.s3c, e.sqsc, engine.Options{
 		Target: sqsbatch.Queue{URL: e.output}, Claims: claims.NewTable(ddb, table, claims.TableOptions{}),
 	})
 	if err != nil {

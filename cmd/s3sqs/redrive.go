@@ -12,7 +12,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/awssetup"
 	"github.com/s3sqs/s3sqs/internal/redrive"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -274,11 +274,11 @@ func (c *redriveCmd) sourceChecks() []check {
 
 // queueError names the flag of a queue that cannot be used.
 func (c *redriveCmd) queueError(err error) error {
-	flags := map[string]string{fanout.RoleTarget: "-target-queue-url", fanout.RoleWork: "-work-queue-url", fanout.RoleFailure: "-from-queue", fanout.RoleDeadLetter: "-dlq"}
+	flags := map[string]string{engine.RoleTarget: "-target-queue-url", engine.RoleWork: "-work-queue-url", engine.RoleFailure: "-from-queue", engine.RoleDeadLetter: "-dlq"}
 	if c.source == "dlq" {
-		flags[fanout.RoleTarget] = "-to"
+		flags[engine.RoleTarget] = "-to"
 		if c.to == "" {
-			flags[fanout.RoleTarget] = "the queue whose RedrivePolicy names -dlq"
+			flags[engine.RoleTarget] = "the queue whose RedrivePolicy names -dlq"
 		}
 	}
 	return queueFlagError(err, flags, "")

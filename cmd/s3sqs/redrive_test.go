@@ -23,7 +23,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/faultproxy"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -195,7 +195,7 @@ func records(t *testing.T, msgs []types.Message) map[string]string {
 		if _, dup := out[body]; dup {
 			t.Errorf("%.40s... arrived twice", body)
 		}
-		out[body] = aws.ToString(m.MessageAttributes[fanout.AttrRecordID].StringValue)
+		out[body] = aws.ToString(m.MessageAttributes[engine.AttrRecordID].StringValue)
 	}
 	return out
 }
@@ -238,7 +238,7 @@ func TestRedriveReport(t *testing.T) {
 	setMaxSize(t, sqsc, target, 262144)
 	bigs := map[string]string{}
 	for _, i := range []int{5, 31, 52} {
-		bigs[fmt.Sprintf("big-%02d-", i)+strings.Repeat("x", 1100)] = fanout.RecordID(obj, l.offsets[fmt.Sprintf("big-%d", i)])
+		bigs[fmt.Sprintf("big-%02d-", i)+strings.Repeat("x", 1100)] = engine.RecordID(obj, l.offsets[fmt.Sprintf("big-%d", i)])
 	}
 	badAt := strconv.FormatInt(l.offsets["bad"], 10)
 
@@ -322,7 +322,7 @@ func TestRedriveReport(t *testing.T) {
 	// fanout's work queue consumer runs them: the large records arrive,
 	// with the records after them in their chunks, which consumers drop
 	// by record id.
-	r, err := fanout.New(t.Context(), s3c, sqsc, fanout.Options{Target: sqsbatch.Queue{URL: target}})
+	r, err := engine.New(t.Context(), s3c, sqsc, engine.Options{Target: sqsbatch.Queue{URL: target}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestRedriveChainedTask(t *testing.T) {
 	failedAt := l.offsets["r12"]
 	link := worktask.Task{RunID: "r3", Chain: &worktask.Chain{Step: 256, Total: obj.Size},
 		Chunk: dataset.Chunk{Object: obj, Index: 1, Count: int((obj.Size + 255) / 256), Start: 256, End: 512, Format: dataset.FormatJSONL}}
-	ft, _ := json.Marshal(fanout.FailedTask{Task: link, Failures: []fanout.FailedRecord{{Offset: failedAt, Code: "InternalError", Message: "retries used up"}}})
+	ft, _ := json.Marshal(engine.FailedTask{Task: link, Failures: []engine.FailedRecord{{Offset: failedAt, Code: "InternalError", Message: "retries used up"}}})
 	put(t, s3c, "reports/r3/failed/"+link.ID()+".json", string(ft))
 	work := localaws.CreateQueue(t, sqsc, "-work", nil)
 	if code, sum, errOut := redriveCLI(t, "-report", "s3://lake/reports/r3/", "-work-queue-url", work); code != 0 || sum.TasksQueued != 1 {
@@ -409,7 +409,7 @@ func TestRedriveFailureQueue(t *testing.T) {
 	failingOutput(t, sqsc, target, 5, "-prefix", "in/", "-failure-queue-url", failures)
 	// A record written without its body, as for OffloadFailed: it is read
 	// again from the object.
-	noBody, _ := json.Marshal(fanout.Failure{RunID: "x", Source: "s3://lake/" + obj.Key, Version: obj.Pin(), Offset: l.offsets["s2"], Code: "OffloadFailed", Message: "injected"})
+	noBody, _ := json.Marshal(engine.Failure{RunID: "x", Source: "s3://lake/" + obj.Key, Version: obj.Pin(), Offset: l.offsets["s2"], Code: "OffloadFailed", Message: "injected"})
 	if _, err := sqsc.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(failures), MessageBody: aws.String(string(noBody))}); err != nil {
 		t.Fatal(err)
 	}
@@ -479,14 +479,14 @@ func TestRedriveFailureQueue(t *testing.T) {
 		!strings.HasPrefix(why[at("nul")], "skipped: code InvalidCharacters is skipped (-skip-code)") {
 		t.Errorf("reasons: %v", why)
 	}
-	want := map[string]string{"s2": fanout.RecordID(obj, l.offsets["s2"])}
+	want := map[string]string{"s2": engine.RecordID(obj, l.offsets["s2"])}
 	msgs := localaws.Drain(t, sqsc, target, 2*time.Second)
 	if diff := cmp.Diff(want, records(t, msgs)); diff != "" {
 		t.Errorf("target (-want +got):\n%s", diff)
 	}
 	for _, m := range msgs {
-		if src := aws.ToString(m.MessageAttributes[fanout.AttrSource].StringValue); src != "s3://lake/"+obj.Key {
-			t.Errorf("%s attribute %q", fanout.AttrSource, src)
+		if src := aws.ToString(m.MessageAttributes[engine.AttrSource].StringValue); src != "s3://lake/"+obj.Key {
+			t.Errorf("%s attribute %q", engine.AttrSource, src)
 		}
 	}
 	if n := queued(t, sqsc, failures); n != 2 {
@@ -538,7 +538,7 @@ func TestRedriveFailureS3(t *testing.T) {
 	if code != 0 || sum.Sent != 2 || sum.Skipped != 2 {
 		t.Fatalf("redrive: exit %d, %+v; want 2 sent\n%s", code, sum, errOut)
 	}
-	want := map[string]string{bigA: fanout.RecordID(objA, a.offsets["big-a"]), bigC: fanout.RecordID(objB, 0)}
+	want := map[string]string{bigA: engine.RecordID(objA, a.offsets["big-a"]), bigC: engine.RecordID(objB, 0)}
 	if diff := cmp.Diff(want, records(t, localaws.Drain(t, sqsc, target, 2*time.Second))); diff != "" {
 		t.Errorf("target (-want +got):\n%s", diff)
 	}
@@ -763,7 +763,7 @@ func TestRedriveRereadCSVDialect(t *testing.T) {
 	if code != 0 || sum.Sent != 1 {
 		t.Fatalf("redrive: exit %d, %+v; want the large record sent\n%s", code, sum, errOut)
 	}
-	want := map[string]string{`{"id":"2","note":"` + big + `"}`: fanout.RecordID(obj, int64(len("id;note\n1;short\n")))}
+	want := map[string]string{`{"id":"2","note":"` + big + `"}`: engine.RecordID(obj, int64(len("id;note\n1;short\n")))}
 	if diff := cmp.Diff(want, records(t, localaws.Drain(t, sqsc, target, 2*time.Second))); diff != "" {
 		t.Errorf("target (-want +got):\n%.600s", diff)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 )
 
@@ -46,7 +46,7 @@ func TestReplayVersions(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("stdout is not the report: %v\n%s", err, out)
 	}

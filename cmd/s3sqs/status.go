@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/internal/redrive"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 )
@@ -274,7 +274,7 @@ func writeStatus(w io.Writer, v runView) {
 		fmt.Fprintf(w, "  stopped    %s; fix the setting (or raise -max-failures), then s3sqs resume\n", v.Reason)
 	}
 	if len(v.FailureCodes) > 0 {
-		fmt.Fprintf(w, "  failed by  %s\n", fanout.FailureCodes(v.FailureCodes, 0))
+		fmt.Fprintf(w, "  failed by  %s\n", engine.FailureCodes(v.FailureCodes, 0))
 	}
 	fmt.Fprintf(w, "  tasks      %d planned: %d done, %d in progress, %d parked by a cancel\n", v.TasksPlanned, v.TasksDone, v.TasksInProgress, v.TasksParkedNow)
 	fmt.Fprintf(w, "  deliveries %d failed, %d skipped (done before), %d held (put back)", v.TasksFailed, v.TasksSkipped, v.TasksHeld)

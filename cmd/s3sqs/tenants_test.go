@@ -16,7 +16,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // sentEntries is a loopback proxy in front of the SQS stand-in that keeps
@@ -122,7 +122,7 @@ func TestGroupsFromPartition(t *testing.T) {
 	put(t, s3c, "lake/other/c.jsonl", `{"n":3}`+"\n")
 	sent, proxy := newSentEntries(t, localaws.Endpoint(t, localaws.EnvSQS))
 	t.Setenv("AWS_ENDPOINT_URL_SQS", proxy)
-	other := fanout.GroupID(dataset.Object{Bucket: "lake", Key: "lake/other/c.jsonl"})
+	other := engine.GroupID(dataset.Object{Bucket: "lake", Key: "lake/other/c.jsonl"})
 	for _, tc := range []struct {
 		suffix, mode string
 		want         map[string]string

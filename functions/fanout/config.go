@@ -8,7 +8,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
 	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	s "github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -19,7 +19,7 @@ import (
 // their checks are pkg/settings' rows; docs/configuration.md has the
 // table, which TestConfigTable holds to what loadConfig reads.
 type config struct {
-	runner      fanout.Options
+	runner      engine.Options
 	handler     fanouthandler.Options
 	s3PathStyle bool
 	claimsTable string
@@ -74,7 +74,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	h.DeadlineMargin = lambdaenv.Get(env, s.DeadlineMargin)
 	h.FailOnError = env.Bool(s.FailOnError, false)
 	h.SkipGroupOnError = env.Bool(s.SkipGroupOnError, false)
-	h.Concurrency = cmp.Or(o.ChunkConcurrency, fanout.DefaultChunkConcurrency)
+	h.Concurrency = cmp.Or(o.ChunkConcurrency, engine.DefaultChunkConcurrency)
 	c.s3PathStyle = env.Bool(s.S3PathStyle, false)
 	c.claimsTable = lambdaenv.Get(env, s.ClaimsTable)
 	c.claimsTTL = lambdaenv.Get(env, s.ClaimsTTL)
@@ -88,9 +88,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 // queueVariable returns the variable that names the runner's queue of role.
 func (c config) queueVariable(role string) string {
 	switch role {
-	case fanout.RoleWork:
+	case engine.RoleWork:
 		return s.WorkQueueURL.Env
-	case fanout.RoleFailure:
+	case engine.RoleFailure:
 		return s.FailureQueueURL.Env
 	}
 	if c.runner.Target.Name != "" {

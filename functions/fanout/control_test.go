@@ -16,7 +16,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/esm"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/rie"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 )
@@ -56,7 +56,7 @@ func TestEndToEndPausedRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("request: %v\n%s", err, fn.Logs())
 	}
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal(out, &rep); err != nil || !rep.Queued {
 		t.Fatalf("report %s (%v): want the run queued", out, err)
 	}

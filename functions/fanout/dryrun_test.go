@@ -12,7 +12,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/rie"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 )
 
@@ -44,12 +44,12 @@ func TestEndToEndDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("request: %v\n%s", err, fn.Logs())
 	}
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatal(err)
 	}
 	d := rep.DryRun
-	if d == nil || !d.Queued || d.Counted != fanout.CountedExact || d.Records != 900 || d.Messages != 900 || d.Requests != 90 ||
+	if d == nil || !d.Queued || d.Counted != engine.CountedExact || d.Records != 900 || d.Messages != 900 || d.Requests != 90 ||
 		d.Tasks != d.Chunks || d.WorkRequests != int64((d.Tasks+9)/10) || rep.Queued || rep.TasksQueued != 0 {
 		t.Fatalf("answer %s; want an exact dry run of 900 records in 90 requests, queued as tasks, nothing queued", out)
 	}

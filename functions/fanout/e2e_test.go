@@ -18,7 +18,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/rie"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 )
 
@@ -59,7 +59,7 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("request: %v\n%s", err, fn.Logs())
 	}
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestEndToEnd(t *testing.T) {
 	got := map[string]bool{}
 	for _, m := range localaws.Drain(t, sqsc, target, 3*time.Second) {
 		got[aws.ToString(m.Body)] = true
-		if aws.ToString(m.MessageAttributes[fanout.AttrRecordID].StringValue) == "" {
+		if aws.ToString(m.MessageAttributes[engine.AttrRecordID].StringValue) == "" {
 			t.Fatalf("message without a record id: %v", m.MessageAttributes)
 		}
 	}
@@ -195,7 +195,7 @@ func TestEndToEndFIFO(t *testing.T) {
 			if err != nil {
 				t.Fatalf("invoke: %v", err)
 			}
-			var rep fanout.Report
+			var rep engine.Report
 			if err := json.Unmarshal(out, &rep); err != nil || rep.RecordsSent != 75 || rep.RecordsFailed != 0 {
 				t.Fatalf("report %s (%v): want 75 records sent", out, err)
 			}
@@ -214,7 +214,7 @@ func TestEndToEndFIFO(t *testing.T) {
 				}
 			}
 			for _, key := range keys {
-				g := fanout.GroupID(dataset.Object{Bucket: "lake", Key: key})
+				g := engine.GroupID(dataset.Object{Bucket: "lake", Key: key})
 				got := byGroup[g]
 				if len(got) != 25 || !slices.IsSorted(got) || !strings.HasPrefix(got[0], key+"|") {
 					t.Errorf("group %s of %q holds %d records (sorted %v); want its 25, in order", g, key, len(got), slices.IsSorted(got))
@@ -296,7 +296,7 @@ func TestRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatalf("invoke: %v", err)
 		}
-		var rep fanout.Report
+		var rep engine.Report
 		if err := json.Unmarshal(out, &rep); err != nil || rep.Objects != 3 || rep.RecordsSent != 5 || rep.RecordsFailed != 1 {
 			t.Fatalf("report %s (%v): want 3 objects, 5 records sent and the line that is not JSON failed", out, err)
 		}
@@ -307,7 +307,7 @@ func TestRefusals(t *testing.T) {
 		if len(fails) != 1 {
 			t.Fatalf("%d failures, want 1", len(fails))
 		}
-		var f fanout.Failure
+		var f engine.Failure
 		if err := json.Unmarshal([]byte(aws.ToString(fails[0].Body)), &f); err != nil {
 			t.Fatal(err)
 		}
@@ -441,7 +441,7 @@ func TestWholeRecordByDefault(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v\n%s", tc.env, err, fn.Logs())
 		}
-		var rep fanout.Report
+		var rep engine.Report
 		if err := json.Unmarshal(out, &rep); err != nil || rep.RecordsSent != 2 || rep.RecordsMapped != tc.mapped || !slices.Equal(rep.FieldsLeftOut, tc.left) {
 			t.Errorf("%v: answer %s (%v); want 2 sent, %d mapped, %v left out", tc.env, out, err, tc.mapped, tc.left)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/rie"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
@@ -162,7 +162,7 @@ func TestOffload(t *testing.T) {
 		if len(fails) != 1 {
 			t.Fatalf("%d failures, want 1", len(fails))
 		}
-		var f fanout.Failure
+		var f engine.Failure
 		if err := json.Unmarshal([]byte(aws.ToString(fails[0].Body)), &f); err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +179,7 @@ func run(t *testing.T, fn *rie.Runtime, key, runID string) {
 	if err != nil {
 		t.Fatalf("request: %v\n%s", err, fn.Logs())
 	}
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("answer %s: %v", out, err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/faultproxy"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/rie"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -53,7 +53,7 @@ func TestPlanningContinues(t *testing.T) {
 	if err != nil {
 		t.Fatalf("request: %v\n%s", err, fn.Logs())
 	}
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal(out, &rep); err != nil || !rep.PlanContinued || rep.Objects == 0 || rep.Objects >= objects {
 		t.Fatalf("request answered %s (%v): want part of the objects planned and planning continued", out, err)
 	}
@@ -161,7 +161,7 @@ func TestFIFOChunksInOrder(t *testing.T) {
 		settings.TargetQueueURL.Env+"="+target, settings.WorkQueueURL.Env+"="+work, settings.InlineMaxBytes.Env+"=1KiB", settings.ChunkSize.Env+"=4KiB",
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=2")
 	out, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "prefix": "ordered/", "runId": "fifo-chain"})
-	var rep fanout.Report
+	var rep engine.Report
 	if err != nil || json.Unmarshal(out, &rep) != nil || rep.Chunks != 20 || rep.TasksQueued != 2 {
 		t.Fatalf("request answered %s (%v): want 20 chunks planned as 2 chained tasks", out, err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/rie"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 )
@@ -54,7 +54,7 @@ func TestEndToEndReplay(t *testing.T) {
 		if err != nil {
 			t.Fatalf("request: %v\n%s", err, fn.Logs())
 		}
-		var rep fanout.Report
+		var rep engine.Report
 		if err := json.Unmarshal(out, &rep); err != nil || rep.Objects != len(want) || rep.RecordsSent != int64(len(want)) {
 			t.Fatalf("report %s, %v: want %d objects, a message each", out, err, len(want))
 		}
@@ -78,8 +78,8 @@ func TestEndToEndReplay(t *testing.T) {
 				}
 			}
 			obj := dataset.Object{Bucket: o.Bucket, Key: o.Key, Size: o.Size, ETag: o.ETag, VersionID: o.VersionID}
-			if o.Route != wantRoute || m.Attributes["MessageGroupId"] != fanout.GroupID(obj) ||
-				m.Attributes["MessageDeduplicationId"] != fanout.RecordID(obj, 0) {
+			if o.Route != wantRoute || m.Attributes["MessageGroupId"] != engine.GroupID(obj) ||
+				m.Attributes["MessageDeduplicationId"] != engine.RecordID(obj, 0) {
 				t.Errorf("message %s: route %v, attributes %v", body, o.Route, m.Attributes)
 			}
 			got[o.Key] = o.Size

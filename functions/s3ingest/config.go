@@ -7,7 +7,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
 	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	s "github.com/s3sqs/s3sqs/pkg/settings"
 )
@@ -18,7 +18,7 @@ import (
 // docs/configuration.md has the table with the defaults, which
 // TestConfigTable holds to what loadConfig reads.
 type config struct {
-	runner      fanout.Options
+	runner      engine.Options
 	ingest      ingesthandler.Options
 	s3PathStyle bool
 	claimsTable string
@@ -82,9 +82,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 // queueVariable returns the variable that names the runner's queue of role.
 func queueVariable(role string) string {
 	switch role {
-	case fanout.RoleWork:
+	case engine.RoleWork:
 		return s.FanoutWorkQueueURL.Env
-	case fanout.RoleFailure:
+	case engine.RoleFailure:
 		return s.FailureQueueURL.Env
 	}
 	return s.OutputQueueURL.Env

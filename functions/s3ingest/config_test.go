@@ -10,7 +10,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/internal/testenv/doccheck"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/settings"
@@ -21,7 +21,7 @@ const testQueue = "http://127.0.0.1:1/000000000000/out"
 
 func TestLoadConfig(t *testing.T) {
 	defaults := config{
-		runner: fanout.Options{
+		runner: engine.Options{
 			Target:           sqsbatch.Queue{URL: testQueue},
 			ChunkConcurrency: ingesthandler.DefaultReadConcurrency,
 		},
@@ -50,7 +50,7 @@ func TestLoadConfig(t *testing.T) {
 				settings.DeadlineMargin.Env: "5s", settings.S3PathStyle.Env: "true", settings.FailureQueueURL.Env: "http://q/failures",
 			},
 			want: func(c *config) {
-				c.runner = fanout.Options{
+				c.runner = engine.Options{
 					Target:           sqsbatch.Queue{URL: testQueue},
 					WorkQueueURL:     "http://q/work",
 					FailureQueueURL:  "http://q/failures",
@@ -157,9 +157,9 @@ func TestLoadConfig(t *testing.T) {
 
 func TestQueueVariable(t *testing.T) {
 	for role, want := range map[string]string{
-		fanout.RoleTarget:  settings.OutputQueueURL.Env,
-		fanout.RoleWork:    settings.FanoutWorkQueueURL.Env,
-		fanout.RoleFailure: settings.FailureQueueURL.Env,
+		engine.RoleTarget:  settings.OutputQueueURL.Env,
+		engine.RoleWork:    settings.FanoutWorkQueueURL.Env,
+		engine.RoleFailure: settings.FailureQueueURL.Env,
 	} {
 		if got := queueVariable(role); got != want {
 			t.Errorf("queueVariable(%q) = %s; want %s", role, got, want)

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
@@ -83,16 +83,16 @@ func (r *Redriver) entryOf(ctx context.Context, p *pending) (sqsbatch.Entry, str
 
 func (r *Redriver) bodyEntry(p *pending) sqsbatch.Entry {
 	id := p.item.ID
-	attrs := map[string]types.MessageAttributeValue{fanout.AttrRecordID: stringAttr(id)}
+	attrs := map[string]types.MessageAttributeValue{engine.AttrRecordID: stringAttr(id)}
 	if r.opts.Ingest == nil {
-		attrs[fanout.AttrSource] = stringAttr(p.obj.URI())
+		attrs[engine.AttrSource] = stringAttr(p.obj.URI())
 		if v := p.obj.Pin(); v != "" {
-			attrs[fanout.AttrVersion] = stringAttr(v)
+			attrs[engine.AttrVersion] = stringAttr(v)
 		}
 	}
 	e := sqsbatch.Entry{Body: p.f.Body, Attributes: attrs}
 	if r.target.FIFO() {
-		e.GroupID, e.DeduplicationID = fanout.GroupID(p.obj), id
+		e.GroupID, e.DeduplicationID = engine.GroupID(p.obj), id
 	}
 	return e
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/s3sqs/s3sqs/pkg/awserr"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
@@ -56,7 +56,7 @@ func (e *SourceError) Unwrap() error { return e.Err }
 func (r *Redriver) SourceQueue(ctx context.Context, dlqURL string) (string, error) {
 	attrs, err := r.queueAttributes(ctx, dlqURL, types.QueueAttributeNameQueueArn, types.QueueAttributeNameRedriveAllowPolicy)
 	if err != nil {
-		return "", &fanout.QueueError{Role: fanout.RoleDeadLetter, Queue: dlqURL, Err: err}
+		return "", &engine.QueueError{Role: engine.RoleDeadLetter, Queue: dlqURL, Err: err}
 	}
 	sources, listErr := r.deadLetterSources(ctx, dlqURL)
 	if listErr != nil {
@@ -174,12 +174,12 @@ func (r *Redriver) DLQ(ctx context.Context, dlqURL, toURL string, native bool) (
 	t := newTally(r.opts, dlqURL, toURL)
 	attrs, err := r.queueAttributes(ctx, dlqURL, types.QueueAttributeNameFifoQueue, types.QueueAttributeNameApproximateNumberOfMessages)
 	if err != nil {
-		return t.summary(), &fanout.QueueError{Role: fanout.RoleDeadLetter, Queue: dlqURL, Err: err}
+		return t.summary(), &engine.QueueError{Role: engine.RoleDeadLetter, Queue: dlqURL, Err: err}
 	}
 	fifo := attrs[string(types.QueueAttributeNameFifoQueue)] == "true"
 	target, err := sqsbatch.New(ctx, r.sqs, sqsbatch.Queue{URL: toURL}, r.opts.Send)
 	if err != nil {
-		return t.summary(), &fanout.QueueError{Role: fanout.RoleTarget, Queue: toURL, Err: err}
+		return t.summary(), &engine.QueueError{Role: engine.RoleTarget, Queue: toURL, Err: err}
 	}
 	if target.FIFO() != fifo {
 		return t.summary(), fmt.Errorf("redrive: %s is %s and %s is not: messages move between queues of one type", dlqURL, kind(fifo), toURL)
@@ -272,7 +272,7 @@ func (r *Redriver) NativeMove(ctx context.Context, dlqURL, toURL string) (*Summa
 	t := newTally(r.opts, dlqURL, toURL)
 	attrs, err := r.queueAttributes(ctx, dlqURL, types.QueueAttributeNameQueueArn, types.QueueAttributeNameApproximateNumberOfMessages)
 	if err != nil {
-		return t.summary(), &fanout.QueueError{Role: fanout.RoleDeadLetter, Queue: dlqURL, Err: err}
+		return t.summary(), &engine.QueueError{Role: engine.RoleDeadLetter, Queue: dlqURL, Err: err}
 	}
 	n, _ := strconv.Atoi(attrs[string(types.QueueAttributeNameApproximateNumberOfMessages)])
 	t.expect(n)
@@ -280,7 +280,7 @@ func (r *Redriver) NativeMove(ctx context.Context, dlqURL, toURL string) (*Summa
 	if toURL != "" {
 		to, err := r.queueAttributes(ctx, toURL, types.QueueAttributeNameQueueArn)
 		if err != nil {
-			return t.summary(), &fanout.QueueError{Role: fanout.RoleTarget, Queue: toURL, Err: err}
+			return t.summary(), &engine.QueueError{Role: engine.RoleTarget, Queue: toURL, Err: err}
 		}
 		in.DestinationArn = aws.String(to[string(types.QueueAttributeNameQueueArn)])
 	}

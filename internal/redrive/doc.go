@@ -4,10 +4,10 @@
 //   - a fanout run report (Redriver.Report): the failed tasks that
 //     failed/<taskId>.json lists go back to the work queue, from their
 //     first failed record, or only their failed records are read again and
-//     sent to the target, in this process (fanout.Runner.RunRecords);
+//     sent to the target, in this process (engine.Runner.RunRecords);
 //   - the failure output, a failure queue (Redriver.FailureQueue) or
 //     FAILURE_S3_URI's JSON Lines (Redriver.FailureS3): each
-//     fanout.Failure is sent again, its body as it is, or read again from
+//     engine.Failure is sent again, its body as it is, or read again from
 //     its object, pinned to its version, when the body is cut or absent;
 //   - a dead-letter queue (Redriver.DLQ): messages move back to their
 //     source queue, body, attributes and FIFO ids, at a set rate, as SQS's
@@ -19,7 +19,7 @@
 // S3 file or run report) only after SQS accepted what it sends, so that a
 // second run does not send again what the first sent; the window in
 // between is at-least-once, and messages carry the engine's record ids
-// (fanout.RecordID), so consumers drop the duplicates.
+// (engine.RecordID), so consumers drop the duplicates.
 //
 // Nothing here reads the environment or prints; the CLI does.
 package redrive

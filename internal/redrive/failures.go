@@ -19,12 +19,12 @@ import (
 
 	"github.com/s3sqs/s3sqs/pkg/awserr"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // pending is a failure output record on its way.
 type pending struct {
-	f fanout.Failure
+	f engine.Failure
 	// obj is the record's object, pinned as the failure says (its
 	// version id or ETag, in Pin), for its record id.
 	obj  dataset.Object
@@ -58,19 +58,19 @@ func newPending(body []byte, from string) *pending {
 		if err == nil {
 			err = errors.New("no source")
 		}
-		p.item.Outcome, p.item.Reason = Skipped, "not a failure record (fanout.Failure): "+err.Error()
+		p.item.Outcome, p.item.Reason = Skipped, "not a failure record: "+err.Error()
 		return p
 	}
 	bucket, key, err := dataset.ParseS3URI(p.f.Source)
 	if err != nil {
-		p.item.Outcome, p.item.Reason = Skipped, "not a failure record (fanout.Failure): source: "+err.Error()
+		p.item.Outcome, p.item.Reason = Skipped, "not a failure record: source: "+err.Error()
 		return p
 	}
 	p.obj = dataset.Object{Bucket: bucket, Key: key, VersionID: p.f.Version}
 	// The id the engine gave the record or message; a failure written
 	// before failures named it has the id the engine gave then, from the
 	// version id (or ETag) Version holds.
-	p.item.ID = cmp.Or(p.f.RecordID, fanout.RecordID(p.obj, p.f.Offset))
+	p.item.ID = cmp.Or(p.f.RecordID, engine.RecordID(p.obj, p.f.Offset))
 	p.item.Source, p.item.Offset, p.item.Code = p.f.Source, ptr(p.f.Offset), p.f.Code
 	return p
 }
@@ -329,7 +329,7 @@ func (r *Redriver) FailureQueue(ctx context.Context, url string) (*Summary, erro
 	}
 	q := r.newQueueReader(url)
 	if v, _, err := q.counts(ctx); err != nil {
-		return t.summary(), &fanout.QueueError{Role: fanout.RoleFailure, Queue: url, Err: err}
+		return t.summary(), &engine.QueueError{Role: engine.RoleFailure, Queue: url, Err: err}
 	} else {
 		t.expect(int(v))
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // TestPendingRecordID reads the record id of a failure output record: the
@@ -17,7 +17,7 @@ func TestPendingRecordID(t *testing.T) {
 		name, body, want string
 	}{
 		{"named", `{"runId":"r","source":"s3://b/k","version":"v1","offset":7,"recordId":"0123456789abcdef0123456789abcdef","code":"c"}`, "0123456789abcdef0123456789abcdef"},
-		{"older", `{"runId":"r","source":"s3://b/k","version":"v1","offset":7,"code":"c"}`, fanout.RecordID(dataset.Object{Bucket: "b", Key: "k", VersionID: "v1"}, 7)},
+		{"older", `{"runId":"r","source":"s3://b/k","version":"v1","offset":7,"code":"c"}`, engine.RecordID(dataset.Object{Bucket: "b", Key: "k", VersionID: "v1"}, 7)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newPending([]byte(tc.body), "f line 1")

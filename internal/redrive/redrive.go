@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -24,7 +24,7 @@ import (
 // S3API is the part of the S3 client a Redriver uses. *s3.Client
 // satisfies it.
 type S3API interface {
-	fanout.S3API
+	engine.S3API
 	DeleteObject(ctx context.Context, params *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
 }
 
@@ -125,7 +125,7 @@ type Redriver struct {
 	// again and sends them as the engine does, its failures collected.
 	target  *sqsbatch.Sender
 	offload *sqsextended.Offloader
-	runner  *fanout.Runner
+	runner  *engine.Runner
 	failed  *collector
 }
 
@@ -144,7 +144,7 @@ func New(ctx context.Context, s3c S3API, sqsc SQSAPI, opts Options) (*Redriver, 
 	if opts.TargetQueueURL != "" {
 		s, err := sqsbatch.New(ctx, sqsc, sqsbatch.Queue{URL: opts.TargetQueueURL}, opts.Send)
 		if err != nil {
-			return nil, &fanout.QueueError{Role: fanout.RoleTarget, Queue: opts.TargetQueueURL, Err: err}
+			return nil, &engine.QueueError{Role: engine.RoleTarget, Queue: opts.TargetQueueURL, Err: err}
 		}
 		r.target = s
 		if r.offload, err = newOffloader(s3c, s, opts); err != nil {
@@ -152,7 +152,7 @@ func New(ctx context.Context, s3c S3API, sqsc SQSAPI, opts Options) (*Redriver, 
 		}
 	}
 	if opts.TargetQueueURL != "" || opts.WorkQueueURL != "" {
-		fo := fanout.Options{
+		fo := engine.Options{
 			Target:        sqsbatch.Queue{URL: opts.TargetQueueURL},
 			WorkQueueURL:  opts.WorkQueueURL,
 			Mapping:       opts.Mapping,
@@ -166,7 +166,7 @@ func New(ctx context.Context, s3c S3API, sqsc SQSAPI, opts Options) (*Redriver, 
 		}
 		fo.Plan = opts.Plan
 		fo.Plan.ChunkSize, fo.Plan.RowGroupsPerChunk = 0, 0
-		run, err := fanout.New(ctx, s3c, sqsc, fo)
+		run, err := engine.New(ctx, s3c, sqsc, fo)
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +194,7 @@ const (
 
 // Item is one record, or DLQ message, that a redrive found.
 type Item struct {
-	// ID is the record id (fanout.RecordID), or a DLQ message's id.
+	// ID is the record id (engine.RecordID), or a DLQ message's id.
 	ID string `json:"id"`
 	// From is where it was found: a failure output file and its line, a
 	// queue, a run report's failed task.
@@ -367,7 +367,7 @@ func (p *pace) wait(ctx context.Context, n int) error {
 type collector struct {
 	mu   sync.Mutex
 	buf  bytes.Buffer
-	list []fanout.Failure
+	list []engine.Failure
 }
 
 func (c *collector) Write(p []byte) (int, error) {
@@ -383,7 +383,7 @@ func (c *collector) Write(p []byte) (int, error) {
 			c.buf.Write(rest)
 			return len(p), nil
 		}
-		var f fanout.Failure
+		var f engine.Failure
 		if err := json.Unmarshal(line, &f); err != nil {
 			return 0, fmt.Errorf("redrive: a failure the engine wrote cannot be read: %w", err)
 		}
@@ -392,10 +392,10 @@ func (c *collector) Write(p []byte) (int, error) {
 }
 
 // take returns the failures collected so far, by offset, and forgets them.
-func (c *collector) take() map[int64]fanout.Failure {
+func (c *collector) take() map[int64]engine.Failure {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(map[int64]fanout.Failure, len(c.list))
+	out := make(map[int64]engine.Failure, len(c.list))
 	for _, f := range c.list {
 		out[f.Offset] = f
 	}

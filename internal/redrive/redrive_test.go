@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 func TestParseReportURI(t *testing.T) {
@@ -47,7 +47,7 @@ func TestRedriveRunID(t *testing.T) {
 		t.Errorf("%s", got)
 	}
 	long := RedriveRunID(strings.Repeat("a", 80))
-	if len(long) != 80 || !strings.HasSuffix(long, "-redrive") || fanout.CheckRunID(long) != nil {
+	if len(long) != 80 || !strings.HasSuffix(long, "-redrive") || engine.CheckRunID(long) != nil {
 		t.Errorf("%q (%d) is not a run id", long, len(long))
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -27,7 +27,7 @@ func ParseReportURI(uri string) (bucket, base, runID string, err error) {
 	if key == "" || runID == "." || runID == "/" {
 		return "", "", "", fmt.Errorf("%q names no run: want s3://bucket/prefix/RUNID/, the folder of the run's manifest.json", uri)
 	}
-	if err := fanout.CheckRunID(runID); err != nil {
+	if err := engine.CheckRunID(runID); err != nil {
 		return "", "", "", fmt.Errorf("%q does not end with a run id: %w", uri, err)
 	}
 	return bucket, key + "/", runID, nil
@@ -48,7 +48,7 @@ const redriveSuffix = "-redrive"
 // skipped once the first one's copy is done, and so that the records that
 // fail again are in the redrive run's own report, to redrive in turn.
 func RedriveRunID(runID string) string {
-	const maxRunID = 80 // fanout.CheckRunID's bound
+	const maxRunID = 80 // engine.CheckRunID's bound
 	if len(runID)+len(redriveSuffix) > maxRunID {
 		runID = runID[:maxRunID-len(redriveSuffix)]
 	}
@@ -60,7 +60,7 @@ func RedriveRunID(runID string) string {
 // each task goes back to it from its first selected failed record, as the
 // run redriveRun (see Options.RunID); otherwise the selected failed
 // records alone are read again and sent to the target in this process
-// (fanout.Runner.RunRecords). A task's records sent are recorded in
+// (engine.Runner.RunRecords). A task's records sent are recorded in
 // <run>/redriven/<taskId>.json, and skipped by the next redrive.
 //
 // The error reports a report that cannot be read; the records found are
@@ -83,7 +83,7 @@ func (r *Redriver) Report(ctx context.Context, uri string) (*Summary, error) {
 		return t.summary(), err
 	}
 	if len(keys) == 0 {
-		var m fanout.Manifest
+		var m engine.Manifest
 		found, err := getJSON(ctx, r.s3, bucket, base+"manifest.json", &m)
 		if err != nil {
 			return t.summary(), err
@@ -93,7 +93,7 @@ func (r *Redriver) Report(ctx context.Context, uri string) (*Summary, error) {
 		}
 		return t.summary(), nil // a run without failed tasks
 	}
-	tasks := make([]fanout.FailedTask, len(keys))
+	tasks := make([]engine.FailedTask, len(keys))
 	for i, key := range keys {
 		if _, err := getJSON(ctx, r.s3, bucket, key, &tasks[i]); err != nil {
 			return t.summary(), fmt.Errorf("redrive: run report: %w", err)
@@ -117,12 +117,12 @@ func (r *Redriver) Report(ctx context.Context, uri string) (*Summary, error) {
 }
 
 // reportTask redrives one failed task of a run report.
-func (r *Redriver) reportTask(ctx context.Context, t *tally, bucket, key, markerKey string, ft fanout.FailedTask, run string) {
+func (r *Redriver) reportTask(ctx context.Context, t *tally, bucket, key, markerKey string, ft engine.FailedTask, run string) {
 	from := "s3://" + bucket + "/" + key
 	obj := ft.Task.Chunk.Object
 	items := make([]Item, 0, len(ft.Failures))
 	for _, fr := range ft.Failures {
-		items = append(items, Item{ID: fanout.RecordID(obj, fr.Offset), From: from, Source: obj.URI(), Offset: ptr(fr.Offset), Code: fr.Code})
+		items = append(items, Item{ID: engine.RecordID(obj, fr.Offset), From: from, Source: obj.URI(), Offset: ptr(fr.Offset), Code: fr.Code})
 	}
 	m, err := getMarker(ctx, r.s3, bucket, markerKey)
 	if err != nil {
@@ -254,7 +254,7 @@ func taskTarget(t worktask.Task, def string) string {
 // for, by offset, and returns the ids of those sent. A record the engine still
 // cannot read or map, or whose object is gone, is skipped; one SQS refused
 // failed.
-func (r *Redriver) settleRun(items map[int64]*Item, res fanout.TaskResult, missing []int64, obj dataset.Object) (sent []string) {
+func (r *Redriver) settleRun(items map[int64]*Item, res engine.TaskResult, missing []int64, obj dataset.Object) (sent []string) {
 	fails := r.failed.take()
 	offsets := make([]int64, 0, len(items))
 	for o := range items {

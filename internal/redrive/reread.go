@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -128,7 +128,7 @@ func chunkOf(chunks []dataset.Chunk, offset int64) int {
 // rereadRun is the run id of a task that reads records again; it names
 // nothing that is kept.
 func (r *Redriver) rereadRun(runID string) string {
-	if fanout.CheckRunID(runID) != nil || runID == "" {
+	if engine.CheckRunID(runID) != nil || runID == "" {
 		return "redrive"
 	}
 	return RedriveRunID(runID)

@@ -1,7 +1,7 @@
 // Package recordjson turns the records of an S3 object into the JSON
 // message bodies s3ingest sends: each record a JSON object, with the Hive
 // partition values of the object's key and a "_file" object naming its
-// origin added. The engine (pkg/fanout) encodes every task of s3ingest's
+// origin added. The engine (pkg/engine) encodes every task of s3ingest's
 // with it, inline or handed off, so that a record arrives the same
 // whichever invocation read it.
 package recordjson

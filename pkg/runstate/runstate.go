@@ -59,14 +59,14 @@ type Counters struct {
 	Messages         int64 `json:"messages"`
 	Requests         int64 `json:"requests"`
 	// ObjectsArchived and BytesArchived count what planning left out as
-	// archived (see fanout.Stats).
+	// archived (see engine.Stats).
 	ObjectsArchived int64 `json:"objectsArchived"`
 	BytesArchived   int64 `json:"bytesArchived"`
 	// ObjectsFailed counts the chunks of objects that could not be read
-	// to their end for a reason no retry fixes (see fanout.Stats).
+	// to their end for a reason no retry fixes (see engine.Stats).
 	ObjectsFailed int64 `json:"objectsFailed"`
 	// ObjectsFiltered and BytesFiltered count what the source's filters
-	// left out, and FilteredBy the objects by filter (see fanout.Stats);
+	// left out, and FilteredBy the objects by filter (see engine.Stats);
 	// each filter's count is an attribute of its own.
 	ObjectsFiltered int64            `json:"objectsFiltered"`
 	BytesFiltered   int64            `json:"bytesFiltered"`

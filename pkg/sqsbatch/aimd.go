@@ -27,7 +27,7 @@ const (
 	latencyTolerance = 2.0
 	// latencyFloor is the least the tolerance allows, whatever the
 	// baseline: on loopback the baseline is a fraction of a millisecond,
-	// and twice that is less than a garbage collection or a scheduling
+	// and three times that is less than a garbage collection or a scheduling
 	// delay on a busy two-core machine (5-8 ms seen under -race).
 	latencyFloor = 10 * time.Millisecond
 	// shortWeight is the weight of a new sample in the short-term latency,

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -103,11 +103,11 @@ func TestDecodeRequest(t *testing.T) {
 		{`{"bucket":"lake","Prefix":"a/"}`, `fanout: bad request: unknown field "Prefix"`},
 		{`{"bucket":"lake","prefix":"a/","ingest":{"fileMetadata":true,"fileMetadata":false}}`, `duplicate field "ingest.fileMetadata"`},
 	} {
-		if _, err := fanout.DecodeRequest([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := engine.DecodeRequest([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("DecodeRequest(%s): %v; want an error that says %q", tc.in, err, tc.want)
 		}
 	}
-	req, err := fanout.DecodeRequest([]byte(`{"bucket":"lake","prefix":"a/","bodyField":"v"}`))
+	req, err := engine.DecodeRequest([]byte(`{"bucket":"lake","prefix":"a/","bodyField":"v"}`))
 	if err != nil || req.Prefix != "a/" || req.BodyField != "v" {
 		t.Errorf("a good request: %+v, %v; want prefix a/ and bodyField v", req, err)
 	}

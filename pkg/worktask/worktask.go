@@ -44,7 +44,7 @@ type Task struct {
 	Versions bool `json:"versions,omitempty"`
 	// MessageID is the id of the SQS message that delivered the task, when
 	// it came from a queue; it is not part of the message. A task with one
-	// has its continuation queued by the engine (see fanout.RunChains), and
+	// has its continuation queued by the engine (see engine.Runner.RunChains), and
 	// a task that stopped before reading a record has its message come
 	// back instead.
 	MessageID string `json:"-"`

@@ -36,7 +36,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -114,9 +114,9 @@ func run(ctx context.Context, n, inFlight int, only, profile string, out io.Writ
 			// The attributes fanout adds to every message.
 			attributed[i] = bodies[i]
 			attributed[i].Attributes = map[string]sqstypes.MessageAttributeValue{
-				fanout.AttrRecordID: {DataType: aws.String("String"), StringValue: aws.String(fanout.RecordID(obj, int64(i)))},
-				fanout.AttrSource:   {DataType: aws.String("String"), StringValue: aws.String(obj.URI())},
-				fanout.AttrVersion:  {DataType: aws.String("String"), StringValue: aws.String(obj.ETag)},
+				engine.AttrRecordID: {DataType: aws.String("String"), StringValue: aws.String(engine.RecordID(obj, int64(i)))},
+				engine.AttrSource:   {DataType: aws.String("String"), StringValue: aws.String(obj.URI())},
+				engine.AttrVersion:  {DataType: aws.String("String"), StringValue: aws.String(obj.ETag)},
 			}
 		}
 	}
@@ -233,11 +233,11 @@ func sendRun(sqsc *sqs.Client, target string, send sqsbatch.Options, entries *[]
 
 func fanoutRun(s3c *s3.Client, sqsc *sqs.Client, target string, send sqsbatch.Options, mode worktask.Mode, n int) func(context.Context, string, int) (int64, error) {
 	return func(ctx context.Context, key string, _ int) (int64, error) {
-		r, err := fanout.New(ctx, s3c, sqsc, fanout.Options{Target: sqsbatch.Queue{URL: target}, Mode: mode, InlineMaxBytes: 1 << 40, Send: send})
+		r, err := engine.New(ctx, s3c, sqsc, engine.Options{Target: sqsbatch.Queue{URL: target}, Mode: mode, InlineMaxBytes: 1 << 40, Send: send})
 		if err != nil {
 			return 0, err
 		}
-		rep, err := r.Run(ctx, fanout.Request{Source: dataset.Source{Bucket: bucket, Key: key}})
+		rep, err := r.Run(ctx, engine.Request{Source: dataset.Source{Bucket: bucket, Key: key}})
 		if err == nil && rep.RecordsSent != int64(n) {
 			err = fmt.Errorf("%d of %d records sent", rep.RecordsSent, n)
 		}
@@ -247,7 +247,7 @@ func fanoutRun(s3c *s3.Client, sqsc *sqs.Client, target string, send sqsbatch.Op
 
 func ingestRun(s3c *s3.Client, sqsc *sqs.Client, target string, send sqsbatch.Options, n int) func(context.Context, string, int) (int64, error) {
 	return func(ctx context.Context, key string, _ int) (int64, error) {
-		r, err := fanout.New(ctx, s3c, sqsc, fanout.Options{Target: sqsbatch.Queue{URL: target}, Send: send})
+		r, err := engine.New(ctx, s3c, sqsc, engine.Options{Target: sqsbatch.Queue{URL: target}, Send: send})
 		if err != nil {
 			return 0, err
 		}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/rie"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 const (
@@ -118,7 +118,7 @@ func (e *benchEnv) measure(ctx context.Context, c benchCase) (row, error) {
 	if err != nil {
 		return row{}, fmt.Errorf("%w\n%s", err, tail(fn.Logs(), 20))
 	}
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal(out, &rep); err != nil {
 		return row{}, fmt.Errorf("answer %q: %w", out, err)
 	}

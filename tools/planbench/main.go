@@ -49,7 +49,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/esm"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/rie"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -273,7 +273,7 @@ func (b *bench) run(ctx context.Context) (row, error) {
 	if err != nil {
 		return r, err
 	}
-	var rep fanout.Report
+	var rep engine.Report
 	if err := json.Unmarshal(answer, &rep); err != nil {
 		return r, fmt.Errorf("request answered %s: %w", answer, err)
 	}

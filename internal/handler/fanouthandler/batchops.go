@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -146,7 +146,7 @@ func batchArguments(args map[string]string) (worktask.Overrides, string, error) 
 // claims of its chunks.
 func batchRunID(jobID string) string {
 	id := "s3batch-" + jobID
-	if jobID == "" || fanout.CheckRunID(id) != nil {
+	if jobID == "" || engine.CheckRunID(id) != nil {
 		sum := sha256.Sum256([]byte(jobID))
 		id = "s3batch-" + hex.EncodeToString(sum[:12])
 	}
@@ -189,7 +189,7 @@ func (h *Handler) HandleBatchOperations(ctx context.Context, job BatchJob) (even
 		}
 	}
 	runs := h.runObjects(ctx, runID, jobs)
-	total := fanout.Report{RunID: runID}
+	total := engine.Report{RunID: runID}
 	for i, r := range runs {
 		t := job.Tasks[i]
 		resp.Results[i] = events.S3BatchJobResult{TaskID: t.TaskID, ResultCode: string(r.Code), ResultString: resultString(r)}
@@ -202,7 +202,7 @@ func (h *Handler) HandleBatchOperations(ctx context.Context, job BatchJob) (even
 
 // count adds what an object's run did to the invocation's summary and to
 // total, and logs a failure with the driver's id of the object.
-func (h *Handler) count(ctx context.Context, inv *Invocation, total *fanout.Report, r objectRun, idName, id string) {
+func (h *Handler) count(ctx context.Context, inv *Invocation, total *engine.Report, r objectRun, idName, id string) {
 	inv.Items++
 	inv.Stats.Add(r.Report.Stats)
 	inv.Queued = inv.Queued || r.Report.Queued
@@ -236,13 +236,13 @@ func resultString(r objectRun) string {
 	return r.reason()
 }
 
-// reason is why r failed, cut to maxResultString bytes; a character the
-// cut splits is dropped, so that the report's JSON carries no U+FFFD
-// that would take it past the bound.
+// reason is why r failed, cut to maxResultString bytes without splitting
+// a UTF-8 sequence.
 func (r objectRun) reason() string {
 	s := r.Err.Error()
-	if len(s) <= maxResultString {
-		return s
+	n := min(len(s), maxResultString)
+	for n < len(s) && n > 0 && s[n]&0xC0 == 0x80 {
+		n-- // keep the character the cut would split out whole
 	}
-	return strings.ToValidUTF8(s[:maxResultString], "")
+	return s[:n]
 }

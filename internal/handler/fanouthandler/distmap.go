@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/strictjson"
 )
@@ -159,7 +159,7 @@ type MapResult struct {
 	Succeeded         int    `json:"succeeded"`
 	TemporaryFailures int    `json:"temporaryFailures"`
 	PermanentFailures int    `json:"permanentFailures"`
-	fanout.Stats
+	engine.Stats
 	Results []MapItemResult `json:"results"`
 	// Omitted counts the items left out of Results (those that succeeded
 	// first) to keep the answer under Step Functions' payload limit.
@@ -276,7 +276,7 @@ func (h *Handler) HandleDistributedMap(ctx context.Context, b MapBatch) (MapResu
 	}
 	runs := h.runObjects(ctx, runID, jobs)
 	res := MapResult{RunID: runID, Items: len(b.Items), Results: make([]MapItemResult, len(runs))}
-	total := fanout.Report{RunID: runID}
+	total := engine.Report{RunID: runID}
 	for i, r := range runs {
 		h.count(ctx, inv, &total, r, "item", fmt.Sprint(i))
 		res.add(i, r)

@@ -1,5 +1,5 @@
 // Package fanouthandler is the fanout Lambda function's dispatcher, a
-// client of the engine (package fanout) through its exported API. One
+// client of the engine (package engine) through its exported API. One
 // typed method answers each kind of invocation:
 //
 //   - HandleRequest: a direct request (handler.go), run by Runner.Run;

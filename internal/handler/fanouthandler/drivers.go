@@ -12,7 +12,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/awserr"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/strictjson"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -97,7 +97,7 @@ func classify(err error) ResultCode {
 // objectRun is what became of one object a driver named.
 type objectRun struct {
 	Object dataset.Object
-	Report fanout.Report
+	Report engine.Report
 	Code   ResultCode
 	Err    error
 }
@@ -137,7 +137,7 @@ func (h *Handler) runObjects(ctx context.Context, runID string, jobs []objectJob
 // classifies the outcome. With failOnError, records on the failure output
 // make the object a PermanentFailure: a retry would not send them again.
 func (h *Handler) runObject(ctx context.Context, runID string, obj dataset.Object, ov worktask.Overrides, head bool) objectRun {
-	out := objectRun{Object: obj, Report: fanout.Report{RunID: runID}}
+	out := objectRun{Object: obj, Report: engine.Report{RunID: runID}}
 	if head {
 		// A missing object or version wraps dataset.ErrNotFound.
 		pinned, err := dataset.Head(ctx, h.s3, obj.Bucket, obj.Key, obj.VersionID)
@@ -170,7 +170,7 @@ func (h *Handler) runObject(ctx context.Context, runID string, obj dataset.Objec
 // Batch Operations completion report, a ResultWriter's results) lists every
 // object. A report that cannot be written is logged; the records are sent
 // all the same.
-func (h *Handler) invocationReport(ctx context.Context, id string, rep fanout.Report, at time.Time) {
+func (h *Handler) invocationReport(ctx context.Context, id string, rep engine.Report, at time.Time) {
 	if err := h.runner.WriteInvocationReport(ctx, id, rep, at); err != nil {
 		h.log.ErrorContext(ctx, "run report not written", "err", err)
 	}
@@ -210,7 +210,7 @@ func (a *runArguments) validate() error {
 	if err := a.Overrides.Validate(); err != nil {
 		return err
 	}
-	return fanout.CheckRunID(a.RunID)
+	return engine.CheckRunID(a.RunID)
 }
 
 // jsonString marshals s; it cannot fail.

@@ -14,7 +14,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -36,7 +36,7 @@ func TestBatchOperationsRunReport(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	st.Put(t, "a.jsonl", `{"value":"a"}`+"\n")
 	st.Put(t, "b.jsonl", `{"value":"b1"}`+"\n"+`{"value":"b2"}`+"\n")
-	h, _ := st.Handler(t, fanout.Options{ReportS3URI: "s3://lake/reports/"}, nil)
+	h, _ := st.Handler(t, engine.Options{ReportS3URI: "s3://lake/reports/"}, nil)
 	for _, inv := range []struct{ id, key string }{{"inv/1+", "a.jsonl"}, {"inv2", "b.jsonl"}} {
 		resp := fanoutstack.Invoke[events.S3BatchJobResponse](t, h, t.Context(), batchEvent(inv.id, "job-9", nil, inv.key))
 		if len(resp.Results) != 1 || resp.Results[0].ResultCode != "Succeeded" {
@@ -59,7 +59,7 @@ func TestBatchOperationsRunReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m fanout.Manifest
+	var m engine.Manifest
 	if err := json.NewDecoder(out.Body).Decode(&m); err != nil || m.RunID != "s3batch-job-9" || m.Objects != 1 || m.RecordsSent != 2 || m.PlannedAt.IsZero() {
 		t.Errorf("invocation report %+v (%v): want the run, 1 object, 2 records", m, err)
 	}
@@ -73,7 +73,7 @@ func TestBatchOperationsFailOnError(t *testing.T) {
 	st.Put(t, "mixed.jsonl", `{"value":"ok"}`+"\n"+`not json`+"\n")
 	st.Put(t, "good.jsonl", `{"value":"fine"}`+"\n")
 	st.Options.FailOnError = true
-	h, logs := st.Handler(t, fanout.Options{}, nil)
+	h, logs := st.Handler(t, engine.Options{}, nil)
 	resp := fanoutstack.Invoke[events.S3BatchJobResponse](t, h, t.Context(), batchEvent("i", "j", nil, "mixed.jsonl", "good.jsonl"))
 	if len(resp.Results) != 2 || resp.Results[0].ResultCode != "PermanentFailure" || !strings.Contains(resp.Results[0].ResultString, "1 records failed (FAIL_ON_ERROR") ||
 		resp.Results[1].ResultCode != "Succeeded" {
@@ -96,9 +96,9 @@ func TestDistributedMapRetryable(t *testing.T) {
 	st.Put(t, "one.jsonl", `{"value":"one"}`+"\n")
 	st.Put(t, "two.jsonl", `{"value":"two"}`+"\n")
 	store := fanoutstack.ClaimsStore(t)
-	h, _ := st.Handler(t, fanout.Options{Claims: store}, nil)
+	h, _ := st.Handler(t, engine.Options{Claims: store}, nil)
 
-	planner, err := fanout.New(t.Context(), st.S3, st.SQS, fanout.Options{Target: sqsbatch.Queue{URL: st.Target}})
+	planner, err := engine.New(t.Context(), st.S3, st.SQS, engine.Options{Target: sqsbatch.Queue{URL: st.Target}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestDistributedMapRetryable(t *testing.T) {
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("tasks %v (%v)", tasks, err)
 	}
-	held, err := store.Acquire(t.Context(), fanout.ClaimKey(tasks[0]), time.Now().Add(time.Minute))
+	held, err := store.Acquire(t.Context(), engine.ClaimKey(tasks[0]), time.Now().Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -372,3 +372,19 @@ func readFile(t *testing.T, name string) string {
 	}
 	return string(b)
 }
+
+// TestReason checks that a failed object's reason fits a report's bound
+// and ends on a character: a cut through "é" drops it whole, and a reason
+// under the bound is kept as it is, bytes and all.
+func TestReason(t *testing.T) {
+	long := strings.Repeat("a", maxResultString-1) + "é and more"
+	for _, tc := range []struct{ err, want string }{
+		{"short: \xff kept", "short: \xff kept"},
+		{long, strings.Repeat("a", maxResultString-1)},
+		{strings.Repeat("b", maxResultString+5), strings.Repeat("b", maxResultString)},
+	} {
+		if got := (objectRun{Err: errors.New(tc.err)}).reason(); got != tc.want {
+			t.Errorf("reason of a %d-byte error: %d bytes %q…, want %d", len(tc.err), len(got), got[:min(len(got), 20)], len(tc.want))
+		}
+	}
+}

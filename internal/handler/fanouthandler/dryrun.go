@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"errors"
 
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // kindDryRun is the summary line's kind of a request with dryRun.
@@ -12,8 +12,8 @@ const kindDryRun = "dry-run"
 
 // dryRunOptions returns a dry run request's options, with the function's
 // memory when they give none.
-func (h *Handler) dryRunOptions(o *fanout.DryRunOptions) *fanout.DryRunOptions {
-	var out fanout.DryRunOptions
+func (h *Handler) dryRunOptions(o *engine.DryRunOptions) *engine.DryRunOptions {
+	var out engine.DryRunOptions
 	if o != nil {
 		out = *o
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // checkQueuesEmpty fails when any of the stack's queues holds a message.
@@ -34,11 +34,11 @@ func TestDryRunRequest(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	putDataset(t, st, "exports/", 40)
 	st.Options.MemoryMB = 512
-	h, logs := st.Handler(t, fanout.Options{Plan: dataset.PlanOptions{ChunkSize: 64}}, nil)
-	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "exports/", "dryRun": true,
+	h, logs := st.Handler(t, engine.Options{Plan: dataset.PlanOptions{ChunkSize: 64}}, nil)
+	rep := fanoutstack.Invoke[engine.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "exports/", "dryRun": true,
 		"dryRunOptions": map[string]any{"sampleChunks": 1000}})
 	d := rep.DryRun
-	if d == nil || d.Records != 120 || d.Messages != 120 || d.Requests != 12 || d.Counted != fanout.CountedExact {
+	if d == nil || d.Records != 120 || d.Messages != 120 || d.Requests != 12 || d.Counted != engine.CountedExact {
 		t.Fatalf("answer %+v, dryRun %+v; want 120 records in 12 requests", rep, d)
 	}
 	if d.Estimate.MemoryMB != 512 || rep.RecordsSent != 0 || rep.Requests != 0 {
@@ -48,7 +48,7 @@ func TestDryRunRequest(t *testing.T) {
 	if !strings.Contains(logs.String(), `"kind":"dry-run"`) {
 		t.Errorf("no dry-run summary line in:\n%s", logs)
 	}
-	rep = fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "exports/", "dryRun": true,
+	rep = fanoutstack.Invoke[engine.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "exports/", "dryRun": true,
 		"dryRunOptions": map[string]any{"memoryMB": 2048, "sampleChunks": 4, "invocations": 10, "sqsPrice": 0.4}})
 	if d := rep.DryRun; d == nil || !strings.HasPrefix(d.Counted, "estimated from 4 of ") || d.Estimate.MemoryMB != 2048 ||
 		math.Abs(d.Estimate.SQSCost-float64(d.BilledRequests)/1e6*0.4) > 1e-12 || d.Estimate.SQSCost == 0 {
@@ -63,7 +63,7 @@ func TestDryRunRequest(t *testing.T) {
 func TestDriversRefuseDryRun(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	st.Put(t, "a.jsonl", `{"value":"a"}`+"\n")
-	h, _ := st.Handler(t, fanout.Options{}, nil)
+	h, _ := st.Handler(t, engine.Options{}, nil)
 	const want = `a driver (S3 Batch Operations, Distributed Map) hands fanout its objects`
 	resp := fanoutstack.Invoke[events.S3BatchJobResponse](t, h, t.Context(), batchEvent("inv-1", "job-1", map[string]string{"dryRun": "true"}, "a.jsonl"))
 	if len(resp.Results) != 1 || resp.Results[0].ResultCode != string(fanouthandler.PermanentFailure) ||

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 )
@@ -42,7 +42,7 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// MemoryMB is the function's memory, which a dry run's estimate uses
-	// unless the request gives one; zero means fanout.DefaultMemoryMB.
+	// unless the request gives one; zero means engine.DefaultMemoryMB.
 	MemoryMB int
 	// Reconcile answers reconcile requests; its zero value refuses them.
 	Reconcile ReconcileOptions
@@ -55,7 +55,7 @@ type Options struct {
 // drivers, S3 Batch Operations and Step Functions Distributed Map. It is
 // safe for concurrent use.
 type Handler struct {
-	runner *fanout.Runner
+	runner *engine.Runner
 	// s3 pins the objects a driver names with HeadObject.
 	s3   dataset.ListAPI
 	opts Options
@@ -65,7 +65,7 @@ type Handler struct {
 
 // New returns the Handler that runs invocations with r, and pins the
 // objects a driver names by reading their metadata with s3c.
-func New(r *fanout.Runner, s3c dataset.ListAPI, opts Options) *Handler {
+func New(r *engine.Runner, s3c dataset.ListAPI, opts Options) *Handler {
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}
@@ -129,7 +129,7 @@ func (h *Handler) Invoke(ctx context.Context, payload json.RawMessage) (any, err
 		}
 		return h.HandleReconcile(ctx, req)
 	}
-	req, err := fanout.DecodeRequest(payload)
+	req, err := engine.DecodeRequest(payload)
 	if err != nil {
 		return nil, h.undecoded(ctx, kindRequest, err)
 	}
@@ -176,7 +176,7 @@ func kindOf(payload []byte) string {
 // is the run's, or, with FailOnError, that records failed. A request with
 // dryRun is a dry run (see Runner.DryRun), estimated at the function's
 // memory unless it gives another.
-func (h *Handler) HandleRequest(ctx context.Context, req fanout.Request) (fanout.Report, error) {
+func (h *Handler) HandleRequest(ctx context.Context, req engine.Request) (engine.Report, error) {
 	start := h.opts.Now()
 	inv := &Invocation{Kind: "request"}
 	if req.DryRun {
@@ -196,7 +196,7 @@ func (h *Handler) HandleRequest(ctx context.Context, req fanout.Request) (fanout
 // (raw, wrapped by SNS or sent by EventBridge; msg.ID may be empty): each
 // object it names that the filter accepts is a run of its own (see
 // notifications). The report sums the runs.
-func (h *Handler) HandleNotification(ctx context.Context, msg s3event.Message) (fanout.Report, error) {
+func (h *Handler) HandleNotification(ctx context.Context, msg s3event.Message) (engine.Report, error) {
 	start := h.opts.Now()
 	inv := &Invocation{Kind: "s3-event"}
 	ctx, cancel := partialbatch.Deadlines(ctx, h.opts.DeadlineMargin, h.opts.Now)

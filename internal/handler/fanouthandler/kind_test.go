@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 )
 
@@ -35,7 +35,7 @@ func TestBatchRunID(t *testing.T) {
 	}
 	for _, id := range []string{"", "job with spaces", string(make([]byte, 100))} {
 		got := batchRunID(id)
-		if fanout.CheckRunID(got) != nil || got != batchRunID(id) {
+		if engine.CheckRunID(got) != nil || got != batchRunID(id) {
 			t.Errorf("batchRunID(%q) = %q: want a valid id, the same every time", id, got)
 		}
 	}
@@ -57,7 +57,7 @@ func TestNotifiedRunID(t *testing.T) {
 	}
 	for _, seq := range []string{"", "0", "617f08299329d189", "../not a sequencer", strings.Repeat("F", 200)} {
 		id, ok := notifiedRunID(with(seq))
-		if err := fanout.CheckRunID(id); !ok || err != nil {
+		if err := engine.CheckRunID(id); !ok || err != nil {
 			t.Errorf("sequencer %q: run id %q, %v (%v)", seq, id, ok, err)
 		}
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/s3fault"
 	"github.com/s3sqs/s3sqs/internal/testenv/sqsfault"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -58,8 +58,8 @@ func putDataset(t *testing.T, st *fanoutstack.Stack, prefix string, perObject in
 func TestRequestInline(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	want := putDataset(t, st, "exports/", 40)
-	h, _ := st.Handler(t, fanout.Options{Plan: dataset.PlanOptions{ChunkSize: 64}}, nil)
-	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "exports/"})
+	h, _ := st.Handler(t, engine.Options{Plan: dataset.PlanOptions{ChunkSize: 64}}, nil)
+	rep := fanoutstack.Invoke[engine.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "exports/"})
 	if rep.Queued || rep.Objects != 3 || rep.RecordsRead != 120 || rep.RecordsSent != 120 || rep.RecordsFailed != 0 || rep.RunID == "" {
 		t.Errorf("report %+v: want 3 objects and 120 records sent inline", rep)
 	}
@@ -80,8 +80,8 @@ func TestRequestInline(t *testing.T) {
 func TestMessageAttributes(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	st.Put(t, "a.jsonl", `{"value":{"nested":true},"msg_attributes":{"tenant":"t1","kind":"k"}}`+"\n"+`[1,2]`+"\n")
-	h, _ := st.Handler(t, fanout.Options{}, nil)
-	fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "a.jsonl"})
+	h, _ := st.Handler(t, engine.Options{}, nil)
+	fanoutstack.Invoke[engine.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "a.jsonl"})
 	msgs := localaws.Drain(t, st.SQS, st.Target, 3*time.Second)
 	if len(msgs) != 2 {
 		t.Fatalf("%d messages, want 2", len(msgs))
@@ -94,7 +94,7 @@ func TestMessageAttributes(t *testing.T) {
 	if !ok {
 		t.Fatalf("no message with the value as body: %v", slices.Collect(mapsKeys(byBody)))
 	}
-	for k, v := range map[string]string{"tenant": "t1", "kind": "k", fanout.AttrSource: "s3://lake/a.jsonl"} {
+	for k, v := range map[string]string{"tenant": "t1", "kind": "k", engine.AttrSource: "s3://lake/a.jsonl"} {
 		if got := aws.ToString(m.MessageAttributes[k].StringValue); got != v {
 			t.Errorf("attribute %s = %q, want %q", k, got, v)
 		}
@@ -121,8 +121,8 @@ func TestChunkMode(t *testing.T) {
 		fmt.Fprintf(&b, `{"id":%d,"pad":"%s"}`+"\n", i, strings.Repeat("x", i%50))
 	}
 	st.Put(t, "big.jsonl", b.String())
-	h, _ := st.Handler(t, fanout.Options{Mode: worktask.ModeChunk, Target: sqsbatch.Queue{URL: st.Target, MaxMessageSize: 16 << 10}}, nil)
-	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "big.jsonl"})
+	h, _ := st.Handler(t, engine.Options{Mode: worktask.ModeChunk, Target: sqsbatch.Queue{URL: st.Target, MaxMessageSize: 16 << 10}}, nil)
+	rep := fanoutstack.Invoke[engine.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "big.jsonl"})
 	msgs := localaws.Drain(t, st.SQS, st.Target, 3*time.Second)
 	var lines []string
 	for _, m := range msgs {
@@ -131,7 +131,7 @@ func TestChunkMode(t *testing.T) {
 			t.Errorf("message of %d bytes over the 16 KiB limit", len(body))
 		}
 		n := strings.Count(body, "\n") + 1
-		if got := aws.ToString(m.MessageAttributes[fanout.AttrCount].StringValue); got != fmt.Sprint(n) {
+		if got := aws.ToString(m.MessageAttributes[engine.AttrCount].StringValue); got != fmt.Sprint(n) {
 			t.Errorf("count attribute %s, want %d", got, n)
 		}
 		lines = append(lines, strings.Split(body, "\n")...)
@@ -157,8 +157,8 @@ func TestFIFOTarget(t *testing.T) {
 	}
 	b.WriteString(`{"value":"nogroup"}` + "\n")
 	st.Put(t, "f.jsonl", b.String())
-	h, _ := st.Handler(t, fanout.Options{}, nil)
-	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "f.jsonl"})
+	h, _ := st.Handler(t, engine.Options{}, nil)
+	rep := fanoutstack.Invoke[engine.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "f.jsonl"})
 	if rep.RecordsSent != 31 {
 		t.Fatalf("report %+v", rep)
 	}
@@ -166,7 +166,7 @@ func TestFIFOTarget(t *testing.T) {
 	for _, m := range localaws.Drain(t, st.SQS, st.Target, 3*time.Second) {
 		g := m.Attributes["MessageGroupId"]
 		order[g] = append(order[g], aws.ToString(m.Body))
-		if m.Attributes["MessageDeduplicationId"] != aws.ToString(m.MessageAttributes[fanout.AttrRecordID].StringValue) {
+		if m.Attributes["MessageDeduplicationId"] != aws.ToString(m.MessageAttributes[engine.AttrRecordID].StringValue) {
 			t.Errorf("dedup id %q is not the record id", m.Attributes["MessageDeduplicationId"])
 		}
 	}
@@ -175,7 +175,7 @@ func TestFIFOTarget(t *testing.T) {
 			t.Errorf("group %s out of order: %v", g, bodies)
 		}
 	}
-	objGroup := fanout.GroupID(dataset.Object{Bucket: st.Bucket, Key: "f.jsonl"})
+	objGroup := engine.GroupID(dataset.Object{Bucket: st.Bucket, Key: "f.jsonl"})
 	if len(order["g0"]) != 10 || !cmp.Equal(order[objGroup], []string{"nogroup"}) {
 		t.Errorf("groups %v: want 10 in g0 and the record without group_id in the object's group %s", order, objGroup)
 	}
@@ -184,8 +184,8 @@ func TestFIFOTarget(t *testing.T) {
 func TestWorkQueue(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	want := putDataset(t, st, "big/", 60)
-	h, _ := st.Handler(t, fanout.Options{InlineMaxBytes: 1, Plan: dataset.PlanOptions{ChunkSize: 100}}, nil)
-	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "big/", "runId": "run-1"})
+	h, _ := st.Handler(t, engine.Options{InlineMaxBytes: 1, Plan: dataset.PlanOptions{ChunkSize: 100}}, nil)
+	rep := fanoutstack.Invoke[engine.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "big/", "runId": "run-1"})
 	if !rep.Queued || rep.TasksQueued != rep.Chunks || rep.Chunks < 10 || rep.RecordsSent != 0 {
 		t.Fatalf("report %+v: want every chunk queued as a task", rep)
 	}
@@ -231,8 +231,8 @@ func TestFailures(t *testing.T) {
 			return nil
 		}}
 	}
-	h, _ := st.Handler(t, fanout.Options{}, wrap)
-	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "mixed.jsonl", "runId": "r"})
+	h, _ := st.Handler(t, engine.Options{}, wrap)
+	rep := fanoutstack.Invoke[engine.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "mixed.jsonl", "runId": "r"})
 	if rep.RecordsRead != 6 || rep.RecordsSent != 3 || rep.RecordsFailed != 3 || rep.Retries != 1 {
 		t.Errorf("report %+v: want 6 read, 3 sent, 3 failed, 1 retry", rep)
 	}
@@ -240,9 +240,9 @@ func TestFailures(t *testing.T) {
 	if diff := cmp.Diff([]string{"also fine", "fine", "flaky"}, bodies); diff != "" {
 		t.Errorf("target (-want +got):\n%s", diff)
 	}
-	got := map[string]fanout.Failure{}
+	got := map[string]engine.Failure{}
 	for _, m := range localaws.Drain(t, st.SQS, st.Failure, time.Second) {
-		var f fanout.Failure
+		var f engine.Failure
 		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &f); err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +267,7 @@ func TestFailOnError(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	st.Put(t, "one.jsonl", `{"value":"bad\u0001"}`+"\n")
 	st.Options.FailOnError = true
-	h, _ := st.Handler(t, fanout.Options{}, nil)
+	h, _ := st.Handler(t, engine.Options{}, nil)
 	b, _ := json.Marshal(map[string]any{"bucket": st.Bucket, "key": "one.jsonl"})
 	if _, err := h.Invoke(t.Context(), b); err == nil || !strings.Contains(err.Error(), "FAIL_ON_ERROR") {
 		t.Errorf("Invoke: %v, want a FAIL_ON_ERROR error", err)
@@ -280,8 +280,8 @@ func TestFailOnError(t *testing.T) {
 func TestFailureS3(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	st.Put(t, "one.jsonl", `{"value":"ok"}`+"\n"+`{"value":"bad\u0001"}`+"\n")
-	h, _ := st.Handler(t, fanout.Options{FailureS3URI: "s3://lake/failed/"}, nil)
-	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "one.jsonl", "runId": "r2"})
+	h, _ := st.Handler(t, engine.Options{FailureS3URI: "s3://lake/failed/"}, nil)
+	rep := fanoutstack.Invoke[engine.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "one.jsonl", "runId": "r2"})
 	out, err := st.S3.ListObjectsV2(t.Context(), &s3.ListObjectsV2Input{Bucket: aws.String(st.Bucket), Prefix: aws.String("failed/r2/")})
 	if err != nil || len(out.Contents) != 1 {
 		t.Fatalf("failure objects %v, %v; want one under failed/r2/", out, err)
@@ -291,7 +291,7 @@ func TestFailureS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(obj.Body)
-	var f fanout.Failure
+	var f engine.Failure
 	if err := json.Unmarshal(bytes.TrimSpace(body), &f); err != nil || f.Body != "bad\x01" || f.Code != string(sqsbatch.RuleInvalidCharacters) {
 		t.Errorf("failure line %s (%v)", body, err)
 	}
@@ -303,9 +303,9 @@ func TestFailureS3(t *testing.T) {
 func TestS3EventInvocation(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	st.Put(t, "in/new file.jsonl", `{"value":"from event"}`+"\n")
-	h, _ := st.Handler(t, fanout.Options{}, nil)
+	h, _ := st.Handler(t, engine.Options{}, nil)
 	ev := json.RawMessage(s3Event("ObjectCreated:Put", "in/new+file.jsonl"))
-	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), ev)
+	rep := fanoutstack.Invoke[engine.Report](t, h, t.Context(), ev)
 	if rep.RecordsSent != 1 {
 		t.Errorf("report %+v", rep)
 	}
@@ -340,7 +340,7 @@ func TestDeadlineContinuation(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	// Reading is slowed so that the deadline falls mid-task.
 	want, task := slowObject(t, st)
-	h, _ := st.Handler(t, fanout.Options{}, nil)
+	h, _ := st.Handler(t, engine.Options{}, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
 	defer cancel()
 	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "t1", Body: task, EventSource: "aws:sqs"}}})
@@ -367,7 +367,7 @@ func TestDeadlineContinuation(t *testing.T) {
 }
 
 // slowS3 serves object bodies 32 bytes every 10ms.
-type slowS3 struct{ fanout.S3API }
+type slowS3 struct{ engine.S3API }
 
 func (s slowS3) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	out, err := s.S3API.GetObject(ctx, in, opts...)
@@ -387,8 +387,8 @@ func (b slowBody) Read(p []byte) (int, error) {
 func TestRunReport(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	st.Put(t, "r.jsonl", `{"value":"ok"}`+"\n"+`{"value":"bad\u0002"}`+"\n")
-	h, _ := st.Handler(t, fanout.Options{ReportS3URI: "s3://lake/reports"}, nil)
-	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "r.jsonl", "runId": "rr"})
+	h, _ := st.Handler(t, engine.Options{ReportS3URI: "s3://lake/reports"}, nil)
+	rep := fanoutstack.Invoke[engine.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "key": "r.jsonl", "runId": "rr"})
 	if rep.RecordsFailed != 1 {
 		t.Fatalf("report %+v", rep)
 	}
@@ -400,7 +400,7 @@ func TestRunReport(t *testing.T) {
 		b, _ := io.ReadAll(out.Body)
 		return b
 	}
-	var m fanout.Manifest
+	var m engine.Manifest
 	if err := json.Unmarshal(get("reports/rr/manifest.json"), &m); err != nil || m.RunID != "rr" || m.Objects != 1 || m.PlannedAt.IsZero() {
 		t.Errorf("manifest %+v (%v)", m, err)
 	}
@@ -408,7 +408,7 @@ func TestRunReport(t *testing.T) {
 	if err != nil || len(list.Contents) != 1 {
 		t.Fatalf("failed tasks %v (%v), want one", list, err)
 	}
-	var ft fanout.FailedTask
+	var ft engine.FailedTask
 	if err := json.Unmarshal(get(aws.ToString(list.Contents[0].Key)), &ft); err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func TestNotificationFilter(t *testing.T) {
 	st.Put(t, "in/b.jsonl", `{"value":"b","p":"xx"}`+"\n")
 	st.Put(t, "other/c.jsonl", `{"value":"c","p":"xx"}`+"\n")
 	st.Options.Filter = s3event.Filter{Prefix: "in/"}
-	h, logs := st.Handler(t, fanout.Options{}, nil)
+	h, logs := st.Handler(t, engine.Options{}, nil)
 	ev := events.SQSEvent{Records: []events.SQSMessage{
 		{MessageId: "tagging", Body: s3Event("ObjectTagging:Put", "in/a.jsonl"), EventSource: "aws:sqs"},
 		{MessageId: "restore", Body: s3Event("ObjectRestore:Completed", "in/a.jsonl"), EventSource: "aws:sqs"},
@@ -466,15 +466,15 @@ func TestNotificationFilter(t *testing.T) {
 func TestInlineDeadline(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	want, _ := slowObject(t, st)
-	h, _ := st.Handler(t, fanout.Options{}, nil)
+	h, _ := st.Handler(t, engine.Options{}, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
 	defer cancel()
-	rep := fanoutstack.Invoke[fanout.Report](t, h, ctx, map[string]any{"bucket": st.Bucket, "key": "slow.jsonl"})
+	rep := fanoutstack.Invoke[engine.Report](t, h, ctx, map[string]any{"bucket": st.Bucket, "key": "slow.jsonl"})
 	if !rep.Queued || rep.TasksQueued != 1 || rep.RecordsSent == 0 {
 		t.Fatalf("report %+v: want some records sent and one continuation queued", rep)
 	}
 	st.S3API = nil
-	h, _ = st.Handler(t, fanout.Options{}, nil)
+	h, _ = st.Handler(t, engine.Options{}, nil)
 	cont := localaws.Drain(t, st.SQS, st.Work, time.Second)
 	if resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), esm.Event(cont, fanoutstack.WorkARN)); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("continuation failed: %v", resp.BatchItemFailures)
@@ -494,7 +494,7 @@ func TestTaskWithoutProgress(t *testing.T) {
 	st.Put(t, "stuck.jsonl", `{"value":"v"}`+"\n")
 	st.S3API = stuckS3{st.S3}
 	st.Options.DeadlineMargin = time.Second
-	h, _ := st.Handler(t, fanout.Options{}, nil)
+	h, _ := st.Handler(t, engine.Options{}, nil)
 	task := `{"runId":"r","chunk":{"bucket":"lake","key":"stuck.jsonl","size":14,"index":0,"count":1,"start":0,"end":14,"format":"jsonl"}}`
 	ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
 	defer cancel()
@@ -510,7 +510,7 @@ func TestTaskWithoutProgress(t *testing.T) {
 }
 
 // stuckS3 answers GetObject only when the caller gives up.
-type stuckS3 struct{ fanout.S3API }
+type stuckS3 struct{ engine.S3API }
 
 func (s stuckS3) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	<-ctx.Done()
@@ -526,7 +526,7 @@ func TestReadFailsPartWay(t *testing.T) {
 	want, task, size := st.Records(t, "half.jsonl", 300)
 	broken := &s3fault.CutAt{S3API: st.S3, At: int64(size / 2)}
 	st.S3API = broken
-	h, logs := st.Handler(t, fanout.Options{}, nil)
+	h, logs := st.Handler(t, engine.Options{}, nil)
 	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{{MessageId: "t1", Body: task, EventSource: "aws:sqs"}}})
 	if len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v: a task that read some records succeeds and leaves a continuation", resp.BatchItemFailures)
@@ -572,8 +572,8 @@ func TestManifestMissingObject(t *testing.T) {
 	st.Put(t, "m/a.jsonl", `{"value":"a1"}`+"\n")
 	st.Put(t, "m/c d.jsonl", `{"value":"c1"}`+"\n"+`{"value":"c2"}`+"\n")
 	st.Put(t, "manifests/job.csv", "lake,m/a.jsonl\nlake,m/gone.jsonl\nlake,m/c+d.jsonl\n")
-	h, logs := st.Handler(t, fanout.Options{}, nil)
-	rep := fanoutstack.Invoke[fanout.Report](t, h, t.Context(), map[string]any{"manifest": "s3://lake/manifests/job.csv"})
+	h, logs := st.Handler(t, engine.Options{}, nil)
+	rep := fanoutstack.Invoke[engine.Report](t, h, t.Context(), map[string]any{"manifest": "s3://lake/manifests/job.csv"})
 	if rep.Objects != 2 || rep.ObjectsMissing != 1 || rep.RecordsSent != 3 {
 		t.Errorf("report %+v: want 2 objects sent, 1 missing, 3 records", rep)
 	}

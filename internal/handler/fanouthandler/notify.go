@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -20,7 +20,7 @@ import (
 // noteResult is what became of one notification message.
 type noteResult struct {
 	messageID string
-	report    fanout.Report
+	report    engine.Report
 	err       error
 }
 
@@ -29,7 +29,7 @@ type noteRun struct {
 	msg   int
 	runID string
 	obj   dataset.Object
-	rep   fanout.Report
+	rep   engine.Report
 	err   error
 }
 

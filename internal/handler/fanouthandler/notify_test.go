@@ -16,7 +16,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 )
 
@@ -120,7 +120,7 @@ func TestNotificationDeliveredTwice(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := fanoutstack.New(t, "")
 			want, ev := putEvent(t, st, "in/twice.jsonl", "r", 40, tt.sequencer)
-			h, logs := st.Handler(t, fanout.Options{Claims: fanoutstack.ClaimsStore(t), ReportS3URI: "s3://lake/reports"}, nil)
+			h, logs := st.Handler(t, engine.Options{Claims: fanoutstack.ClaimsStore(t), ReportS3URI: "s3://lake/reports"}, nil)
 			deliveries := []string{ev.raw(), ev.sns(), ev.raw()}
 			if tt.sequencer != "" {
 				deliveries = append(deliveries, ev.eventBridge(strings.ToUpper(tt.sequencer)+"00"))
@@ -146,7 +146,7 @@ func TestNotificationDeliveredTwice(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer out.Body.Close()
-			var m fanout.Manifest
+			var m engine.Manifest
 			if err := json.NewDecoder(out.Body).Decode(&m); err != nil || m.RecordsSent != int64(len(want)) || m.TasksSkipped != 0 {
 				t.Errorf("manifest %+v (%v), want the first delivery's", m, err)
 			}
@@ -160,7 +160,7 @@ func TestNotificationDeliveredTwice(t *testing.T) {
 func TestNotificationDeliveredTwiceWithoutClaims(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	want, ev := putEvent(t, st, "in/twice.jsonl", "r", 20, "0055AED6DCD90281E5")
-	h, logs := st.Handler(t, fanout.Options{}, nil)
+	h, logs := st.Handler(t, engine.Options{}, nil)
 	deliver(t, h, "m1", ev.raw())
 	deliver(t, h, "m2", ev.sns())
 	bodies, ids := fanoutstack.Received(localaws.Drain(t, st.SQS, st.Target, 3*time.Second))
@@ -191,7 +191,7 @@ func TestNotificationDeliveredTwiceWithoutClaims(t *testing.T) {
 // its records are sent.
 func TestNotificationNewEvents(t *testing.T) {
 	st := fanoutstack.New(t, "")
-	h, logs := st.Handler(t, fanout.Options{Claims: fanoutstack.ClaimsStore(t)}, nil)
+	h, logs := st.Handler(t, engine.Options{Claims: fanoutstack.ClaimsStore(t)}, nil)
 	first, ev1 := putEvent(t, st, "in/k.jsonl", "a", 5, "0055AED6DCD90281E5")
 	deliver(t, h, "m1", ev1.raw())
 	second, ev2 := putEvent(t, st, "in/k.jsonl", "b", 5, "0055AED6DCD90281E6")
@@ -217,7 +217,7 @@ func TestNotificationNewEvents(t *testing.T) {
 // only the ETag tells the two events apart, and both are sent.
 func TestNotificationOverwriteNullVersion(t *testing.T) {
 	st := fanoutstack.New(t, "")
-	h, logs := st.Handler(t, fanout.Options{Claims: fanoutstack.ClaimsStore(t)}, nil)
+	h, logs := st.Handler(t, engine.Options{Claims: fanoutstack.ClaimsStore(t)}, nil)
 	first, ev1 := putEvent(t, st, "in/k.jsonl", "a", 5, "617f08299329d189")
 	ev1.versionID = "null"
 	deliver(t, h, "m1", ev1.raw())
@@ -239,7 +239,7 @@ func TestNotificationTooOld(t *testing.T) {
 	_, ev := putEvent(t, st, "in/old.jsonl", "r", 3, "01")
 	ev.at = time.Now().Add(-2 * time.Hour)
 	st.Options.Filter = s3event.Filter{MaxFileAge: time.Hour}
-	h, logs := st.Handler(t, fanout.Options{}, nil)
+	h, logs := st.Handler(t, engine.Options{}, nil)
 	deliver(t, h, "m1", ev.raw())
 	if got := st.Sent(t); len(got) != 0 {
 		t.Errorf("sent %v, want nothing", got)

@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -100,7 +100,7 @@ func (h *Handler) messages(inv *Invocation) partialbatch.Handler {
 func (h *Handler) planSteps(ctx context.Context, inv *Invocation, b batch, errs []error) (wait func()) {
 	var g errgroup.Group
 	g.SetLimit(h.opts.Concurrency)
-	planned := make([]fanout.Report, len(b.steps))
+	planned := make([]engine.Report, len(b.steps))
 	started := make(chan struct{})
 	go func() {
 		defer close(started)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/runtime/emf"
 	"github.com/s3sqs/s3sqs/internal/runtime/summary"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // Invocation is the summary of one invocation: its log line and metrics.
@@ -22,7 +22,7 @@ type Invocation struct {
 	BadRecords     int64  `json:"badRecords,omitempty"`
 	Skipped        int    `json:"skippedObjects,omitempty"`
 	DurationMs     int64  `json:"durationMs"`
-	fanout.Stats
+	engine.Stats
 
 	// Items counts the objects a driver named (Batch Operations tasks,
 	// Distributed Map items); ItemsFailed those that failed for good,

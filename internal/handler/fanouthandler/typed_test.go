@@ -11,7 +11,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 )
 
@@ -23,11 +23,11 @@ func TestTypedMethods(t *testing.T) {
 	want, ev := putEvent(t, st, "typed/a.jsonl", "r", 30, "")
 	// The same bytes again (the ETag stays), and the task that reads them.
 	_, task, _ := st.Records(t, ev.key, 30)
-	h, logs := st.Handler(t, fanout.Options{}, nil)
+	h, logs := st.Handler(t, engine.Options{}, nil)
 	ctx := t.Context()
 	obj := dataset.Object{Bucket: st.Bucket, Key: ev.key}
 
-	rep, err := h.HandleRequest(ctx, fanout.Request{Source: dataset.Source{Bucket: st.Bucket, Key: ev.key}, RunID: "typed-request"})
+	rep, err := h.HandleRequest(ctx, engine.Request{Source: dataset.Source{Bucket: st.Bucket, Key: ev.key}, RunID: "typed-request"})
 	if err != nil || rep.RunID != "typed-request" || rep.RecordsSent != 30 {
 		t.Fatalf("HandleRequest: %+v, %v; want 30 records sent in run typed-request", rep, err)
 	}
@@ -82,7 +82,7 @@ func TestTypedMethods(t *testing.T) {
 // summary line of that kind with the error.
 func TestUndecoded(t *testing.T) {
 	st := fanoutstack.New(t, "")
-	h, logs := st.Handler(t, fanout.Options{}, nil)
+	h, logs := st.Handler(t, engine.Options{}, nil)
 	for _, tc := range []struct {
 		kind, payload, wantErr string
 	}{

@@ -14,14 +14,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/s3fault"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // loggedS3 logs, in order, each GetObject's start and each body's close,
 // and holds the GETs of slow for a while, so that the reads opened ahead
 // of it surely start before it ends.
 type loggedS3 struct {
-	fanout.S3API
+	engine.S3API
 	slow string
 
 	mu     sync.Mutex

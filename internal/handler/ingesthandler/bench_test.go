@@ -23,7 +23,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/rie"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -109,7 +109,7 @@ func BenchmarkHandle(b *testing.B) {
 				client = discardSQS{}
 			}
 			// As the function's default configuration gives it.
-			runner, err := fanout.New(context.Background(), s3c, client, fanout.Options{Target: sqsbatch.Queue{URL: out}})
+			runner, err := engine.New(context.Background(), s3c, client, engine.Options{Target: sqsbatch.Queue{URL: out}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -15,7 +15,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/s3fault"
 	"github.com/s3sqs/s3sqs/pkg/claims"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // TestClaimsNotificationOnce breaks an object's read half-way: its
@@ -66,7 +66,7 @@ func TestClaimsNotificationOnce(t *testing.T) {
 
 // gateS3 holds every GetObject until open is closed.
 type gateS3 struct {
-	fanout.S3API
+	engine.S3API
 	open chan struct{}
 }
 

@@ -27,7 +27,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/sqsfault"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -141,7 +141,7 @@ func TestHandleTestEventAndDeletion(t *testing.T) {
 // to the failure queue goes through.
 func poison(api sqsbatch.API) *sqsfault.Client {
 	return &sqsfault.Client{API: api, EntryErr: sqsfault.SenderFault("InvalidParameterValue", func(body string) bool {
-		var fl fanout.Failure
+		var fl engine.Failure
 		isFailure := json.Unmarshal([]byte(body), &fl) == nil && fl.Source != ""
 		return strings.Contains(body, "poison") && !isFailure
 	})}
@@ -460,13 +460,13 @@ func TestHandleFIFOGroups(t *testing.T) {
 				if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &body); err != nil || body.File.Key == "" {
 					t.Fatalf("body %s: %v", aws.ToString(m.Body), err)
 				}
-				id := aws.ToString(m.MessageAttributes[fanout.AttrRecordID].StringValue)
+				id := aws.ToString(m.MessageAttributes[engine.AttrRecordID].StringValue)
 				// The hash s3ingest has always used: consumers that key on
 				// the group see no change.
 				sum := sha256.Sum256([]byte(testBucket + "\x00" + body.File.Key))
 				group := hex.EncodeToString(sum[:16])
-				if g := fanout.GroupID(dataset.Object{Bucket: testBucket, Key: body.File.Key}); g != group {
-					t.Errorf("fanout.GroupID of %s is %s; want s3ingest's %s", body.File.Key, g, group)
+				if g := engine.GroupID(dataset.Object{Bucket: testBucket, Key: body.File.Key}); g != group {
+					t.Errorf("engine.GroupID of %s is %s; want s3ingest's %s", body.File.Key, g, group)
 				}
 				if g := m.Attributes["MessageGroupId"]; g != group {
 					t.Errorf("record of %s has group %q; want %s", body.File.Key, g, group)
@@ -490,7 +490,7 @@ func TestHandleFIFOGroups(t *testing.T) {
 // slowS3 blocks a read of the key "slow.jsonl" until the read's context
 // ends.
 type slowS3 struct {
-	fanout.S3API
+	engine.S3API
 }
 
 func (s slowS3) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
@@ -607,7 +607,7 @@ func TestHandleHandoff(t *testing.T) {
 }
 
 // TestHandoffThroughFanout hands objects off to fanout's work queue, runs
-// the tasks with a fanout.Runner, and checks that every record reaches the
+// the tasks with an engine.Runner, and checks that every record reaches the
 // output queue exactly as s3ingest sends it inline: the same body bytes
 // (partition fields, _file), the same attributes and, on a FIFO queue, the
 // same group and deduplication id.
@@ -678,7 +678,7 @@ func TestHandoffThroughFanout(t *testing.T) {
 			if s := summaryOf(t, f.summary); s.ObjectsHandedOff != 1 || tt.suffix == "" && s.Tasks < 2 || tt.suffix != "" && s.Tasks != 1 {
 				t.Fatalf("hand-off summary %+v", s)
 			}
-			runner, err := fanout.New(t.Context(), f.s3, f.sqs, fanout.Options{
+			runner, err := engine.New(t.Context(), f.s3, f.sqs, engine.Options{
 				// fanout's own settings, which an ingest task ignores.
 				Mode:    worktask.ModeChunk,
 				Mapping: worktask.Mapping{BodyField: "n"},
@@ -686,7 +686,7 @@ func TestHandoffThroughFanout(t *testing.T) {
 				// As fanout's function gives it.
 			})
 			if err != nil {
-				t.Fatalf("fanout.New: %v", err)
+				t.Fatalf("engine.New: %v", err)
 			}
 			tasks := localaws.Drain(t, f.sqs, work, 1500*time.Millisecond)
 			var read int64
@@ -722,7 +722,7 @@ func TestHandoffThroughFanout(t *testing.T) {
 					if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &body); err != nil {
 						t.Fatalf("body %s: %v", aws.ToString(m.Body), err)
 					}
-					gotRecs[aws.ToString(m.MessageAttributes[fanout.AttrRecordID].StringValue)] = body
+					gotRecs[aws.ToString(m.MessageAttributes[engine.AttrRecordID].StringValue)] = body
 				}
 				for _, recs := range []map[string]map[string]any{wantRecs, gotRecs} {
 					for _, r := range recs {
@@ -747,7 +747,7 @@ func TestHandoffThroughFanout(t *testing.T) {
 					}
 					s.Group = m.Attributes["MessageGroupId"]
 					s.Dedup = m.Attributes["MessageDeduplicationId"]
-					out[s.Attributes[fanout.AttrRecordID]] = s
+					out[s.Attributes[engine.AttrRecordID]] = s
 				}
 				return out
 			}
@@ -755,7 +755,7 @@ func TestHandoffThroughFanout(t *testing.T) {
 				t.Errorf("records sent through fanout differ from those sent inline (-inline +fanout):\n%s", diff)
 			}
 			if tt.suffix == ".fifo" {
-				group := fanout.GroupID(dataset.Object{Bucket: obj.Bucket, Key: obj.Key})
+				group := engine.GroupID(dataset.Object{Bucket: obj.Bucket, Key: obj.Key})
 				for _, m := range got {
 					if m.Attributes["MessageGroupId"] != group {
 						t.Fatalf("group %q; want %s", m.Attributes["MessageGroupId"], group)

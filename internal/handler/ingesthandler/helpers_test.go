@@ -22,7 +22,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/runtime/summary"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -60,7 +60,7 @@ func newFixture(t *testing.T, outSuffix string, outAttrs map[string]string) *fix
 // configuration splits them: the runner's (target, failure output, work
 // queue, plan, send) and the handler's.
 type options struct {
-	runner fanout.Options
+	runner engine.Options
 	ingest Options
 }
 
@@ -69,7 +69,7 @@ type options struct {
 // partition values as strings and _file.
 func (f *fixture) defaults() options {
 	return options{
-		runner: fanout.Options{Target: sqsbatch.Queue{URL: f.out}, FailureQueueURL: f.failure},
+		runner: engine.Options{Target: sqsbatch.Queue{URL: f.out}, FailureQueueURL: f.failure},
 		ingest: Options{Partitions: recordjson.PartitionsString, FileMetadata: true},
 	}
 }
@@ -78,7 +78,7 @@ func (f *fixture) defaults() options {
 // (the SQS stand-in when nil) and reads through s3c (the fixture's S3 when
 // nil), without backoff waits. Both log to f.logs; the summary goes to
 // f.summary.
-func (f *fixture) handler(o options, client sqsbatch.API, s3c fanout.S3API) *Handler {
+func (f *fixture) handler(o options, client sqsbatch.API, s3c engine.S3API) *Handler {
 	f.t.Helper()
 	if client == nil {
 		client = f.sqs
@@ -89,9 +89,9 @@ func (f *fixture) handler(o options, client sqsbatch.API, s3c fanout.S3API) *Han
 	log := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	o.runner.Send.Backoff = func(int) time.Duration { return time.Millisecond }
 	o.runner.Logger = log
-	runner, err := fanout.New(f.t.Context(), s3c, client, o.runner)
+	runner, err := engine.New(f.t.Context(), s3c, client, o.runner)
 	if err != nil {
-		f.t.Fatalf("fanout.New: %v", err)
+		f.t.Fatalf("engine.New: %v", err)
 	}
 	o.ingest.Logger, o.ingest.Out = log, f.summary
 	return New(runner, o.ingest)
@@ -99,11 +99,11 @@ func (f *fixture) handler(o options, client sqsbatch.API, s3c fanout.S3API) *Han
 
 // failed drains the failure queue and returns the failures on it, by
 // object key and offset.
-func (f *fixture) failed(quiet time.Duration) map[failureAt]fanout.Failure {
+func (f *fixture) failed(quiet time.Duration) map[failureAt]engine.Failure {
 	f.t.Helper()
-	got := map[failureAt]fanout.Failure{}
+	got := map[failureAt]engine.Failure{}
 	for _, m := range localaws.Drain(f.t, f.sqs, f.failure, quiet) {
-		var fl fanout.Failure
+		var fl engine.Failure
 		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &fl); err != nil {
 			f.t.Fatalf("failure %s: %v", aws.ToString(m.Body), err)
 		}
@@ -299,7 +299,7 @@ func wantRecords(t *testing.T, objs ...object) map[string]map[string]any {
 				"eventTime": o.EventTime.Format(time.RFC3339Nano), "offset": float64(start), "line": float64(i + 1),
 			}
 			pin := dataset.Object{Bucket: o.Bucket, Key: o.Key, ETag: o.ETag, VersionID: o.VersionID}
-			want[fanout.RecordID(pin, start)] = rec
+			want[engine.RecordID(pin, start)] = rec
 		}
 	}
 	return want
@@ -316,9 +316,9 @@ func checkOutput(t *testing.T, c *sqs.Client, queueURL string, want map[string]m
 	msgs := localaws.Drain(t, c, queueURL, quiet)
 	got := map[string]map[string]any{}
 	for _, m := range msgs {
-		a, ok := m.MessageAttributes[fanout.AttrRecordID]
+		a, ok := m.MessageAttributes[engine.AttrRecordID]
 		if !ok {
-			t.Errorf("message without %s: %s", fanout.AttrRecordID, aws.ToString(m.Body))
+			t.Errorf("message without %s: %s", engine.AttrRecordID, aws.ToString(m.Body))
 			continue
 		}
 		id := aws.ToString(a.StringValue)

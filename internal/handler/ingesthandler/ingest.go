@@ -6,10 +6,10 @@
 // queue. It answers with a partial batch response, so that only the
 // messages that failed come back.
 //
-// It stands on fanout's engine: an object is planned into chunk tasks and
-// run by a fanout.Runner whose target is the output queue, with the
-// records encoded as worktask.IngestEncoding says; large objects go to
-// fanout's work queue as tasks instead. Record ids, FIFO groups, the
+// It stands on the engine (package engine): an object is planned into
+// chunk tasks and run by an engine.Runner whose target is the output
+// queue, with the records encoded as worktask.IngestEncoding says; large
+// objects go to fanout's work queue as tasks instead. Record ids, FIFO groups, the
 // failure output and the deadline are the runner's, the same as fanout's.
 package ingesthandler
 
@@ -28,7 +28,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
@@ -114,7 +114,7 @@ func CreatedNotification(obj dataset.Object, t time.Time) []byte {
 // Handler answers SQS events of S3 notifications. It is safe for
 // concurrent use: each call has its own state.
 type Handler struct {
-	runner *fanout.Runner
+	runner *engine.Runner
 	opts   Options
 	proc   *partialbatch.Processor
 	log    *slog.Logger
@@ -122,7 +122,7 @@ type Handler struct {
 
 // New returns a Handler that reads and sends with runner, whose target is
 // the output queue (and whose work queue, with HandoffBytes, is fanout's).
-func New(runner *fanout.Runner, opts Options) *Handler {
+func New(runner *engine.Runner, opts Options) *Handler {
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}
@@ -231,6 +231,6 @@ type invocation struct {
 	failedBy   map[string]int
 	skipped    map[string]int
 	tasks      int
-	stats      fanout.Stats
+	stats      engine.Stats
 	badRecords int64
 }

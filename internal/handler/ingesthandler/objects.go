@@ -16,7 +16,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/awserr"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
@@ -308,15 +308,15 @@ func (inv *invocation) sendDeletions(ctx context.Context, objs []*objectRun) {
 		entries[i] = sqsbatch.Entry{
 			ID:         fmt.Sprint(i),
 			Body:       recordjson.DeletionBody(o.obj, h.opts.Partitions),
-			Attributes: map[string]types.MessageAttributeValue{fanout.AttrRecordID: {DataType: aws.String("String"), StringValue: aws.String(id)}},
+			Attributes: map[string]types.MessageAttributeValue{engine.AttrRecordID: {DataType: aws.String("String"), StringValue: aws.String(id)}},
 		}
 		if target.FIFO() {
-			entries[i].GroupID, entries[i].DeduplicationID = fanout.GroupID(o.pinned()), id
+			entries[i].GroupID, entries[i].DeduplicationID = engine.GroupID(o.pinned()), id
 		}
 		o.records = 1
 	}
 	res, err := target.SendEntries(partialbatch.SendContext(ctx), entries)
-	inv.add(fanout.Stats{RecordsRead: int64(len(objs)), RecordsSent: int64(res.Sent), Messages: int64(res.Sent),
+	inv.add(engine.Stats{RecordsRead: int64(len(objs)), RecordsSent: int64(res.Sent), Messages: int64(res.Sent),
 		Requests: int64(res.Requests), Retries: int64(res.Retries), BytesSent: res.Bytes}, 0)
 	for _, f := range res.Failures {
 		o := objs[f.Seq]
@@ -365,7 +365,7 @@ func (inv *invocation) readFailed(ctx context.Context, o *objectRun, err error) 
 	}
 }
 
-func (inv *invocation) add(st fanout.Stats, bad int64) {
+func (inv *invocation) add(st engine.Stats, bad int64) {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
 	inv.stats.Add(st)

@@ -10,7 +10,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
@@ -31,14 +31,14 @@ func TestIngestReplay(t *testing.T) {
 			}
 			f.put("elsewhere/not-replayed.jsonl", `{"id":9}`+"\n")
 			replayQueue := localaws.CreateQueue(t, f.sqs, "-replay", nil)
-			runner, err := fanout.New(t.Context(), f.s3, f.sqs, fanout.Options{
+			runner, err := engine.New(t.Context(), f.s3, f.sqs, engine.Options{
 				Target: sqsbatch.Queue{URL: replayQueue}, FailureQueueURL: f.failure,
 				Mode: worktask.ModeNotification, NotificationFormat: format, Region: localaws.Region,
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := runner.Run(t.Context(), fanout.Request{Source: dataset.Source{Bucket: testBucket, Prefix: "events/"}})
+			rep, err := runner.Run(t.Context(), engine.Request{Source: dataset.Source{Bucket: testBucket, Prefix: "events/"}})
 			if err != nil || rep.RecordsSent != int64(len(objs)) {
 				t.Fatalf("replay: %+v, %v; want %d notifications", rep, err, len(objs))
 			}
@@ -81,7 +81,7 @@ func TestReplayedAgainWithClaims(t *testing.T) {
 	o.runner.Claims = claims.NewTable(client, table, claims.TableOptions{})
 	h := f.handler(o, nil, nil)
 	replayQueue := localaws.CreateQueue(t, f.sqs, "-replay", nil)
-	runner, err := fanout.New(t.Context(), f.s3, f.sqs, fanout.Options{
+	runner, err := engine.New(t.Context(), f.s3, f.sqs, engine.Options{
 		Target: sqsbatch.Queue{URL: replayQueue}, FailureQueueURL: f.failure,
 		Mode: worktask.ModeNotification, Region: localaws.Region,
 	})
@@ -89,7 +89,7 @@ func TestReplayedAgainWithClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, run := range []string{"replay-1", "replay-2", "replay-1"} {
-		if _, err := runner.Run(t.Context(), fanout.Request{Source: dataset.Source{Bucket: testBucket, Key: a.Key}, RunID: run}); err != nil {
+		if _, err := runner.Run(t.Context(), engine.Request{Source: dataset.Source{Bucket: testBucket, Key: a.Key}, RunID: run}); err != nil {
 			t.Fatal(err)
 		}
 		ms := localaws.Drain(t, f.sqs, replayQueue, time.Second)

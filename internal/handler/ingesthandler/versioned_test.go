@@ -22,7 +22,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/esm"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
@@ -89,7 +89,7 @@ func TestIntegrationRecordIDsOfAVersion(t *testing.T) {
 	// and offsets make.
 	want := map[string]string{}
 	for value, offset := range map[string]int64{"a": 0, "bb": 14, "ccc": 29} {
-		want[value] = fanout.RecordID(dataset.Object{Bucket: bucket, Key: key, ETag: latest.ETag}, offset)
+		want[value] = engine.RecordID(dataset.Object{Bucket: bucket, Key: key, ETag: latest.ETag}, offset)
 	}
 	// moto's notifications give the eTag but no versionId, which AWS
 	// writes in a versioned bucket: the notification of the latest version
@@ -110,11 +110,11 @@ func TestIntegrationRecordIDsOfAVersion(t *testing.T) {
 
 	log := slog.New(slog.DiscardHandler)
 	failure := localaws.CreateQueue(t, out, "-failure", nil)
-	runner := func(target string) *fanout.Runner {
+	runner := func(target string) *engine.Runner {
 		t.Helper()
-		r, err := fanout.New(ctx, s3c, out, fanout.Options{Target: sqsbatch.Queue{URL: target}, FailureQueueURL: failure, Logger: log})
+		r, err := engine.New(ctx, s3c, out, engine.Options{Target: sqsbatch.Queue{URL: target}, FailureQueueURL: failure, Logger: log})
 		if err != nil {
-			t.Fatalf("fanout.New: %v", err)
+			t.Fatalf("engine.New: %v", err)
 		}
 		return r
 	}
@@ -177,7 +177,7 @@ func TestIntegrationRecordIDsOfAVersion(t *testing.T) {
 					value = *rec.Value // s3ingest's encoding
 				}
 				if value != "old" {
-					got[value] = aws.ToString(m.MessageAttributes[fanout.AttrRecordID].StringValue)
+					got[value] = aws.ToString(m.MessageAttributes[engine.AttrRecordID].StringValue)
 				}
 			}
 			if diff := cmp.Diff(want, got); diff != "" {

@@ -14,7 +14,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/awssetup"
 	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
@@ -140,7 +140,7 @@ func (r *Reader) Formats(p *dataset.PlanOptions) {
 }
 
 // Offload reads the offload variables into o.
-func (r *Reader) Offload(o *fanout.Options) {
+func (r *Reader) Offload(o *engine.Options) {
 	o.OffloadS3URI = Get(r, settings.OffloadS3URI)
 	if o.OffloadS3URI != "" {
 		if _, prefix, err := dataset.ParseS3URI(o.OffloadS3URI); err == nil {

@@ -22,7 +22,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/awssetup"
 	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
 	"github.com/s3sqs/s3sqs/pkg/claims"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 )
@@ -46,7 +46,7 @@ type Function struct {
 	// Tracing says where spans go (TRACING).
 	Tracing tracing.Mode
 	// Runner configures the engine; its Logger is set here.
-	Runner fanout.Options
+	Runner engine.Options
 	// S3PathStyle turns on path-style S3 requests.
 	S3PathStyle bool
 	// ClaimsTable, when set, is the claims store's DynamoDB table.
@@ -54,12 +54,12 @@ type Function struct {
 	// ClaimsTTL is how long a claim is kept (CLAIMS_TTL); zero means
 	// claims.DefaultTTL.
 	ClaimsTTL time.Duration
-	// RunState keeps the runs' shared state (fanout.Options.Runs) in the
+	// RunState keeps the runs' shared state (engine.Options.Runs) in the
 	// claims table, when there is one: their control, rate budget,
 	// counters and parked tasks.
 	RunState bool
 	// QueueVariable names the variable of the runner's queue of a role
-	// (fanout.RoleTarget, RoleWork, RoleFailure), for init errors.
+	// (engine.RoleTarget, RoleWork, RoleFailure), for init errors.
 	QueueVariable func(role string) string
 }
 
@@ -70,7 +70,7 @@ type Function struct {
 // result goes to lambda.Start. A configuration error (cfgErr, or one found
 // here) is logged and ends the process before the runtime starts. Start
 // does not return.
-func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, s3c *s3.Client, log *slog.Logger) func(context.Context, json.RawMessage) (any, error)) {
+func Start(fn Function, cfgErr error, handler func(r *engine.Runner, s3c *s3.Client, log *slog.Logger) func(context.Context, json.RawMessage) (any, error)) {
 	log := lambdacontext.NewLogger()
 	slog.SetDefault(log)
 	fail := func(err error) {
@@ -107,7 +107,7 @@ func Start(fn Function, cfgErr error, handler func(r *fanout.Runner, s3c *s3.Cli
 
 // newRunner builds the claims store when fn has a table, and the runner,
 // whose queues it resolves.
-func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Client, fn Function, log *slog.Logger) (*fanout.Runner, error) {
+func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Client, fn Function, log *slog.Logger) (*engine.Runner, error) {
 	if fn.ClaimsTable == "" {
 		log.Info("no " + settings.ClaimsTable.Env + ": tasks and notifications run at least once, and one delivered twice sends its records twice")
 		if fn.RunState && fn.Runner.MaxRate > 0 && fn.Runner.WorkQueueURL != "" {
@@ -136,9 +136,9 @@ func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Cl
 	// Notification mode names the region the function runs in, its
 	// buckets' (the SDK's, from Lambda's AWS_REGION).
 	fn.Runner.Region = cmp.Or(fn.Runner.Region, cfg.Region)
-	runner, err := fanout.New(ctx, s3c, sqsc, fn.Runner)
+	runner, err := engine.New(ctx, s3c, sqsc, fn.Runner)
 	if err != nil {
-		var qe *fanout.QueueError
+		var qe *engine.QueueError
 		if errors.As(err, &qe) && fn.QueueVariable != nil {
 			err = awssetup.QueueError(fn.QueueVariable(qe.Role), qe.Queue, qe.Err)
 		}

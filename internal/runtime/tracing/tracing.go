@@ -4,7 +4,7 @@
 // Lambda layer, which forwards to AWS X-Ray, or JSON on stdout for local
 // runs and tests.
 //
-// Spans: one per invocation (here), one per chunk task (pkg/fanout), and one
+// Spans: one per invocation (here), one per chunk task (pkg/engine), and one
 // per AWS call, SendMessageBatch, GetObject and PutObject among them
 // (otelaws middleware on the clients). Trace and span ids are X-Ray's, and
 // the invocation's span is a child of Lambda's own segment (the X-Ray trace

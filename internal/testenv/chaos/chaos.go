@@ -37,7 +37,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/faultproxy"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/rie"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // IssueRates are the fault rates the targets are measured at: 10% of
@@ -525,7 +525,7 @@ func (r *run) account(ctx context.Context, q queues, res *Result) error {
 	failed := map[string]string{}
 	res.FailureCodes = map[string]int{}
 	for _, m := range localaws.ReceiveAll(ctx, r.sqs, q.failure, 5*time.Minute) {
-		var f fanout.Failure
+		var f engine.Failure
 		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &f); err != nil {
 			return fmt.Errorf("chaos: failure output: %w", err)
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // TestDemo runs the demo's code path with a small dataset, as `make demo`
@@ -53,7 +53,7 @@ func TestDemo(t *testing.T) {
 	if len(sum.DLQ) != 1 || sum.FanoutPlan.TasksQueued == 0 || sum.WorkDLQ != 0 {
 		t.Errorf("DLQ %v, tasks %d, work DLQ %d: want the unparseable body alone, the work queue used, and no task lost", sum.DLQ, sum.FanoutPlan.TasksQueued, sum.WorkDLQ)
 	}
-	codes := map[string]fanout.Failure{}
+	codes := map[string]engine.Failure{}
 	for _, f := range sum.OnFailureOutput {
 		codes[f.Code] = f
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/esm"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/internal/testenv/rie"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
@@ -29,7 +29,7 @@ type Summary struct {
 	Ingest, Fanout         esm.Stats
 	IngestTime, FanoutTime time.Duration
 	Total                  time.Duration
-	FanoutPlan             fanout.Report
+	FanoutPlan             engine.Report
 
 	// IngestRequests and FanoutRequests are the SendMessageBatch requests
 	// the functions reported in their summary lines.
@@ -41,7 +41,7 @@ type Summary struct {
 	Delivered int
 	// OnFailureOutput are the records either function refused, with
 	// their reasons.
-	OnFailureOutput []fanout.Failure
+	OnFailureOutput []engine.Failure
 	// InDLQ counts the records of objects whose notification is in the
 	// ingest DLQ; DLQ lists what is there and why.
 	InDLQ int
@@ -124,7 +124,7 @@ func (s *Summary) collect(ctx context.Context, st *stack, fns map[string]*rie.Ru
 	refused := map[string]bool{}
 	refusedAt := map[string]map[int64]bool{}
 	for _, m := range localaws.ReceiveAll(ctx, st.sqs, st.failed, time.Minute) {
-		var f fanout.Failure
+		var f engine.Failure
 		if json.Unmarshal([]byte(aws.ToString(m.Body)), &f) != nil {
 			continue
 		}

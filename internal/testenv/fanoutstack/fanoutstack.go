@@ -24,7 +24,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/claims"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -36,7 +36,7 @@ const WorkARN = "arn:aws:sqs:us-east-1:000000000000:work"
 type Stack struct {
 	S3 *s3.Client
 	// S3API, if set, is what the handler reads S3 with.
-	S3API   fanout.S3API
+	S3API   engine.S3API
 	SQS     *sqs.Client
 	Bucket  string
 	Target  string
@@ -76,7 +76,7 @@ var SparkMapping = worktask.Mapping{BodyField: "value", AttributesField: "msg_at
 // Handler builds a handler the way main does, with real clients; wrap,
 // if given, stands between the runner and SQS. The buffer holds its logs,
 // summary lines and metrics.
-func (st *Stack) Handler(t *testing.T, opts fanout.Options, wrap func(sqsbatch.API) sqsbatch.API) (*fanouthandler.Handler, *bytes.Buffer) {
+func (st *Stack) Handler(t *testing.T, opts engine.Options, wrap func(sqsbatch.API) sqsbatch.API) (*fanouthandler.Handler, *bytes.Buffer) {
 	t.Helper()
 	if opts.Target.URL == "" {
 		opts.Target.URL = st.Target
@@ -98,11 +98,11 @@ func (st *Stack) Handler(t *testing.T, opts fanout.Options, wrap func(sqsbatch.A
 	if wrap != nil {
 		api = wrap(api)
 	}
-	var s3api fanout.S3API = st.S3
+	var s3api engine.S3API = st.S3
 	if st.S3API != nil {
 		s3api = st.S3API
 	}
-	r, err := fanout.New(t.Context(), s3api, api, opts)
+	r, err := engine.New(t.Context(), s3api, api, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func Received(msgs []types.Message) (bodies []string, ids map[string]int) {
 	ids = map[string]int{}
 	for _, m := range msgs {
 		bodies = append(bodies, aws.ToString(m.Body))
-		ids[aws.ToString(m.MessageAttributes[fanout.AttrRecordID].StringValue)]++
+		ids[aws.ToString(m.MessageAttributes[engine.AttrRecordID].StringValue)]++
 	}
 	slices.Sort(bodies)
 	return bodies, ids

@@ -41,7 +41,7 @@ var rooms = []room{
 	}, []string{"leaf"}},
 	{"settings", []string{"pkg/settings"}, nil},
 	{"wire", []string{"pkg/worktask"}, []string{"leaf", "settings"}},
-	{"engine", []string{"pkg/fanout"}, []string{"leaf", "settings", "wire"}},
+	{"engine", []string{"pkg/engine"}, []string{"leaf", "settings", "wire"}},
 	// awssetup is the start-up that the CLI shares with the functions
 	// (clients, the words for a queue that cannot be used), apart from the
 	// Lambda runtime so that the CLI links none of it.
@@ -211,8 +211,8 @@ func TestLeavesImportNothingAbove(t *testing.T) {
 // by matching nothing.
 func TestRoomOf(t *testing.T) {
 	for path, want := range map[string]string{
-		"pkg/fanout":                     "engine",
-		"pkg/fanoutx":                    "",
+		"pkg/engine":                     "engine",
+		"pkg/enginex":                    "",
 		"internal/handler/ingesthandler": "handler",
 		"internal/testenv/simulate":      "testenv",
 		"internal/runtime/lambdaenv":     "runtime",

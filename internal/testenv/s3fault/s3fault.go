@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // CutAt wraps a real client so that every object reads up to byte At and
@@ -22,7 +22,7 @@ import (
 // on fails with a reset connection, as a network path that keeps breaking
 // does, until Heal. Other calls go to the real client.
 type CutAt struct {
-	fanout.S3API
+	engine.S3API
 	At     int64
 	healed atomic.Bool
 }
@@ -30,7 +30,7 @@ type CutAt struct {
 // Heal makes every later read go through whole.
 func (c *CutAt) Heal() { c.healed.Store(true) }
 
-// GetObject implements fanout.S3API.
+// GetObject implements engine.S3API.
 func (c *CutAt) GetObject(ctx context.Context, in *s3.GetObjectInput, opts ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	if c.healed.Load() {
 		return c.S3API.GetObject(ctx, in, opts...)

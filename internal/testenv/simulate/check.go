@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
 
@@ -111,13 +111,13 @@ func (w *world) check(out *Outcome) {
 			}
 			body = string(b)
 		}
-		rid := m.Attributes[fanout.AttrRecordID]
+		rid := m.Attributes[engine.AttrRecordID]
 		lost := w.faults.Lost(m.ID)
 		lines := []string{body}
-		_, chunk := m.Attributes[fanout.AttrCount]
+		_, chunk := m.Attributes[engine.AttrCount]
 		// s3ingest's messages (and fanout's in its encoding) carry only
 		// the record id: their bodies are the record as a JSON object.
-		_, hasSource := m.Attributes[fanout.AttrSource]
+		_, hasSource := m.Attributes[engine.AttrSource]
 		ingestBody := !hasSource
 		if chunk {
 			lines = strings.Split(body, "\n")
@@ -246,10 +246,10 @@ func (w *world) check(out *Outcome) {
 }
 
 // failures reads the failure output: by object URI and offset.
-func (w *world) failures(bad func(string, ...any)) map[string][]fanout.Failure {
-	out := map[string][]fanout.Failure{}
+func (w *world) failures(bad func(string, ...any)) map[string][]engine.Failure {
+	out := map[string][]engine.Failure{}
 	add := func(b []byte) {
-		var f fanout.Failure
+		var f engine.Failure
 		if err := json.Unmarshal(b, &f); err != nil {
 			bad("failure output holds a line that is not a Failure: %v: %.200q", err, b)
 			return
@@ -293,7 +293,7 @@ func (w *world) checkReport(byOffset map[string]*expected, bad func(string, ...a
 		count := map[string]int{}
 		for _, k := range w.s3.Keys(auxBucket, repPrefix+"/"+req.RunID+"/failed/") {
 			b, _ := w.s3.Object(auxBucket, k)
-			var ft fanout.FailedTask
+			var ft engine.FailedTask
 			if err := json.Unmarshal(b, &ft); err != nil {
 				bad("run report %s does not parse: %v", k, err)
 				continue
@@ -402,7 +402,7 @@ func (w *world) failsBefore(e *expected, got map[string][]delivery) bool {
 // unreadOnFailureOutput reports whether a failure of e's object is on the
 // failure output at an offset from the end of the last record read before
 // e to e's own.
-func (w *world) unreadOnFailureOutput(e *expected, fails map[string][]fanout.Failure) bool {
+func (w *world) unreadOnFailureOutput(e *expected, fails map[string][]engine.Failure) bool {
 	from := int64(0)
 	for _, r := range e.obj.Records {
 		if r.Offset >= e.Offset {

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -80,7 +80,7 @@ func genControl(rng *rand.Rand, sc *Scenario, off Off) {
 
 // setUpControl gives the engine the runs' state and a control record read
 // at each check.
-func (w *world) setUpControl(opts *fanout.Options) {
+func (w *world) setUpControl(opts *engine.Options) {
 	if !w.sc.Settings.Control {
 		return
 	}
@@ -183,7 +183,7 @@ func (w *world) checkDoneEarly(ctx context.Context, step int, out *Outcome) {
 	}
 	waiting := map[string]string{}
 	for _, m := range w.sqs.Pending(w.work) {
-		if t, err := worktask.Parse(m.Body); err == nil && !w.claims.IsDone(fanout.ClaimKey(t)) {
+		if t, err := worktask.Parse(m.Body); err == nil && !w.claims.IsDone(engine.ClaimKey(t)) {
 			waiting[t.RunID] = "task " + t.ID()
 		} else if p, err := worktask.ParsePlan(m.Body); err == nil && !w.claims.IsDone(p.RunID+"/plan/"+p.ID()) {
 			waiting[p.RunID] = "planning step " + p.ID()

@@ -7,7 +7,7 @@
 // settings: record and chunk mode, chunk sizes, standard and FIFO targets,
 // offload, claims, requests in flight, a standard or FIFO work queue,
 // deadlines), drives the
-// real engine (fanouthandler.Handler over fanout.Runner) end to end against
+// real engine (fanouthandler.Handler over engine.Runner) end to end against
 // in-process models of S3, SQS and the claims store with faults at every
 // call (per-entry failures, 5xx, throttles, resets before and after the
 // request took effect, bad MD5s, cut and stalled bodies, refused and lost

@@ -313,7 +313,7 @@ type FaultS3 struct {
 	F *Faults
 }
 
-// ListObjectsV2 implements fanout.S3API.
+// ListObjectsV2 implements engine.S3API.
 func (c *FaultS3) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, o ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
 	if err := c.F.tick(ctx); err != nil {
 		return nil, err
@@ -325,7 +325,7 @@ func (c *FaultS3) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, 
 	return c.M.ListObjectsV2(ctx, in, o...)
 }
 
-// HeadObject implements fanout.S3API.
+// HeadObject implements engine.S3API.
 func (c *FaultS3) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
 	if err := c.F.tick(ctx); err != nil {
 		return nil, err
@@ -337,7 +337,7 @@ func (c *FaultS3) HeadObject(ctx context.Context, in *s3.HeadObjectInput, o ...f
 	return c.M.HeadObject(ctx, in, o...)
 }
 
-// GetObject implements fanout.S3API: 500s, and bodies cut short or
+// GetObject implements engine.S3API: 500s, and bodies cut short or
 // stalled until the caller's deadline.
 func (c *FaultS3) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	if err := c.F.tick(ctx); err != nil {
@@ -371,7 +371,7 @@ func (c *FaultS3) GetObject(ctx context.Context, in *s3.GetObjectInput, o ...fun
 	return out, nil
 }
 
-// PutObject implements fanout.S3API: refused (SlowDown, after the SDK's
+// PutObject implements engine.S3API: refused (SlowDown, after the SDK's
 // retries gave up), or failing for now (500, a reset after it took
 // effect), which the SDK's retryer retries up to 3 attempts in all, as the
 // real client would under the engine.
@@ -500,7 +500,7 @@ func shortDeadline(ctx context.Context) bool {
 	return ok && time.Until(d) < 5*time.Second
 }
 
-// ListObjectVersions implements fanout.S3API.
+// ListObjectVersions implements engine.S3API.
 func (c *FaultS3) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersionsInput, o ...func(*s3.Options)) (*s3.ListObjectVersionsOutput, error) {
 	if err := c.F.tick(ctx); err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 // Where notifications go.
@@ -51,7 +51,7 @@ func genNotifications(rng *rand.Rand, sc *Scenario, off Off) {
 
 // setUpNotify makes the notification queue, its messages and the
 // s3ingest handler.
-func (w *world) setUpNotify(ctx context.Context, opts fanout.Options) error {
+func (w *world) setUpNotify(ctx context.Context, opts engine.Options) error {
 	if len(w.sc.Notifications) == 0 {
 		return nil
 	}
@@ -76,7 +76,7 @@ func (w *world) setUpNotify(ctx context.Context, opts fanout.Options) error {
 	// s3ingest's own runner: the same target (its output queue), failure
 	// output and claims; its large objects go to fanout's work queue.
 	opts.Mode = ""
-	r, err := fanout.New(ctx, &FaultS3{M: w.s3, F: w.faults}, NewFaultSQS(w.sqs, w.faults), opts)
+	r, err := engine.New(ctx, &FaultS3{M: w.s3, F: w.faults}, NewFaultSQS(w.sqs, w.faults), opts)
 	if err != nil {
 		return err
 	}

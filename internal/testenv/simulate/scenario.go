@@ -17,7 +17,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
-	"github.com/s3sqs/s3sqs/pkg/fanout"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
@@ -320,7 +320,7 @@ func (w *world) setUp(ctx context.Context) error {
 		name += ".fifo"
 	}
 	w.target = w.sqs.CreateQueue(name, s.TargetMax, false)
-	opts := fanout.Options{
+	opts := engine.Options{
 		Target:           sqsbatch.Queue{URL: w.target},
 		Plan:             dataset.PlanOptions{ChunkSize: s.ChunkSize},
 		Mode:             s.Mode,
@@ -356,7 +356,7 @@ func (w *world) setUp(ctx context.Context) error {
 	}
 	w.setUpControl(&opts)
 	s3c := &FaultS3{M: w.s3, F: w.faults}
-	r, err := fanout.New(ctx, s3c, NewFaultSQS(w.sqs, w.faults), opts)
+	r, err := engine.New(ctx, s3c, NewFaultSQS(w.sqs, w.faults), opts)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/s3sqs/s3sqs/pkg/claims"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/partialbatch"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
+)
+
+// Run lists and plans the dataset req names and sends it: inline when it
+// is small enough, else as tasks on the work queue. Planning stops at ctx's
+// end: the rest of the listing then goes to the work queue as a planning
+// step (see PlanStep), with the tasks planned so far. A request that
+// Validate refuses fails before anything is listed; one with DryRun set is
+// a dry run (see DryRun), which sends nothing.
+func (r *Runner) Run(ctx context.Context, req Request) (Report, error) {
+	if req.DryRun {
+		return r.DryRun(ctx, req, dryRunOptions(req))
+	}
+	return r.request(ctx, req, r.inline)
+}
+
+// Queue plans the dataset req names and queues all of its chunk tasks on
+// the work queue, however small it is, for the deployed function's workers
+// to send: the CLI's -work-queue-url. Planning stops at ctx's end, as in
+// Run. A request with DryRun set is a dry run of a queued run.
+func (r *Runner) Queue(ctx context.Context, req Request) (Report, error) {
+	if r.work == nil {
+		return Report{RunID: req.RunID}, errors.New("fanout: no work queue to queue the dataset on")
+	}
+	if req.DryRun {
+		o := dryRunOptions(req)
+		o.Queue = true
+		return r.DryRun(ctx, req, o)
+	}
+	return r.request(ctx, req, r.queued)
+}
+
+// request runs req as the first planning step of its run, its tasks going
+// to to.
+func (r *Runner) request(ctx context.Context, req Request, to sink) (Report, error) {
+	if err := r.validate(ctx, &req); err != nil {
+		return Report{RunID: req.RunID}, fmt.Errorf("fanout: bad request: %w", err)
+	}
+	r.budgeted(&req.Overrides)
+	runID := cmp.Or(req.RunID, NewRunID())
+	if r.opts.Runs == nil {
+		r.ledger.reset(runID)
+	}
+	step := &worktask.Plan{RunID: runID, Source: req.Source, Step: 1}
+	return r.runAndReport(ctx, r.list(ctx, req.Source, dataset.Cursor{}), newPlanRun(runID, req.Overrides, step), to)
+}
+
+// RunObjects plans and sends objects as one run. S3 event notifications
+// come in here, each object pinned to the notified version.
+func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov worktask.Overrides) (Report, error) {
+	return r.runAndReport(ctx, listed(objs), newPlanRun(runID, ov, nil), r.inline)
+}
+
+// RunObject plans and sends obj as a run of its own, as RunObjects does,
+// without writing the run's manifest: the drivers (S3 Batch Operations,
+// Distributed Map) run many objects in one run, over many invocations,
+// and write an invocation's report instead (see WriteInvocationReport).
+func (r *Runner) RunObject(ctx context.Context, runID string, obj dataset.Object, ov worktask.Overrides) (Report, error) {
+	one := func(yield func(dataset.Object, error) bool) { yield(obj, nil) }
+	return r.plan(ctx, listed(one), newPlanRun(runID, ov, nil), r.inline)
+}
+
+// runAndReport runs and then writes the run report's manifest, unless the
+// run was a repeat that found every task run by an earlier delivery (a
+// notification S3 sent twice, a request sent again with its runId): the
+// manifest then stays the one of the delivery that sent the records.
+func (r *Runner) runAndReport(ctx context.Context, objs iter.Seq2[dataset.Listed, error], pr *planRun, to sink) (Report, error) {
+	at := time.Now().UTC()
+	rep, err := r.plan(ctx, objs, pr, to)
+	if err == nil && !rep.Queued && rep.TasksSkipped > 0 && rep.RecordsRead == 0 {
+		return rep, nil
+	}
+	// Written after work ends, as the continuations are (see queued).
+	if rerr := r.report.manifest(partialbatch.SendContext(ctx), rep, at); err == nil {
+		err = rerr
+	}
+	return rep, err
+}
+
+// QueueObjects plans objects as one run and sends every chunk to the work
+// queue as a task, however small the run: s3ingest hands large objects to
+// fanout's workers this way.
+func (r *Runner) QueueObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov worktask.Overrides) (Report, error) {
+	return r.plan(ctx, listed(objs), newPlanRun(runID, ov, nil), r.queued)
+}
+
+// PlanStep runs a planning step from the work queue: it lists the rest of
+// the step's dataset from its cursor, and queues the chunk tasks it plans
+// and, when ctx ends first, the next step. A step whose claim (with a
+// claims store) is done queues nothing: its tasks and next step are on the
+// work queue already. A step that ends before it planned an object fails,
+// to come back, since its next step would be itself. With Options.Runs, a
+// step of a paused run goes back on the work queue after HoldDelay, and
+// one of a cancelled run is parked, both without error.
+func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) {
+	rep := Report{RunID: p.RunID}
+	ov := overridesOf(p.Overrides)
+	if r.opts.Runs != nil {
+		// A paused run's step goes back on the work queue, a cancelled
+		// run's is parked, as its tasks are.
+		err := r.pacer(p.RunID, cmp.Or(ov.MaxRate.Value(), r.opts.MaxRate)).Wait(ctx, 0)
+		switch {
+		case holds(err):
+			if !cancelled(err) {
+				r.holdHere(partialbatch.SendContext(ctx))
+			}
+			_, err := r.putBack(partialbatch.SendContext(ctx), p.RunID, p, err)
+			return rep, err
+		case err != nil:
+			return rep, fmt.Errorf("fanout: planning step %d of run %s: read the run's control record: %w", p.Step, p.RunID, err)
+		}
+	}
+	var c *claims.Claim
+	if r.opts.Claims != nil {
+		got, err := r.opts.Claims.Acquire(ctx, p.RunID+"/plan/"+p.ID(), r.leaseUntil(ctx))
+		switch {
+		case errors.Is(err, claims.ErrDone):
+			rep.TasksSkipped = 1
+			return rep, nil
+		case err != nil:
+			return rep, fmt.Errorf("fanout: planning step %d of run %s: %w", p.Step, p.RunID, err)
+		}
+		c = &got
+	}
+	rep, err := r.plan(ctx, r.list(ctx, p.Source, p.Cursor), newPlanRun(p.RunID, ov, &p), r.queued)
+	if c != nil {
+		sendCtx, cancel := settleContext(ctx)
+		defer cancel()
+		var serr error
+		if err != nil {
+			serr = r.opts.Claims.Release(sendCtx, *c, 0)
+		} else {
+			serr = r.opts.Claims.Done(sendCtx, *c)
+		}
+		if serr != nil {
+			r.log.WarnContext(ctx, "claims store not updated", "planStep", p.ID(), "error", serr)
+		}
+	}
+	return rep, err
+}
+
+// list lists src from cursor from, pinning objects PlanConcurrency at once.
+func (r *Runner) list(ctx context.Context, src dataset.Source, from dataset.Cursor) iter.Seq2[dataset.Listed, error] {
+	return dataset.List(ctx, r.s3, src, from, dataset.ListOptions{PinConcurrency: r.opts.PlanConcurrency})
+}
+
+// listed turns objects into a listing that cannot resume.
+func listed(objs iter.Seq2[dataset.Object, error]) iter.Seq2[dataset.Listed, error] {
+	return func(yield func(dataset.Listed, error) bool) {
+		for o, err := range objs {
+			if !yield(dataset.Listed{Object: o}, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Tasks plans obj into the chunk tasks of run runID, sent as ov says. It
+// reads a CSV object's header or a Parquet object's footer. The tasks are
+// not chained: whoever runs them keeps the object's chunks in order.
+func (r *Runner) Tasks(ctx context.Context, runID string, obj dataset.Object, ov worktask.Overrides) ([]worktask.Task, error) {
+	if err := ov.Validate(); err != nil {
+		return nil, fmt.Errorf("fanout: bad request: %w", err)
+	}
+	plan, err := r.planner(ctx, runID, ov, false)
+	if err != nil {
+		return nil, err
+	}
+	ts, _, err := plan(ctx, obj)
+	return ts, err
+}
+
+// planner returns the function that plans an object of run runID into
+// tasks, with the chunk size and format ov gives, or the runner's, and
+// the number of chunks. With chain set and a FIFO target, an object of
+// several chunks is one chained task (see worktask.Chain), so that its
+// records reach their groups in the object's order.
+func (r *Runner) planner(ctx context.Context, runID string, ov worktask.Overrides, chain bool) (func(context.Context, dataset.Object) ([]worktask.Task, int, error), error) {
+	carry := &ov // every task of the object carries the same overrides
+	if chain {
+		sender, _, err := r.sender(ctx, &ov)
+		if err != nil {
+			return nil, err
+		}
+		chain = sender.FIFO()
+	}
+	opts := r.opts.Plan
+	if ov.Format != "" {
+		opts.Format = ov.Format
+	}
+	if n := ov.ChunkSize.Value(); n > 0 {
+		opts.ChunkSize = n
+	}
+	planner := dataset.NewPlanner(r.s3, opts)
+	notify := r.notifyModeOf(&ov)
+	return func(ctx context.Context, obj dataset.Object) ([]worktask.Task, int, error) {
+		if notify {
+			return []worktask.Task{{RunID: runID, Chunk: notificationChunk(obj), Overrides: carry}}, 1, nil
+		}
+		chunks, err := planner.Plan(ctx, obj)
+		if _, ok := unreadable(err, ov.Ingest != nil); ok {
+			// Planning read the object and met what no retry fixes (a
+			// corrupt Parquet footer or compressed CSV header, an object
+			// changed since it was listed): it becomes one task for the
+			// whole object, whose read meets the same error and puts the
+			// object on the failure output with the reason, instead of
+			// ending the run.
+			chunks, err = []dataset.Chunk{planner.Whole(obj)}, nil
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if chain && len(chunks) > 1 {
+			first := chunks[0]
+			t := worktask.Task{RunID: runID, Chunk: first, Overrides: carry,
+				Chain: &worktask.Chain{Step: first.End - first.Start, Total: chunks[len(chunks)-1].End}}
+			return []worktask.Task{t}, len(chunks), nil
+		}
+		tasks := make([]worktask.Task, len(chunks))
+		for i, c := range chunks {
+			tasks[i] = worktask.Task{RunID: runID, Chunk: c, Overrides: carry}
+		}
+		return tasks, len(chunks), nil
+	}, nil
+}
+
+// Target returns the sender of the configured target queue, for what a
+// caller sends there besides records, such as s3ingest's deletion events.
+func (r *Runner) Target(ctx context.Context) (*sqsbatch.Sender, error) {
+	return r.target(ctx, &worktask.Overrides{}, worktask.ModeRecord)
+}
+
+// Enqueue sends tasks to the work queue, such as the continuation of a task
+// that ran out of time.
+func (r *Runner) Enqueue(ctx context.Context, tasks ...worktask.Task) error {
+	_, err := r.enqueue(ctx, messagesOf(tasks))
+	return err
+}

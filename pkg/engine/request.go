@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/settings"
+	"github.com/s3sqs/s3sqs/pkg/strictjson"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
+)
+
+// Request names a dataset to send, with optional per-run overrides.
+type Request struct {
+	dataset.Source
+	worktask.Overrides
+	// RunID names the run; empty means a new random id.
+	RunID string `json:"runId,omitempty"`
+	// DryRun plans the run and counts what it would send, sending nothing
+	// (see Runner.DryRun), with DryRunOptions when given.
+	DryRun        bool           `json:"dryRun,omitempty"`
+	DryRunOptions *DryRunOptions `json:"dryRunOptions,omitempty"`
+}
+
+// Validate reports the first problem of the request: a source that does
+// not name exactly one dataset, a setting out of its range, or a bad run
+// id. Every error names the request's field.
+func (r *Request) Validate() error {
+	if err := r.Source.Validate(); err != nil {
+		return err
+	}
+	if err := r.Overrides.Validate(); err != nil {
+		return err
+	}
+	if r.Versions && r.Mode != "" && r.Mode != worktask.ModeNotification {
+		return errVersionsMode
+	}
+	if o := r.DryRunOptions; o != nil {
+		if !r.DryRun {
+			return errDryRunOptions
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+	}
+	return CheckRunID(r.RunID)
+}
+
+// CheckRunID reports a run id that cannot name a run: longer than 80
+// characters, or with characters other than letters, digits, '-', '_' and
+// '.'. The empty id is allowed: it means a new one.
+func CheckRunID(id string) error { return settings.CheckRunID(id) }
+
+// DecodeRequest reads a request strictly: unknown fields, values of the
+// wrong type, trailing data and values out of range are refused with an
+// error that names the field, before anything is listed or sent.
+func DecodeRequest(payload []byte) (Request, error) {
+	var req Request
+	if err := strictjson.Decode(payload, &req); err != nil {
+		return Request{}, fmt.Errorf("fanout: bad request: %w", err)
+	}
+	if err := req.Validate(); err != nil {
+		return Request{}, fmt.Errorf("fanout: bad request: %w", err)
+	}
+	return req, nil
+}
+
+// overridesOf returns the overrides a task or planning step carries, which
+// worktask.Parse or ParsePlan has checked; nil means none.
+func overridesOf(ov *worktask.Overrides) worktask.Overrides {
+	if ov == nil {
+		return worktask.Overrides{}
+	}
+	return *ov
+}
