@@ -7,10 +7,10 @@
 // and plans each object into chunk tasks, several objects at once, in
 // listing order, counting them in the run's report. The caller picks the
 // sink: inline keeps the tasks while the run is under InlineMaxBytes and
-// then runs them in this invocation (Run, RunObjects, RunObject); the work
-// queue sink sends them to the work queue as they are planned (Queue,
-// QueueObjects, PlanStep) and, when a listing that can resume meets ctx's
-// end, the next planning steps. An inline run that grows too large, or
+// then runs them in this invocation (Run, RunObjects); the work queue sink
+// sends them to the work queue as they are planned (Queue, RunObjects with
+// ObjectsOptions.Queue, PlanStep) and, when a listing that can resume meets
+// ctx's end, the next planning steps. An inline run that grows too large, or
 // meets its end, hands what it kept and the rest to the work queue sink.
 //
 // A task runs as a fixed spec (its task, sender, encoder, start and

@@ -59,19 +59,35 @@ func (r *Runner) request(ctx context.Context, req Request, to sink) (Report, err
 	return r.runAndReport(ctx, r.list(ctx, req.Source, dataset.Cursor{}), newPlanRun(runID, req.Overrides, step), to)
 }
 
-// RunObjects plans and sends objects as one run. S3 event notifications
-// come in here, each object pinned to the notified version.
-func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov worktask.Overrides) (Report, error) {
-	return r.runAndReport(ctx, listed(objs), newPlanRun(runID, ov, nil), r.inline)
+// ObjectsOptions says how RunObjects runs its objects. The zero value
+// sends them from this process, with the runner's settings, and writes the
+// run report's manifest.
+type ObjectsOptions struct {
+	// Overrides are the run's own settings.
+	Overrides worktask.Overrides
+	// Queue sends every chunk to the work queue as a task, however small
+	// the run, and writes no manifest: s3ingest hands large objects to
+	// fanout's workers this way.
+	Queue bool
+	// NoManifest leaves the run report's manifest unwritten: the drivers
+	// (S3 Batch Operations, Distributed Map) run many objects in one run,
+	// over many invocations, and write an invocation's report instead
+	// (see WriteInvocationReport).
+	NoManifest bool
 }
 
-// RunObject plans and sends obj as a run of its own, as RunObjects does,
-// without writing the run's manifest: the drivers (S3 Batch Operations,
-// Distributed Map) run many objects in one run, over many invocations,
-// and write an invocation's report instead (see WriteInvocationReport).
-func (r *Runner) RunObject(ctx context.Context, runID string, obj dataset.Object, ov worktask.Overrides) (Report, error) {
-	one := func(yield func(dataset.Object, error) bool) { yield(obj, nil) }
-	return r.plan(ctx, listed(one), newPlanRun(runID, ov, nil), r.inline)
+// RunObjects plans and sends objects as one run: S3 event notifications
+// come in here, each object pinned to the notified version, and so do the
+// objects the drivers name.
+func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], o ObjectsOptions) (Report, error) {
+	pr := newPlanRun(runID, o.Overrides, nil)
+	switch {
+	case o.Queue:
+		return r.plan(ctx, listed(objs), pr, r.queued)
+	case o.NoManifest:
+		return r.plan(ctx, listed(objs), pr, r.inline)
+	}
+	return r.runAndReport(ctx, listed(objs), pr, r.inline)
 }
 
 // runAndReport runs and then writes the run report's manifest, unless the
@@ -89,13 +105,6 @@ func (r *Runner) runAndReport(ctx context.Context, objs iter.Seq2[dataset.Listed
 		err = rerr
 	}
 	return rep, err
-}
-
-// QueueObjects plans objects as one run and sends every chunk to the work
-// queue as a task, however small the run: s3ingest hands large objects to
-// fanout's workers this way.
-func (r *Runner) QueueObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], ov worktask.Overrides) (Report, error) {
-	return r.plan(ctx, listed(objs), newPlanRun(runID, ov, nil), r.queued)
 }
 
 // PlanStep runs a planning step from the work queue: it lists the rest of

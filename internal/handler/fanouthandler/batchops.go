@@ -158,7 +158,7 @@ const maxResultString = 1024
 
 // HandleBatchOperations answers an S3 Batch Operations invocation: each
 // task's object is pinned with HeadObject (at the task's version, when
-// given) and run, as Runner.RunObject runs any object, in a run named
+// given) and run, as Runner.RunObjects runs any object, in a run named
 // after the job (or the userArguments' runId); the answer says, per task,
 // Succeeded, TemporaryFailure (Batch Operations retries it) or
 // PermanentFailure, with a short summary or the reason. FAIL_ON_ERROR acts

@@ -257,7 +257,7 @@ func mapRunID(b MapBatch) string {
 
 // HandleDistributedMap answers a Distributed Map item batch: each item's
 // object, pinned by its Etag (or with HeadObject when the item lacks its
-// Size or Etag), is run as Runner.RunObject runs any object. The answer is
+// Size or Etag), is run as Runner.RunObjects runs any object. The answer is
 // a MapResult; when an item failed it is an error instead (see
 // RetryableItemsError and FailedItemsError), so that the Map retries the
 // batch or counts it failed. FAIL_ON_ERROR acts per item (see runObject).

@@ -20,7 +20,7 @@ import (
 // The drivers are the services that hand fanout a list of objects and
 // keep the list's progress themselves: S3 Batch Operations (batchops.go)
 // and Step Functions Distributed Map (distmap.go). Each object is a run of
-// its own (Runner.RunObject): sent in the invocation when it is small
+// its own (Runner.RunObjects): sent in the invocation when it is small
 // enough, else queued on the work queue as chunk tasks; what is left at
 // the deadline is queued as continuations. Each object's outcome is one of
 // three ResultCodes, so that the driver retries what a retry can fix and
@@ -147,7 +147,8 @@ func (h *Handler) runObject(ctx context.Context, runID string, obj dataset.Objec
 		}
 		out.Object = pinned
 	}
-	out.Report, out.Err = h.runner.RunObject(ctx, runID, out.Object, ov)
+	one := func(yield func(dataset.Object, error) bool) { yield(out.Object, nil) }
+	out.Report, out.Err = h.runner.RunObjects(ctx, runID, one, engine.ObjectsOptions{Overrides: ov, NoManifest: true})
 	out.Code = classify(out.Err)
 	if out.Err == nil && out.Report.ObjectsFailed > 0 {
 		// No retry reads it: what could be read was sent, and the rest is

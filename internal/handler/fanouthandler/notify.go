@@ -14,7 +14,6 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
-	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // noteResult is what became of one notification message.
@@ -72,7 +71,7 @@ func (h *Handler) notifications(ctx context.Context, inv *Invocation, msgs []s3e
 		g.Go(func() error {
 			// A run of its own, with a manifest: the run is the object's.
 			one := func(yield func(dataset.Object, error) bool) { yield(j.obj, nil) }
-			j.rep, j.err = h.runner.RunObjects(ctx, j.runID, one, worktask.Overrides{})
+			j.rep, j.err = h.runner.RunObjects(ctx, j.runID, one, engine.ObjectsOptions{})
 			return nil
 		})
 	}

@@ -280,7 +280,7 @@ func (inv *invocation) handOff(ctx context.Context, o *objectRun) {
 	ov := inv.overrides(o)
 	ov.TargetQueueURL = target.QueueURL()
 	one := func(yield func(dataset.Object, error) bool) { yield(o.pinned(), nil) }
-	rep, err := h.runner.QueueObjects(partialbatch.SendContext(ctx), o.runID(), one, ov)
+	rep, err := h.runner.RunObjects(partialbatch.SendContext(ctx), o.runID(), one, engine.ObjectsOptions{Overrides: ov, Queue: true})
 	inv.mu.Lock()
 	inv.tasks += rep.TasksQueued
 	inv.mu.Unlock()
