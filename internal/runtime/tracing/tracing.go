@@ -122,11 +122,3 @@ func (t *Tracing) Handler(function string, h func(context.Context, json.RawMessa
 		return out, err
 	}
 }
-
-// Shutdown flushes and stops the provider.
-func (t *Tracing) Shutdown(ctx context.Context) error {
-	if !t.On() {
-		return nil
-	}
-	return t.tp.Shutdown(ctx)
-}
