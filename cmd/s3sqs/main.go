@@ -61,6 +61,7 @@ var commands = []command{
 	{"version", "show the version and commit this binary was built from", runVersion},
 }
 
+// runVersion prints the version and commit the binary was built from.
 func runVersion(_ context.Context, _ []string, s streams) int {
 	fmt.Fprintln(s.stdout, version())
 	return 0
@@ -109,8 +110,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stdout, usage())
 		return 0
 	case "-version", "--version":
-		fmt.Fprintln(stdout, version())
-		return 0
+		return runVersion(ctx, nil, streams{stdin, stdout, stderr, tty})
 	case "help":
 		switch {
 		case len(args) == 1:

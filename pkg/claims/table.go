@@ -116,7 +116,7 @@ func (t *Table) Acquire(ctx context.Context, key string, until time.Time) (Claim
 	case stateDone:
 		return Claim{}, fmt.Errorf("%w: %s", ErrDone, key)
 	case stateRunning:
-		lease := time.UnixMilli(ddbattr.Int(got.Item[leaseAttr])).UTC()
+		lease := ddbattr.Time(got.Item[leaseAttr])
 		return Claim{}, fmt.Errorf("%w: %s, until %s", ErrHeld, key, lease.Format(time.RFC3339))
 	}
 	// Released or taken between the two calls: a retry sorts it out.

@@ -15,6 +15,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
+	"github.com/s3sqs/s3sqs/pkg/textcut"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -238,11 +239,4 @@ func resultString(r objectRun) string {
 
 // reason is why r failed, cut to maxResultString bytes without splitting
 // a UTF-8 sequence.
-func (r objectRun) reason() string {
-	s := r.Err.Error()
-	n := min(len(s), maxResultString)
-	for n < len(s) && n > 0 && s[n]&0xC0 == 0x80 {
-		n-- // keep the character the cut would split out whole
-	}
-	return s[:n]
-}
+func (r objectRun) reason() string { return textcut.Prefix(r.Err.Error(), maxResultString) }

@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
@@ -95,25 +95,22 @@ func (h *Handler) messages(inv *Invocation) partialbatch.Handler {
 // planSteps starts b's planning steps, each one's error in errs, and
 // returns the function that waits for them and adds them to inv. They
 // list and queue while the tasks send: they wait mostly on S3 and SQS,
-// not on the CPU. Up to Concurrency run at once; one goroutine starts
-// them as slots free, so that the tasks start now.
+// not on the CPU. Up to Concurrency run at once; the rest wait inside
+// their goroutines, so that the tasks start now (an errgroup's Go would
+// block this call at its limit instead).
 func (h *Handler) planSteps(ctx context.Context, inv *Invocation, b batch, errs []error) (wait func()) {
-	var g errgroup.Group
-	g.SetLimit(h.opts.Concurrency)
+	var planning sync.WaitGroup
+	slots := make(chan struct{}, h.opts.Concurrency)
 	planned := make([]engine.Report, len(b.steps))
-	started := make(chan struct{})
-	go func() {
-		defer close(started)
-		for _, i := range b.plans {
-			g.Go(func() error {
-				planned[i], errs[i] = h.runner.PlanStep(ctx, b.steps[i])
-				return nil
-			})
-		}
-	}()
+	for _, i := range b.plans {
+		planning.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			planned[i], errs[i] = h.runner.PlanStep(ctx, b.steps[i])
+		})
+	}
 	return func() {
-		<-started
-		g.Wait()
+		planning.Wait()
 		for _, i := range b.plans {
 			rep := planned[i]
 			inv.PlanSteps++

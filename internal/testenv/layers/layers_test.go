@@ -37,7 +37,7 @@ var rooms = []room{
 	{"leaf", []string{
 		"pkg/sqsbatch", "pkg/s3event", "pkg/partialbatch", "pkg/sqsextended",
 		"pkg/claims", "pkg/runstate", "pkg/dataset", "pkg/records", "pkg/recordjson", "pkg/parquetjson", "pkg/csvrecord",
-		"pkg/awserr", "pkg/strictjson", "pkg/internal/",
+		"pkg/awserr", "pkg/strictjson", "pkg/textcut", "pkg/internal/",
 	}, []string{"leaf"}},
 	{"settings", []string{"pkg/settings"}, nil},
 	{"wire", []string{"pkg/worktask"}, []string{"leaf", "settings"}},
@@ -220,7 +220,7 @@ func TestRoomOf(t *testing.T) {
 		"internal/redrive":               "redrive",
 		"internal/redrivex":              "",
 		"internal/reconcile":             "reconcile",
-		"pkg/internal/textcut":           "leaf",
+		"pkg/internal/ddbattr":           "leaf",
 		"pkg/settings":                   "settings",
 		"cmd/s3sqs":                      "bootstrap",
 	} {

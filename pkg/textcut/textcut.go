@@ -1,5 +1,6 @@
 // Package textcut shortens text to a byte budget without splitting a
-// UTF-8 sequence: the failure output's bodies and logs.
+// UTF-8 sequence: the failure output's bodies and logs, and the drivers'
+// result strings, which Batch Operations and Step Functions cap.
 package textcut
 
 // Prefix returns the longest prefix of s of at most n bytes (none when n
