@@ -304,7 +304,10 @@ func (r *Runner) putBack(ctx context.Context, runID string, m message, why error
 		case err != nil && !errors.Is(err, runstate.ErrNoRun):
 			return false, fmt.Errorf("fanout: read the control record of cancelled run %s: %w", runID, err)
 		case run.State == runstate.StateCancelled:
-			err := r.opts.Runs.Park(ctx, runID, e.Body)
+			// Parking numbers the task, then writes it: cut between the
+			// two by the invocation's end, the number stays unused and a
+			// resume passes over it, so both are made whole.
+			err := r.opts.Runs.Park(context.WithoutCancel(ctx), runID, e.Body)
 			if errors.Is(err, runstate.ErrPassedOver) {
 				// A resume put the run's parked tasks back while this one
 				// was being parked, and passed over it: the run is
