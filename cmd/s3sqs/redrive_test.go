@@ -623,6 +623,13 @@ func TestRedriveDLQ(t *testing.T) {
 	if code != 0 || sum.Sent != 25 || sum.Total != 25 || !strings.Contains(errOut, "25 messages from "+dlq+" to "+src+": 25 sent") {
 		t.Fatalf("redrive: exit %d, %+v\n%s", code, sum, errOut)
 	}
+	// fauxqs loses the answer to a receive now and then, hiding its
+	// messages; at maxReceiveCount 1 the next receive would dead-letter
+	// them again. The source is found; its policy may now be lenient.
+	if _, err := sqsc.SetQueueAttributes(t.Context(), &sqs.SetQueueAttributesInput{QueueUrl: aws.String(src),
+		Attributes: map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"` + arn + `","maxReceiveCount":"10"}`}}); err != nil {
+		t.Fatal(err)
+	}
 	moved := localaws.Drain(t, sqsc, src, 2*time.Second)
 	// 25 messages at 20 a second, ten at a time: the last ten 1s after
 	// the first.
