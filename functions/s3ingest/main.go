@@ -9,22 +9,18 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"os"
-
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/internal/runtime/lambdaenv"
-	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 func main() {
 	cfg, err := loadConfig(os.Getenv)
 	fn := lambdaenv.Function{Runner: cfg.runner, S3PathStyle: cfg.s3PathStyle, ClaimsTable: cfg.claimsTable, ClaimsTTL: cfg.claimsTTL, Name: "s3ingest", Tracing: cfg.tracing, QueueVariable: queueVariable}
-	lambdaenv.Start(fn, err, func(r *engine.Runner, _ *s3.Client, log *slog.Logger) func(context.Context, json.RawMessage) (any, error) {
-		cfg.ingest.Logger, cfg.ingest.Out = log, os.Stdout
-		h := ingesthandler.New(r, cfg.ingest)
+	lambdaenv.Start(fn, err, func(p lambdaenv.Parts) func(context.Context, json.RawMessage) (any, error) {
+		cfg.ingest.Logger, cfg.ingest.Out = p.Logger, os.Stdout
+		h := ingesthandler.New(p.Runner, cfg.ingest)
 		return func(ctx context.Context, payload json.RawMessage) (any, error) { return h.Invoke(ctx, payload) }
 	})
 }

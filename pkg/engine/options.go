@@ -218,9 +218,6 @@ type Runner struct {
 // none.
 func (r *Runner) Claims() claims.Store { return r.opts.Claims }
 
-// SQS returns the SQS client the Runner sends with.
-func (r *Runner) SQS() sqsbatch.API { return r.sqs }
-
 // New resolves the queues (once) and returns a Runner.
 func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runner, error) {
 	if opts.InlineMaxBytes <= 0 {

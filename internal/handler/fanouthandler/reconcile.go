@@ -23,6 +23,11 @@ const kindReconcile = "reconcile"
 type ReconcileOptions struct {
 	// S3 lists the versions to compare.
 	S3 reconcile.ListAPI
+	// Ingested reads s3ingest's markers: the claims table's store
+	// (CLAIMS_TABLE); nil refuses requests.
+	Ingested reconcile.Ingested
+	// SQS sends the notifications.
+	SQS sqsbatch.API
 	// QueueURL is the ingest queue the notifications of missing versions
 	// go to (RECONCILE_QUEUE_URL), the only one a request may name.
 	QueueURL string
@@ -52,11 +57,10 @@ func decodeReconcile(payload []byte) (reconcile.Request, error) {
 // the missing ones to the ingest queue (unless req.DryRun).
 func (h *Handler) HandleReconcile(ctx context.Context, req reconcile.Request) (reconcile.Report, error) {
 	ro := h.opts.Reconcile
-	ingested, ok := h.runner.Claims().(reconcile.Ingested)
 	switch {
-	case ro.S3 == nil:
+	case ro.S3 == nil || ro.SQS == nil:
 		return reconcile.Report{}, errors.New("fanout: reconcile: not set up in this function")
-	case !ok:
+	case ro.Ingested == nil:
 		return reconcile.Report{}, fmt.Errorf("fanout: reconcile needs %s, the claims table s3ingest writes", settings.ClaimsTable.Env)
 	case !req.DryRun && ro.QueueURL == "":
 		return reconcile.Report{}, fmt.Errorf("fanout: reconcile needs %s, the ingest queue, or dryRun", settings.ReconcileQueueURL.Env)
@@ -77,11 +81,11 @@ func (h *Handler) HandleReconcile(ctx context.Context, req reconcile.Request) (r
 	ctx, cancel := partialbatch.Deadlines(ctx, h.opts.DeadlineMargin, h.opts.Now)
 	defer cancel()
 	if !req.DryRun {
-		if o.SendTo, err = sqsbatch.New(ctx, h.runner.SQS(), sqsbatch.Queue{URL: ro.QueueURL}, sqsbatch.Options{}); err != nil {
+		if o.SendTo, err = sqsbatch.New(ctx, ro.SQS, sqsbatch.Queue{URL: ro.QueueURL}, sqsbatch.Options{}); err != nil {
 			return reconcile.Report{}, fmt.Errorf("fanout: reconcile: %s: %w", settings.ReconcileQueueURL.Env, err)
 		}
 	}
-	rep, err := reconcile.Run(ctx, ro.S3, ingested, o)
+	rep, err := reconcile.Run(ctx, ro.S3, ro.Ingested, o)
 	h.log.InfoContext(ctx, "reconcile", "bucket", rep.Bucket, "prefix", rep.Prefix, "seen", rep.Seen, "ingested", rep.Ingested,
 		"missing", rep.Missing, "sent", rep.Sent, "skippedTooOld", rep.SkippedTooOld, "maxAge", rep.MaxAge, "failed", rep.Failed,
 		"nextKeyMarker", rep.NextKeyMarker, "nextVersionIdMarker", rep.NextVersionIDMarker, "err", err)

@@ -63,14 +63,24 @@ type Function struct {
 	QueueVariable func(role string) string
 }
 
+// Parts are what Start builds for a function's handler.
+type Parts struct {
+	Runner *engine.Runner
+	S3     *s3.Client
+	SQS    *sqs.Client
+	// Claims is the claims store of Function.ClaimsTable; nil without one.
+	Claims *claims.Table
+	Logger *slog.Logger
+}
+
 // Start is a function's whole init: it logs with the Lambda logger, builds
-// the AWS clients and the runner (resolving its queues once, so that a
-// wrong URL or a missing permission fails here, named by its variable),
-// and hands the runner, the S3 client and the logger to handler, whose
-// result goes to lambda.Start. A configuration error (cfgErr, or one found
-// here) is logged and ends the process before the runtime starts. Start
-// does not return.
-func Start(fn Function, cfgErr error, handler func(r *engine.Runner, s3c *s3.Client, log *slog.Logger) func(context.Context, json.RawMessage) (any, error)) {
+// the AWS clients, the claims store and the runner (resolving its queues
+// once, so that a wrong URL or a missing permission fails here, named by
+// its variable), and hands them to handler, whose result goes to
+// lambda.Start. A configuration error (cfgErr, or one found here) is
+// logged and ends the process before the runtime starts. Start does not
+// return.
+func Start(fn Function, cfgErr error, handler func(Parts) func(context.Context, json.RawMessage) (any, error)) {
 	log := lambdacontext.NewLogger()
 	slog.SetDefault(log)
 	fail := func(err error) {
@@ -98,16 +108,17 @@ func Start(fn Function, cfgErr error, handler func(r *engine.Runner, s3c *s3.Cli
 	}
 	tr.AWS(&cfg)
 	s3c, sqsc := awssetup.FromConfig(cfg, fn.S3PathStyle)
-	runner, err := newRunner(ctx, cfg, s3c, sqsc, fn, log)
-	if err != nil {
+	parts := Parts{S3: s3c, SQS: sqsc, Logger: log}
+	if parts.Runner, parts.Claims, err = newRunner(ctx, cfg, s3c, sqsc, fn, log); err != nil {
 		fail(err)
 	}
-	lambda.Start(tr.Handler(fn.Name, handler(runner, s3c, log)))
+	lambda.Start(tr.Handler(fn.Name, handler(parts)))
 }
 
 // newRunner builds the claims store when fn has a table, and the runner,
 // whose queues it resolves.
-func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Client, fn Function, log *slog.Logger) (*engine.Runner, error) {
+func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Client, fn Function, log *slog.Logger) (*engine.Runner, *claims.Table, error) {
+	var store *claims.Table
 	if fn.ClaimsTable == "" {
 		log.Info("no " + settings.ClaimsTable.Env + ": tasks and notifications run at least once, and one delivered twice sends its records twice")
 		if fn.RunState && fn.Runner.MaxRate > 0 && fn.Runner.WorkQueueURL != "" {
@@ -117,9 +128,10 @@ func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Cl
 			log.Info("no " + settings.ClaimsTable.Env + ": a queued run has no failure budget (" + settings.MaxFailures.Env + "), since its invocations cannot share its counts; a run sent in one invocation has its own")
 		}
 	} else {
-		store, client, err := claimsStore(ctx, cfg, fn.ClaimsTable, fn.ClaimsTTL)
-		if err != nil {
-			return nil, err
+		var client *dynamodb.Client
+		var err error
+		if store, client, err = claimsStore(ctx, cfg, fn.ClaimsTable, fn.ClaimsTTL); err != nil {
+			return nil, nil, err
 		}
 		fn.Runner.Claims = store
 		if fn.RunState {
@@ -131,7 +143,7 @@ func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Cl
 	if err := awssetup.CheckBuckets(ctx, s3c, awssetup.S3Output{Setting: settings.FailureS3URI.Env, URI: fn.Runner.FailureS3URI},
 		awssetup.S3Output{Setting: settings.ReportS3URI.Env, URI: fn.Runner.ReportS3URI},
 		awssetup.S3Output{Setting: settings.OffloadS3URI.Env, URI: fn.Runner.OffloadS3URI}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Notification mode names the region the function runs in, its
 	// buckets' (the SDK's, from Lambda's AWS_REGION).
@@ -142,7 +154,7 @@ func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Cl
 		if errors.As(err, &qe) && fn.QueueVariable != nil {
 			err = awssetup.QueueError(fn.QueueVariable(qe.Role), qe.Queue, qe.Err)
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return runner, nil
+	return runner, store, nil
 }
