@@ -200,7 +200,7 @@ func (c *fanoutCmd) parse(args []string, bad func(string, ...any) int) (int, boo
 		c.failureFile = "s3sqs-failures-" + req.RunID + ".jsonl"
 	}
 	// With no work queue, the whole dataset is sent here, however large;
-	// with one, all of it goes there (Runner.Queue).
+	// with one, all of it goes there (Request.Queue).
 	o.InlineMaxBytes = 1 << 62
 	return 0, true
 }
@@ -245,13 +245,11 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*engine.Runner
 		return nil, failures, err
 	}
 	if c.queue() {
-		// The deployed function sends the tasks: they carry the target and
-		// the settings given here, as a request's overrides would.
-		target, err := runner.Target(ctx)
-		if err != nil {
-			return nil, failures, err
-		}
-		c.req.Overrides = queuedOverrides(c.flags.FlagSet, target.QueueURL(), c.opts, *c.chunkSize)
+		// The deployed function sends the tasks: they carry the target (the
+		// engine names it) and the settings given here, as a request's
+		// overrides would.
+		c.req.Queue = true
+		c.req.Overrides = queuedOverrides(c.flags.FlagSet, c.opts, *c.chunkSize)
 	}
 	// The run-wide pace is the request's, in-process as queued.
 	c.req.MaxRate, c.req.TargetMaxBacklog = worktask.SettingOf(c.maxRate), worktask.SettingOf(c.maxBacklog)
@@ -271,11 +269,7 @@ func (c *fanoutCmd) send(ctx context.Context, runner *engine.Runner, stderr io.W
 		}
 		showProgress(stderr, func(elapsed time.Duration, bar bool) string { return line(c.opts.Progress, elapsed, bar) }, tty, c.interval, done)
 	}()
-	run := runner.Run
-	if c.queue() {
-		run = runner.Queue
-	}
-	rep, err := run(ctx, c.req)
+	rep, err := runner.Run(ctx, c.req)
 	close(done)
 	<-shown
 	return rep, err
@@ -333,11 +327,12 @@ func (c *fanoutCmd) refused(stderr io.Writer, rep engine.Report, err error) bool
 }
 
 // queuedOverrides are the overrides that the tasks of -work-queue-url
-// carry: the target queue, and the settings whose flags were given (the
-// function's own settings stand for the others). The failure output, the
-// offload bucket and the run report are the function's.
-func queuedOverrides(fs *flag.FlagSet, targetURL string, opts engine.Options, chunkSize string) worktask.Overrides {
-	ov := worktask.Overrides{TargetQueueURL: targetURL}
+// carry besides the target queue, which the engine adds: the settings
+// whose flags were given (the function's own settings stand for the
+// others). The failure output, the offload bucket and the run report are
+// the function's.
+func queuedOverrides(fs *flag.FlagSet, opts engine.Options, chunkSize string) worktask.Overrides {
+	var ov worktask.Overrides
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "format":

@@ -247,8 +247,8 @@ func TestDryRunRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := dataset.Source{Bucket: "lake", Prefix: "in/"}
-	for _, run := range []func(context.Context, engine.Request) (engine.Report, error){r.Run, r.Queue} {
-		rep, err := run(t.Context(), engine.Request{Source: src, DryRun: true, DryRunOptions: &engine.DryRunOptions{Invocations: 7}})
+	for _, queue := range []bool{false, true} {
+		rep, err := r.Run(t.Context(), engine.Request{Source: src, DryRun: true, DryRunOptions: &engine.DryRunOptions{Invocations: 7}, Queue: queue})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,9 +58,9 @@ type DryRunOptions struct {
 	// cost out.
 	SQSPrice    float64 `json:"sqsPrice,omitempty"`
 	LambdaPrice float64 `json:"lambdaPrice,omitempty"`
-	// Queue plans the run as Runner.Queue does, every task to the work
-	// queue, however small (the CLI's -work-queue-url); otherwise as
-	// Runner.Run does.
+	// Queue plans the run as Runner.Run does a Request with Queue set,
+	// every task to the work queue, however small (the CLI's
+	// -work-queue-url).
 	Queue bool `json:"-"`
 }
 

@@ -44,7 +44,7 @@ func Example() {
 // This example plans a dataset onto a work queue, where workers (the
 // fanout function, or RunTasks in a program of yours) send its chunks, many
 // at once.
-func ExampleRunner_Queue() {
+func ExampleRunner_Run_queue() {
 	ctx := context.Background()
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
@@ -57,7 +57,7 @@ func ExampleRunner_Queue() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rep, err := r.Queue(ctx, engine.Request{Source: dataset.Source{Bucket: "exports", Manifest: "s3://exports/manifests/orders.csv"}})
+	rep, err := r.Run(ctx, engine.Request{Source: dataset.Source{Bucket: "exports", Manifest: "s3://exports/manifests/orders.csv"}, Queue: true})
 	if err != nil {
 		log.Fatal(err)
 	}

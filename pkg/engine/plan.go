@@ -16,32 +16,43 @@ import (
 )
 
 // Run lists and plans the dataset req names and sends it: inline when it
-// is small enough, else as tasks on the work queue. Planning stops at ctx's
-// end: the rest of the listing then goes to the work queue as a planning
-// step (see PlanStep), with the tasks planned so far. A request that
-// Validate refuses fails before anything is listed; one with DryRun set is
-// a dry run (see DryRun), which sends nothing.
+// is small enough, else as tasks on the work queue; with req.Queue, all
+// of it as tasks on the work queue. Planning stops at ctx's end: the rest
+// of the listing then goes to the work queue as a planning step (see
+// PlanStep), with the tasks planned so far. A request that Validate
+// refuses fails before anything is listed; one with DryRun set is a dry
+// run (see DryRun), which sends nothing.
 func (r *Runner) Run(ctx context.Context, req Request) (Report, error) {
-	if req.DryRun {
-		return r.DryRun(ctx, req, dryRunOptions(req))
-	}
-	return r.request(ctx, req, r.inline)
-}
-
-// Queue plans the dataset req names and queues all of its chunk tasks on
-// the work queue, however small it is, for the deployed function's workers
-// to send: the CLI's -work-queue-url. Planning stops at ctx's end, as in
-// Run. A request with DryRun set is a dry run of a queued run.
-func (r *Runner) Queue(ctx context.Context, req Request) (Report, error) {
-	if r.work == nil {
+	if req.Queue && r.work == nil {
 		return Report{RunID: req.RunID}, errors.New("fanout: no work queue to queue the dataset on")
 	}
 	if req.DryRun {
 		o := dryRunOptions(req)
-		o.Queue = true
+		o.Queue = req.Queue
 		return r.DryRun(ctx, req, o)
 	}
-	return r.request(ctx, req, r.queued)
+	if req.Queue {
+		if err := r.targetOn(ctx, &req.Overrides); err != nil {
+			return Report{RunID: req.RunID}, err
+		}
+		return r.request(ctx, req, r.queued)
+	}
+	return r.request(ctx, req, r.inline)
+}
+
+// targetOn names the runner's target queue in ov, unless ov names one, so
+// that tasks queued for other workers, which may have a target of their
+// own, send where this runner would.
+func (r *Runner) targetOn(ctx context.Context, ov *worktask.Overrides) error {
+	if ov.TargetQueueURL != "" {
+		return nil
+	}
+	target, err := r.target(ctx, &worktask.Overrides{}, worktask.ModeRecord)
+	if err != nil {
+		return err
+	}
+	ov.TargetQueueURL = target.QueueURL()
+	return nil
 }
 
 // request runs req as the first planning step of its run, its tasks going
@@ -67,7 +78,8 @@ type ObjectsOptions struct {
 	Overrides worktask.Overrides
 	// Queue sends every chunk to the work queue as a task, however small
 	// the run, and writes no manifest: s3ingest hands large objects to
-	// fanout's workers this way.
+	// fanout's workers this way. The tasks name the runner's target queue
+	// when Overrides name none.
 	Queue bool
 	// NoManifest leaves the run report's manifest unwritten: the drivers
 	// (S3 Batch Operations, Distributed Map) run many objects in one run,
@@ -80,6 +92,11 @@ type ObjectsOptions struct {
 // come in here, each object pinned to the notified version, and so do the
 // objects the drivers name.
 func (r *Runner) RunObjects(ctx context.Context, runID string, objs iter.Seq2[dataset.Object, error], o ObjectsOptions) (Report, error) {
+	if o.Queue {
+		if err := r.targetOn(ctx, &o.Overrides); err != nil {
+			return Report{RunID: runID}, err
+		}
+	}
 	pr := newPlanRun(runID, o.Overrides, nil)
 	switch {
 	case o.Queue:

@@ -19,6 +19,11 @@ type Request struct {
 	// (see Runner.DryRun), with DryRunOptions when given.
 	DryRun        bool           `json:"dryRun,omitempty"`
 	DryRunOptions *DryRunOptions `json:"dryRunOptions,omitempty"`
+	// Queue sends every chunk to the work queue as a task, however small
+	// the dataset, for the deployed function's workers to send (the CLI's
+	// -work-queue-url). The tasks name the runner's target queue when the
+	// request names none.
+	Queue bool `json:"-"`
 }
 
 // Validate reports the first problem of the request: a source that does

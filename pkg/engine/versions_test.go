@@ -325,7 +325,7 @@ func TestReplayVersionsResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Queue(t.Context(), engine.Request{Source: dataset.Source{Bucket: st.Bucket, Key: "h/a.jsonl", Versions: true}, RunID: "resume"}); err != nil {
+	if _, err := r.Run(t.Context(), engine.Request{Source: dataset.Source{Bucket: st.Bucket, Key: "h/a.jsonl", Versions: true}, RunID: "resume", Queue: true}); err != nil {
 		t.Fatal(err)
 	}
 	msgs := localaws.Drain(t, st.SQS, st.Work, time.Second)

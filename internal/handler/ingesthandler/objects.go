@@ -272,15 +272,8 @@ func (inv *invocation) overrides(o *objectRun) worktask.Overrides {
 func (inv *invocation) handOff(ctx context.Context, o *objectRun) {
 	h := inv.h
 	o.handoff = true
-	target, err := h.runner.Target(ctx)
-	if err != nil {
-		o.failed, o.err = reasonReadError, err
-		return
-	}
-	ov := inv.overrides(o)
-	ov.TargetQueueURL = target.QueueURL()
 	one := func(yield func(dataset.Object, error) bool) { yield(o.pinned(), nil) }
-	rep, err := h.runner.RunObjects(partialbatch.SendContext(ctx), o.runID(), one, engine.ObjectsOptions{Overrides: ov, Queue: true})
+	rep, err := h.runner.RunObjects(partialbatch.SendContext(ctx), o.runID(), one, engine.ObjectsOptions{Overrides: inv.overrides(o), Queue: true})
 	inv.mu.Lock()
 	inv.tasks += rep.TasksQueued
 	inv.mu.Unlock()
