@@ -6,26 +6,29 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3sqs/s3sqs/internal/awssetup"
-	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // ingestCmd is the command line of s3sqs ingest.
 type ingestCmd struct {
 	flags                  *cmdFlags
 	opts                   engine.Options
-	in                     ingesthandler.Options
+	filter                 s3event.Filter
+	send                   engine.NotifiedOptions
 	bucket, key, versionID string
 	failureFile            string
 	pathStyle              bool
@@ -69,16 +72,59 @@ func runIngest(ctx context.Context, args []string, s streams) int {
 	if failures != nil {
 		defer failures.Close()
 	}
-	log := c.flags.logger(stderr)
-	c.opts.Logger, c.in.Logger = log, log
-	c.opts.ChunkConcurrency = c.in.ReadConcurrency // as s3ingest's config does
+	c.opts.Logger = c.flags.logger(stderr)
+	c.opts.ChunkConcurrency = c.send.Concurrency // as s3ingest's config does
 	runner, err := engine.New(ctx, s3c, sqsc, c.opts)
 	if err != nil {
 		return failed(err)
 	}
-	resp, sum, err := ingesthandler.New(runner, c.in).HandleSummary(ctx, ev)
+	resp, tally, err := c.ingest(ctx, runner, ev)
 	printJSON(stdout, resp)
-	return c.finish(stderr, resp, sum, err, failures)
+	return c.finish(stderr, resp, tally, err, failures)
+}
+
+// ingestTally is what an ingest did, as its last line says.
+type ingestTally struct {
+	partialbatch.Result
+	objects                   int
+	read, sent, recordsFailed int64
+}
+
+// ingest sends the objects of ev's notifications as s3ingest does, and
+// answers as it would: a message fails when it is not a notification or
+// one of its objects was not delivered (on a FIFO queue, with the later
+// messages of the batch).
+func (c *ingestCmd) ingest(ctx context.Context, runner *engine.Runner, ev events.SQSEvent) (events.SQSEventResponse, ingestTally, error) {
+	var t ingestTally
+	resp, res, err := partialbatch.New(partialbatch.Options{}).Process(ctx, ev, func(ctx context.Context, msgs []events.SQSMessage) []error {
+		errs := make([]error, len(msgs))
+		in := make([]s3event.Message, len(msgs))
+		index := map[string]int{}
+		for i, m := range msgs {
+			in[i] = s3event.Message{ID: m.MessageId, Body: m.Body}
+			index[m.MessageId] = i
+		}
+		res := c.filter.Apply(in)
+		for _, f := range res.Failed {
+			errs[index[f.MessageID]] = f.Err
+		}
+		o := c.send
+		if len(msgs) == 1 && (msgs[0].Attributes["MessageGroupId"] != "" || strings.HasSuffix(msgs[0].EventSourceARN, ".fifo")) {
+			o.Concurrency = 1 // a FIFO message's objects, in order
+		}
+		for j, r := range runner.RunNotified(ctx, res.Accepted, o) {
+			t.objects++
+			if !r.HandedOff {
+				t.read, t.sent, t.recordsFailed = t.read+r.RecordsRead, t.sent+r.RecordsSent, t.recordsFailed+r.RecordsFailed
+			}
+			if i := index[res.Accepted[j].MessageID]; r.Failed != "" && errs[i] == nil {
+				errs[i] = fmt.Errorf("%s: %s: %w", dataset.Notified(res.Accepted[j].Object).URI(), r.Failed, r.Err)
+			}
+		}
+		return errs
+	})
+	t.Result = res
+	return resp, t, err
 }
 
 // newIngestCmd defines ingest's flags.
@@ -89,7 +135,9 @@ func newIngestCmd(stderr io.Writer) *ingestCmd {
 		"object named by -bucket and -key, and sends the records of the objects it names\n"+
 		"to -output-queue-url. Prints the partial batch response as JSON and the\n"+
 		"invocation's summary; exits 1 when a message or a record failed.", stderr)}
-	fs, o, in := c.flags, &c.opts, &c.in
+	fs, o := c.flags, &c.opts
+	enc := &worktask.IngestEncoding{}
+	c.send.Ingest = enc
 	fs.text(settings.OutputQueueURL, &o.Target.URL, "")
 	fs.StringVar(&c.bucket, "bucket", "", "ingest the object in `bucket` named by -key, instead of a notification")
 	fs.StringVar(&c.key, "key", "", "the object `key`, with -bucket")
@@ -100,24 +148,24 @@ func newIngestCmd(stderr io.Writer) *ingestCmd {
 	fs.logFlag()
 	fs.choice(settings.Format, "auto", "", func(v string) { o.Plan.Format = dataset.Format(v) })
 	fs.formatFlags(&o.Plan)
-	fs.choice(settings.PartitionColumns, "true", "", func(v string) { in.Partitions = recordjson.PartitionMode(v) })
-	fs.boolean(settings.FileMetadata, &in.FileMetadata, true, "")
-	fs.text(settings.GroupIDPartition, &in.GroupIDPartition, "")
+	fs.choice(settings.PartitionColumns, "true", "", func(v string) { enc.Partitions = recordjson.PartitionMode(v) })
+	fs.boolean(settings.FileMetadata, &enc.FileMetadata, true, "")
+	fs.text(settings.GroupIDPartition, &enc.GroupIDPartition, "")
 	var eventTypes string
 	fs.StringVar(&eventTypes, settings.EventTypes.Flag, "", settings.EventTypes.Doc)
 	fs.onCheck(settings.EventTypes.Flag, func() error {
 		var errs []error
-		if in.Filter.EventTypes, errs = awssetup.ParseEventTypes(eventTypes); len(errs) > 0 {
+		if c.filter.EventTypes, errs = awssetup.ParseEventTypes(eventTypes); len(errs) > 0 {
 			return errs[0]
 		}
 		return nil
 	})
-	fs.text(settings.KeyPrefix, &in.Filter.Prefix, "")
-	fs.text(settings.KeySuffix, &in.Filter.Suffix, "")
+	fs.text(settings.KeyPrefix, &c.filter.Prefix, "")
+	fs.text(settings.KeySuffix, &c.filter.Suffix, "")
 	fs.count(settings.MaxInFlight, &o.Send.MaxInFlight, sqsbatch.DefaultMaxInFlight, "")
 	fs.boolean(settings.FixedInFlight, &o.Send.FixedInFlight, false, "")
-	fs.count(settings.ReadConcurrency, &in.ReadConcurrency, ingesthandler.DefaultReadConcurrency, "")
-	fs.BoolVar(&in.FailBadRecords, "fail-bad-records", false, "report a notification failed when a record cannot be read (ON_BAD_RECORD=fail)")
+	fs.count(settings.ReadConcurrency, &c.send.Concurrency, engine.DefaultReadConcurrency, "")
+	fs.BoolVar(&c.send.FailBadRecords, "fail-bad-records", false, "report a notification failed when a record cannot be read (ON_BAD_RECORD=fail)")
 	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
 	return c
 }
@@ -163,7 +211,9 @@ func (c *ingestCmd) event(ctx context.Context, s3c *s3.Client, stdin io.Reader) 
 		if err != nil {
 			return events.SQSEvent{}, err
 		}
-		payload = ingesthandler.CreatedNotification(obj, time.Now())
+		if payload, err = (s3event.Encoder{}).Encode(obj.Created(time.Now())); err != nil {
+			return events.SQSEvent{}, err
+		}
 	} else {
 		src := stdin
 		if c.flags.NArg() == 1 {
@@ -200,9 +250,9 @@ func (c *ingestCmd) failures() *lazyFile {
 
 // finish writes the invocation's account on stderr and returns the exit
 // code.
-func (c *ingestCmd) finish(stderr io.Writer, resp events.SQSEventResponse, sum ingesthandler.Summary, err error, failures *lazyFile) int {
+func (c *ingestCmd) finish(stderr io.Writer, resp events.SQSEventResponse, t ingestTally, err error, failures *lazyFile) int {
 	fmt.Fprintf(stderr, "s3sqs ingest: %d messages (%d failed), %d objects, %d records read, %d sent, %d failed\n",
-		sum.Messages, sum.FailedMessages, sum.Objects, sum.Records, sum.RecordsSent, sum.RecordsFailed)
+		t.Messages, t.Failed, t.objects, t.read, t.sent, t.recordsFailed)
 	if failures != nil && failures.f != nil {
 		fmt.Fprintf(stderr, "s3sqs ingest: failed records are in %s\n", failures.path)
 	}
@@ -210,7 +260,7 @@ func (c *ingestCmd) finish(stderr io.Writer, resp events.SQSEventResponse, sum i
 		fmt.Fprintf(stderr, "s3sqs ingest: %v\n", c.queueError(err))
 		return 1
 	}
-	if len(resp.BatchItemFailures) > 0 || sum.RecordsFailed > 0 {
+	if len(resp.BatchItemFailures) > 0 || t.recordsFailed > 0 {
 		return 1
 	}
 	return 0

@@ -401,6 +401,16 @@ func TestIngest(t *testing.T) {
 		t.Errorf("failure file %s (%v): want the line that is not JSON at offset 9", data, err)
 	}
 
+	// A whole Lambda SQS event: the message that is not a notification
+	// fails, by its id; the object that is gone is skipped, not failed.
+	event := `{"Records":[{"messageId":"m-bad","eventSource":"aws:sqs","body":"not a notification"},` +
+		`{"messageId":"m-gone","eventSource":"aws:sqs","body":` + strconv.Quote(`{"Records":[`+record("events/gone.jsonl")+`]}`) + `}]}`
+	code, stdout, stderr = runCLI(t, event, "ingest", "-output-queue-url", out, "-s3-path-style")
+	if code != 1 || !strings.Contains(stdout, `"itemIdentifier": "m-bad"`) || strings.Contains(stdout, "m-gone") ||
+		!strings.Contains(stderr, "2 messages (1 failed), 1 objects, 0 records read") || !strings.Contains(stderr, "deleted before it was read") {
+		t.Errorf("ingest of an event: exit %d (want 1, m-bad failed, the object gone skipped)\n%s\n%s", code, stdout, stderr)
+	}
+
 	if code, _, stderr := runCLI(t, "", "ingest", "-bucket", "lake"); code != 2 || !strings.Contains(stderr, "-output-queue-url") {
 		t.Errorf("ingest without a queue: exit %d, %s", code, stderr)
 	}

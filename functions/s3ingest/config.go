@@ -48,7 +48,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	o.Send.ReplaceInvalidCharacters = env.Bool(s.ReplaceInvalidCharacters, false)
 	in.ReadConcurrency = env.Int(s.ReadConcurrency)
 	if in.ReadConcurrency == 0 {
-		in.ReadConcurrency = ingesthandler.DefaultReadConcurrency
+		in.ReadConcurrency = engine.DefaultReadConcurrency
 	}
 	o.ChunkConcurrency = in.ReadConcurrency
 

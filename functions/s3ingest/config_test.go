@@ -23,12 +23,12 @@ func TestLoadConfig(t *testing.T) {
 	defaults := config{
 		runner: engine.Options{
 			Target:           sqsbatch.Queue{URL: testQueue},
-			ChunkConcurrency: ingesthandler.DefaultReadConcurrency,
+			ChunkConcurrency: engine.DefaultReadConcurrency,
 		},
 		ingest: ingesthandler.Options{
 			Partitions:      recordjson.PartitionsString,
 			FileMetadata:    true,
-			ReadConcurrency: ingesthandler.DefaultReadConcurrency,
+			ReadConcurrency: engine.DefaultReadConcurrency,
 		},
 	}
 	tests := []struct {

@@ -50,8 +50,9 @@ func (r *Runner) notificationEntries(runID string, format string, s *taskSpec, f
 		// The run's own sequencer: a consumer that runs each notified
 		// version once (s3ingest's claims) takes a second replay as new,
 		// and a notification sent again by this run as the same.
-		body, err := enc.Encode(s3event.Object{Bucket: obj.Bucket, Key: obj.Key, Size: obj.Size, ETag: obj.ETag,
-			VersionID: obj.VersionID, Sequencer: s3event.RunSequencer(runID, int(rec.Offset)), EventTime: time.Now(), Region: r.opts.Region})
+		note := obj.Created(time.Now())
+		note.Sequencer, note.Region = s3event.RunSequencer(runID, int(rec.Offset)), r.opts.Region
+		body, err := enc.Encode(note)
 		if err != nil {
 			return sqsbatch.Entry{}, err
 		}

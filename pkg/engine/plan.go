@@ -11,7 +11,6 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
-	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -195,10 +194,10 @@ func listed(objs iter.Seq2[dataset.Object, error]) iter.Seq2[dataset.Listed, err
 	}
 }
 
-// Tasks plans obj into the chunk tasks of run runID, sent as ov says. It
+// tasks plans obj into the chunk tasks of run runID, sent as ov says. It
 // reads a CSV object's header or a Parquet object's footer. The tasks are
 // not chained: whoever runs them keeps the object's chunks in order.
-func (r *Runner) Tasks(ctx context.Context, runID string, obj dataset.Object, ov worktask.Overrides) ([]worktask.Task, error) {
+func (r *Runner) tasks(ctx context.Context, runID string, obj dataset.Object, ov worktask.Overrides) ([]worktask.Task, error) {
 	if err := ov.Validate(); err != nil {
 		return nil, fmt.Errorf("fanout: bad request: %w", err)
 	}
@@ -262,12 +261,6 @@ func (r *Runner) planner(ctx context.Context, runID string, ov worktask.Override
 		}
 		return tasks, len(chunks), nil
 	}, nil
-}
-
-// Target returns the sender of the configured target queue, for what a
-// caller sends there besides records, such as s3ingest's deletion events.
-func (r *Runner) Target(ctx context.Context) (*sqsbatch.Sender, error) {
-	return r.target(ctx, &worktask.Overrides{}, worktask.ModeRecord)
 }
 
 // Enqueue sends tasks to the work queue, such as the continuation of a task

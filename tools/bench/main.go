@@ -38,6 +38,7 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
@@ -256,8 +257,11 @@ func ingestRun(s3c *s3.Client, sqsc *sqs.Client, target string, send sqsbatch.Op
 			return 0, err
 		}
 		h := ingesthandler.New(r, ingesthandler.Options{Partitions: recordjson.PartitionsString, FileMetadata: true})
-		body := string(ingesthandler.CreatedNotification(obj, time.Now()))
-		ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", EventSource: "aws:sqs", Body: body}}}
+		body, err := s3event.Encoder{}.Encode(obj.Created(time.Now()))
+		if err != nil {
+			return 0, err
+		}
+		ev := events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m1", EventSource: "aws:sqs", Body: string(body)}}}
 		resp, sum, err := h.HandleSummary(ctx, ev)
 		if err == nil && (len(resp.BatchItemFailures) > 0 || sum.RecordsSent != int64(n)) {
 			err = fmt.Errorf("%d of %d records sent, %d messages failed", sum.RecordsSent, n, len(resp.BatchItemFailures))

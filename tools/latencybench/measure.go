@@ -23,9 +23,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
 )
 
 const (
@@ -127,8 +127,11 @@ func upload(ctx context.Context, c *s3.Client, o options) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m%d", k), EventSource: "aws:sqs",
-			Body: string(ingesthandler.CreatedNotification(obj, time.Now()))})
+		body, err := s3event.Encoder{}.Encode(obj.Created(time.Now()))
+		if err != nil {
+			return "", err
+		}
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m%d", k), EventSource: "aws:sqs", Body: string(body)})
 	}
 	b, err := json.Marshal(ev)
 	return string(b), err

@@ -15,7 +15,6 @@ import (
 	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/engine"
-	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -98,21 +97,18 @@ func TestDistributedMapRetryable(t *testing.T) {
 	store := fanoutstack.ClaimsStore(t)
 	h, _ := st.Handler(t, engine.Options{Claims: store}, nil)
 
-	planner, err := engine.New(t.Context(), st.S3, st.SQS, engine.Options{Target: sqsbatch.Queue{URL: st.Target}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	obj, err := dataset.Head(t.Context(), st.S3, "lake", "two.jsonl", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The item is pinned by its Etag, as a listing gives it, not by the
-	// version id the stand-in reports.
+	// version id the stand-in reports; it is one chunk.
 	obj.VersionID = ""
-	tasks, err := planner.Tasks(t.Context(), "exec-7", obj, worktask.Overrides{})
-	if err != nil || len(tasks) != 1 {
-		t.Fatalf("tasks %v (%v)", tasks, err)
+	chunks, err := dataset.NewPlanner(st.S3, dataset.PlanOptions{}).Plan(t.Context(), obj)
+	if err != nil || len(chunks) != 1 {
+		t.Fatalf("chunks %v (%v)", chunks, err)
 	}
+	tasks := []worktask.Task{{RunID: "exec-7", Chunk: chunks[0]}}
 	held, err := store.Acquire(t.Context(), engine.ClaimKey(tasks[0]), time.Now().Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)

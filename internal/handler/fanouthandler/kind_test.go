@@ -1,11 +1,9 @@
 package fanouthandler
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/s3sqs/s3sqs/pkg/engine"
-	"github.com/s3sqs/s3sqs/pkg/s3event"
 )
 
 func TestKindOf(t *testing.T) {
@@ -41,27 +39,5 @@ func TestBatchRunID(t *testing.T) {
 	}
 	if batchRunID("a b") == batchRunID("a c") {
 		t.Error("two job ids share a run id")
-	}
-}
-
-// TestNotifiedRunID checks the run ids of notified objects: one for
-// sequencers CompareSequencers calls equal, valid run ids whatever the
-// sequencer, and none when nothing tells the event from another.
-func TestNotifiedRunID(t *testing.T) {
-	obj := s3event.Object{Bucket: "lake", Key: "in/a.jsonl", ETag: "0123456789abcdef0123456789abcdef"}
-	with := func(seq string) s3event.Object { o := obj; o.Sequencer = seq; return o }
-	a, _ := notifiedRunID(with("617f08299329d189"))
-	b, _ := notifiedRunID(with("617F08299329D18900"))
-	if a != b {
-		t.Errorf("equal sequencers give %s and %s", a, b)
-	}
-	for _, seq := range []string{"", "0", "617f08299329d189", "../not a sequencer", strings.Repeat("F", 200)} {
-		id, ok := notifiedRunID(with(seq))
-		if err := engine.CheckRunID(id); !ok || err != nil {
-			t.Errorf("sequencer %q: run id %q, %v (%v)", seq, id, ok, err)
-		}
-	}
-	if id, ok := notifiedRunID(s3event.Object{Bucket: "lake", Key: "in/a.jsonl"}); ok {
-		t.Errorf("no version, ETag or sequencer: run id %q", id)
 	}
 }

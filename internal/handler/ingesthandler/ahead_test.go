@@ -89,7 +89,7 @@ func TestReadAhead(t *testing.T) {
 	if want := map[string]int{"a.jsonl": 1, "b.jsonl": 1, "c.jsonl": 2}; !cmp.Equal(gets, want) {
 		t.Errorf("GETs by key %v, want %v", gets, want)
 	}
-	if s := summaryOf(t, f.summary); s.Skipped[reasonNotFound] != 1 {
-		t.Errorf("summary skipped %v, want c as %s", s.Skipped, reasonNotFound)
+	if s := summaryOf(t, f.summary); s.Skipped[engine.SkipNotFound] != 1 {
+		t.Errorf("summary skipped %v, want c as %s", s.Skipped, engine.SkipNotFound)
 	}
 }

@@ -58,8 +58,8 @@ func TestClaimsNotificationOnce(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("repeated notification: %v, %v", resp.BatchItemFailures, err)
 	}
-	if s := summaryOf(t, f.summary); s.Skipped[reasonDone] != 1 || s.RecordsSent != 0 {
-		t.Errorf("repeated notification: summary %+v, want one object skipped as %s", s, reasonDone)
+	if s := summaryOf(t, f.summary); s.Skipped[engine.SkipDone] != 1 || s.RecordsSent != 0 {
+		t.Errorf("repeated notification: summary %+v, want one object skipped as %s", s, engine.SkipDone)
 	}
 	checkOutput(t, f.sqs, f.out, wantRecords(t, a))
 }
@@ -118,8 +118,8 @@ func TestClaimsInProgress(t *testing.T) {
 	if diff := cmp.Diff([]string{"m2"}, failures(resp)); diff != "" {
 		t.Errorf("batchItemFailures while the object is held (-want +got):\n%s", diff)
 	}
-	if s := summaryOf(t, f.summary); s.FailedBy[reasonInProgress] != 1 || s.RecordsSent != 0 {
-		t.Errorf("summary %+v, want one message failed as %s and nothing sent", s, reasonInProgress)
+	if s := summaryOf(t, f.summary); s.FailedBy[engine.FailInProgress] != 1 || s.RecordsSent != 0 {
+		t.Errorf("summary %+v, want one message failed as %s and nothing sent", s, engine.FailInProgress)
 	}
 	close(gate.open)
 	if err := <-done; err != nil {
@@ -130,8 +130,8 @@ func TestClaimsInProgress(t *testing.T) {
 	if err != nil || len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("retry: %v, %v", resp.BatchItemFailures, err)
 	}
-	if s := summaryOf(t, f.summary); s.Skipped[reasonDone] != 1 {
-		t.Errorf("retry: summary %+v, want the object skipped as %s", s, reasonDone)
+	if s := summaryOf(t, f.summary); s.Skipped[engine.SkipDone] != 1 {
+		t.Errorf("retry: summary %+v, want the object skipped as %s", s, engine.SkipDone)
 	}
 	checkOutput(t, f.sqs, f.out, wantRecords(t, a))
 }

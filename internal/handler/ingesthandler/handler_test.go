@@ -189,7 +189,7 @@ func TestHandleMissingSupersededAndPoisoned(t *testing.T) {
 		t.Errorf("failure %+v", fl)
 	}
 	s := summaryOf(t, f.summary)
-	if s.Skipped[reasonNotFound] != 1 || s.Skipped[reasonSuperseded] != 1 || s.Skipped["duplicate"] != 2 ||
+	if s.Skipped[engine.SkipNotFound] != 1 || s.Skipped[engine.SkipSuperseded] != 1 || s.Skipped["duplicate"] != 2 ||
 		s.RecordsFailed != 1 || s.ObjectsFailed != 0 || s.ObjectsDelivered != 2 || s.FailedMessages != 0 {
 		t.Errorf("summary %+v", s)
 	}
@@ -305,7 +305,7 @@ func TestHandleVersionedBucket(t *testing.T) {
 	}
 	// Each notification reads its own version, even the overwritten one.
 	checkOutput(t, f.sqs, f.out, wantRecords(t, v1, v2))
-	if s := summaryOf(t, f.summary); s.Skipped[reasonSuperseded] != 1 || s.ObjectsDelivered != 2 {
+	if s := summaryOf(t, f.summary); s.Skipped[engine.SkipSuperseded] != 1 || s.ObjectsDelivered != 2 {
 		t.Errorf("a deleted version is superseded; summary %+v", s)
 	}
 }

@@ -3,6 +3,8 @@ package ingesthandler
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -376,7 +378,7 @@ func summaryOf(t *testing.T, out *lockedBuffer) Summary {
 	}
 	if err := json.Unmarshal([]byte(lines[1]), &doc); err != nil || len(doc.AWS.CloudWatchMetrics) != 1 ||
 		doc.AWS.CloudWatchMetrics[0].Namespace != summary.Namespace || doc.Function != "s3ingest" ||
-		int(doc.Messages) != line.Summary.Messages || int(doc.NotFound) != line.Summary.Skipped[reasonNotFound] ||
+		int(doc.Messages) != line.Summary.Messages || int(doc.NotFound) != line.Summary.Skipped[engine.SkipNotFound] ||
 		int(doc.TooOld) != line.Summary.Skipped[s3event.SkipTooOld.String()] ||
 		int64(doc.RecSent) != line.Summary.RecordsSent || int64(doc.RecFailed) != line.Summary.RecordsFailed {
 		t.Errorf("EMF line does not match the summary (%v):\n%s\n%s", err, lines[0], lines[1])
@@ -407,4 +409,11 @@ func (l *lockedBuffer) Reset() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.b.Reset()
+}
+
+// deletionID is the record id of a deletion event, as the engine's
+// TestDeletionID pins it.
+func deletionID(obj s3event.Object) string {
+	sum := sha256.Sum256([]byte(obj.Bucket + "\x00" + obj.Key + "\x00" + obj.VersionID + "\x00" + obj.ETag + "\x00deleted\x00" + obj.Sequencer))
+	return hex.EncodeToString(sum[:16])
 }

@@ -20,25 +20,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 )
-
-// DefaultReadConcurrency is how many objects one invocation reads at once
-// from a standard queue's batch when Options.ReadConcurrency is zero. Eight
-// was the best setting of make bench-latency at 0, 20 and 50 ms, where four
-// reached 0.83x of it: with fewer reads the sender waits for records.
-const DefaultReadConcurrency = 8
 
 // Options configures a Handler. The zero value adds no partition fields
 // and no _file; the function's configuration sets both by default.
@@ -69,7 +60,7 @@ type Options struct {
 	// batch.
 	SkipGroupOnError bool
 	// ReadConcurrency is how many objects of a standard queue's batch are
-	// read at once; zero means DefaultReadConcurrency. A FIFO batch is
+	// read at once; zero means engine.DefaultReadConcurrency. A FIFO batch is
 	// read one message at a time, in order.
 	ReadConcurrency int
 	// HandoffBytes, when above zero, sends objects larger than it to the
@@ -88,34 +79,12 @@ type Options struct {
 	Now func() time.Time
 }
 
-// CreatedNotification returns the S3 event notification S3 sends when obj
-// is created at t, as an SQS message body names it: for replaying an
-// object through a Handler (the CLI, the benchmark).
-func CreatedNotification(obj dataset.Object, t time.Time) []byte {
-	type object struct {
-		Key       string `json:"key"`
-		Size      int64  `json:"size"`
-		ETag      string `json:"eTag,omitempty"`
-		VersionID string `json:"versionId,omitempty"`
-	}
-	rec := map[string]any{
-		"eventVersion": "2.1", "eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
-		"eventTime": t.UTC().Format("2006-01-02T15:04:05.000Z"),
-		"s3": map[string]any{
-			"bucket": map[string]string{"name": obj.Bucket},
-			// Keys in notifications are form-URL-encoded.
-			"object": object{Key: strings.ReplaceAll(url.QueryEscape(obj.Key), "%2F", "/"), Size: obj.Size, ETag: obj.ETag, VersionID: obj.VersionID},
-		},
-	}
-	b, _ := json.Marshal(map[string]any{"Records": []any{rec}})
-	return b
-}
-
 // Handler answers SQS events of S3 notifications. It is safe for
 // concurrent use: each call has its own state.
 type Handler struct {
 	runner *engine.Runner
 	opts   Options
+	send   engine.NotifiedOptions
 	proc   *partialbatch.Processor
 	log    *slog.Logger
 }
@@ -129,16 +98,13 @@ func New(runner *engine.Runner, opts Options) *Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.ReadConcurrency <= 0 {
-		opts.ReadConcurrency = DefaultReadConcurrency
-	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	opts.Filter.Now = opts.Now
 	proc := partialbatch.New(partialbatch.Options{SkipGroupOnError: opts.SkipGroupOnError, DeadlineMargin: opts.DeadlineMargin, Now: opts.Now})
-	return &Handler{runner: runner, opts: opts, proc: proc, log: log}
+	return &Handler{runner: runner, opts: opts, send: sendOptions(opts), proc: proc, log: log}
 }
 
 // Invoke is the Lambda entry point: it reads the payload as an SQS event
@@ -226,7 +192,7 @@ type invocation struct {
 
 	mu         sync.Mutex
 	result     partialbatch.Result
-	objects    []*objectRun
+	objects    []objectRun
 	testEvents int
 	failedBy   map[string]int
 	skipped    map[string]int

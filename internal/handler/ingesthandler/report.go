@@ -8,6 +8,7 @@ import (
 
 	"github.com/s3sqs/s3sqs/internal/runtime/emf"
 	"github.com/s3sqs/s3sqs/internal/runtime/summary"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 )
 
@@ -16,7 +17,7 @@ import (
 var skipReasons = []string{
 	s3event.SkipEventType.String(), s3event.SkipDeletion.String(), s3event.SkipPrefix.String(),
 	s3event.SkipSuffix.String(), s3event.SkipTooOld.String(), s3event.SkipDuplicate.String(),
-	reasonNotFound, reasonSuperseded, reasonDone,
+	engine.SkipNotFound, engine.SkipSuperseded, engine.SkipDone,
 }
 
 // Summary is what an invocation did, as its one JSON log line says.
@@ -74,19 +75,21 @@ func (inv *invocation) summarize() Summary {
 	}
 	for _, o := range inv.objects {
 		switch {
-		case o.skipped != "":
-			s.Skipped[o.skipped]++
-		case o.failed == "":
+		case o.Skipped != "":
+			s.Skipped[o.Skipped]++
+		case o.Failed == "":
 			s.ObjectsDelivered++
 		default:
 			s.ObjectsFailed++
 		}
-		if o.handoff {
+		if o.HandedOff {
 			s.ObjectsHandedOff++
-		} else {
-			s.Records += o.records
+			continue
 		}
-		s.Bytes += o.bytes
+		s.Records += o.RecordsRead
+		if o.Skipped == "" && o.Failed == "" {
+			s.Bytes += o.obj.Size
+		}
 	}
 	return s
 }

@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/s3sqs/s3sqs/pkg/engine"
 )
 
 const module = "github.com/s3sqs/s3sqs"
@@ -52,7 +55,10 @@ var rooms = []room{
 	{"runtime", []string{"internal/runtime/"}, []string{"leaf", "settings", "wire", "engine", "awssetup", "runtime"}},
 	{"handler", []string{"internal/handler/"}, []string{"leaf", "settings", "wire", "engine", "runtime", "reconcile"}},
 	{"redrive", []string{"internal/redrive"}, []string{"leaf", "settings", "wire", "engine"}},
-	{"bootstrap", []string{"functions/", "cmd/"}, []string{"leaf", "settings", "wire", "engine", "awssetup", "runtime", "handler", "redrive", "reconcile"}},
+	{"bootstrap", []string{"functions/"}, []string{"leaf", "settings", "wire", "engine", "awssetup", "runtime", "handler", "redrive", "reconcile"}},
+	// The CLI runs the engine itself: a Lambda handler translates Lambda's
+	// payloads, which the CLI does not get.
+	{"cli", []string{"cmd/"}, []string{"leaf", "settings", "wire", "engine", "awssetup", "redrive", "reconcile"}},
 	{"testenv", []string{"internal/testenv/"}, []string{"*"}},
 	{"tools", []string{"tools/"}, []string{"*"}},
 }
@@ -222,7 +228,7 @@ func TestRoomOf(t *testing.T) {
 		"internal/reconcile":             "reconcile",
 		"pkg/internal/ddbattr":           "leaf",
 		"pkg/settings":                   "settings",
-		"cmd/s3sqs":                      "bootstrap",
+		"cmd/s3sqs":                      "cli",
 	} {
 		r, _ := roomOf(path)
 		if r.name != want {
@@ -233,19 +239,43 @@ func TestRoomOf(t *testing.T) {
 
 // TestCLILinksNoLambdaRuntime walks the CLI's dependencies: s3sqs runs on a
 // laptop or a build host, so it shares the AWS start-up (internal/awssetup)
-// but links neither the functions' start-up (lambdaenv) nor aws-lambda-go's
-// runtime client. It writes the handlers' summary line, so it links that.
+// but links neither the functions' start-up and handlers nor aws-lambda-go's
+// runtime client.
 func TestCLILinksNoLambdaRuntime(t *testing.T) {
 	for _, p := range list(t) {
 		if p.ImportPath != module+"/cmd/s3sqs" {
 			continue
 		}
 		for _, dep := range p.Deps {
-			if dep == module+"/internal/runtime/lambdaenv" || dep == "github.com/aws/aws-lambda-go/lambda" {
+			if strings.HasPrefix(dep, module+"/internal/runtime/") || strings.HasPrefix(dep, module+"/internal/handler/") || dep == "github.com/aws/aws-lambda-go/lambda" {
 				t.Errorf("cmd/s3sqs links %s", dep)
 			}
 		}
 		return
 	}
 	t.Fatal("go list did not list cmd/s3sqs")
+}
+
+// TestRunnerHandsOutNoParts holds the engine's exported surface to calls
+// that run work: no method of *engine.Runner returns an interface (a
+// claims store, a client) or a pointer to another package's type (a
+// sender) that a caller could type-assert or drive behind the engine's
+// back, and there are at most ten of them.
+func TestRunnerHandsOutNoParts(t *testing.T) {
+	runner := reflect.TypeFor[*engine.Runner]()
+	errType := reflect.TypeFor[error]()
+	for i := range runner.NumMethod() {
+		m := runner.Method(i)
+		for out := range m.Type.Outs() {
+			switch {
+			case out.Kind() == reflect.Interface && out != errType:
+				t.Errorf("Runner.%s returns %s, an interface", m.Name, out)
+			case out.Kind() == reflect.Pointer && out.Elem().PkgPath() != runner.Elem().PkgPath():
+				t.Errorf("Runner.%s returns %s, a part of the engine", m.Name, out)
+			}
+		}
+	}
+	if n := runner.NumMethod(); n > 10 {
+		t.Errorf("*engine.Runner has %d exported methods, want at most 10", n)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/engine"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
 )
 
 // Where notifications go.
@@ -64,7 +65,11 @@ func (w *world) setUpNotify(ctx context.Context, opts engine.Options) error {
 		if n.Old {
 			at = at.Add(-8 * 24 * time.Hour)
 		}
-		body := string(ingesthandler.CreatedNotification(obj, at))
+		note, err := s3event.Encoder{}.Encode(obj.Created(at))
+		if err != nil {
+			return err
+		}
+		body := string(note)
 		w.sqs.Push(w.notes, &Message{ID: fmt.Sprintf("note-%d", w.sqs.nextSeq()), Body: body, Attributes: map[string]string{}})
 		if n.Twice {
 			w.sqs.Push(w.notes, &Message{ID: fmt.Sprintf("note-%d", w.sqs.nextSeq()), Body: body, Attributes: map[string]string{}})
