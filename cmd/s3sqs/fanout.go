@@ -224,23 +224,14 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*engine.Runner
 	if err != nil {
 		return nil, nil, err
 	}
-	o := &c.opts
-	if err := awssetup.CheckBuckets(ctx, s3c, awssetup.S3Output{Setting: "-failure-s3-uri", URI: o.FailureS3URI},
-		awssetup.S3Output{Setting: "-report-s3-uri", URI: o.ReportS3URI}, awssetup.S3Output{Setting: "-offload-s3-uri", URI: o.OffloadS3URI}); err != nil {
-		return nil, nil, err
-	}
 	var failures *lazyFile
 	if c.failureFile != "" {
 		failures = &lazyFile{path: c.failureFile}
 		c.opts.FailureWriter = failures
 	}
 	c.opts.Progress = &engine.Progress{}
-	c.opts.Region = s3c.Options().Region
 	c.opts.Logger = c.flags.logger(stderr)
-	if c.opts.Claims, c.opts.Runs, err = claimStores(ctx, c.claimsTable); err != nil {
-		return nil, failures, err
-	}
-	runner, err := engine.New(ctx, s3c, sqsc, c.opts)
+	runner, _, err := awssetup.NewRunner(ctx, s3c, sqsc, awssetup.RunnerConfig{Options: c.opts, ClaimsTable: c.claimsTable, RunState: true, Name: awssetup.Flag})
 	if err != nil {
 		return nil, failures, err
 	}

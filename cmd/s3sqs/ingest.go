@@ -57,9 +57,6 @@ func runIngest(ctx context.Context, args []string, s streams) int {
 	if err != nil {
 		return failed(err)
 	}
-	if err := awssetup.CheckBuckets(ctx, s3c, awssetup.S3Output{Setting: "-failure-s3-uri", URI: c.opts.FailureS3URI}, awssetup.S3Output{Setting: "-offload-s3-uri", URI: c.opts.OffloadS3URI}); err != nil {
-		return failed(err)
-	}
 	ev, err := c.event(ctx, s3c, stdin)
 	var open *os.PathError
 	switch {
@@ -74,7 +71,7 @@ func runIngest(ctx context.Context, args []string, s streams) int {
 	}
 	c.opts.Logger = c.flags.logger(stderr)
 	c.opts.ChunkConcurrency = c.send.Concurrency // as s3ingest's config does
-	runner, err := engine.New(ctx, s3c, sqsc, c.opts)
+	runner, _, err := awssetup.NewRunner(ctx, s3c, sqsc, awssetup.RunnerConfig{Options: c.opts, Name: awssetup.Flag})
 	if err != nil {
 		return failed(err)
 	}

@@ -79,24 +79,3 @@ func (rf *runFlags) get(ctx context.Context, runs *runstate.Table) (runstate.Run
 	}
 	return run, nil
 }
-
-// claimStores returns the claims store and the runs of table, or nils
-// when table is "": with it, the CLI's runs are watched and steered as
-// the functions' are, and its planning adds the tasks it queues to the
-// run's counters.
-func claimStores(ctx context.Context, table string) (claims.Store, *runstate.Table, error) {
-	if table == "" {
-		return nil, nil, nil
-	}
-	ddb, err := awssetup.DynamoDB(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	store := claims.NewTable(ddb, table, claims.TableOptions{})
-	// Before anything is sent: a mistyped name found at the first claim
-	// would leave the records read by then nowhere.
-	if err := store.Check(ctx); err != nil {
-		return nil, nil, fmt.Errorf("-claims-table: %w", err)
-	}
-	return store, runstate.NewTable(ddb, table, runstate.TableOptions{}), nil
-}

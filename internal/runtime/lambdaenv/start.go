@@ -1,7 +1,6 @@
 package lambdaenv
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,21 +22,8 @@ import (
 	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/engine"
-	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 )
-
-// claimsStore returns the claims store in table, and the client it reads
-// it with, after one read that shows the table is there and readable, so
-// that a wrong name or a missing permission fails at init.
-func claimsStore(ctx context.Context, cfg aws.Config, table string, ttl time.Duration) (*claims.Table, *dynamodb.Client, error) {
-	client := dynamodb.NewFromConfig(cfg)
-	store := claims.NewTable(client, table, claims.TableOptions{TTL: ttl})
-	if err := store.Check(ctx); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", settings.ClaimsTable.Env, err)
-	}
-	return store, client, nil
-}
 
 // Function is what a function's start-up needs from its configuration.
 type Function struct {
@@ -115,10 +101,10 @@ func Start(fn Function, cfgErr error, handler func(Parts) func(context.Context, 
 	lambda.Start(tr.Handler(fn.Name, handler(parts)))
 }
 
-// newRunner builds the claims store when fn has a table, and the runner,
-// whose queues it resolves.
+// newRunner builds the runner and its claims store (see
+// awssetup.NewRunner), and says what running without a claims table
+// means.
 func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Client, fn Function, log *slog.Logger) (*engine.Runner, *claims.Table, error) {
-	var store *claims.Table
 	if fn.ClaimsTable == "" {
 		log.Info("no " + settings.ClaimsTable.Env + ": tasks and notifications run at least once, and one delivered twice sends its records twice")
 		if fn.RunState && fn.Runner.MaxRate > 0 && fn.Runner.WorkQueueURL != "" {
@@ -128,33 +114,14 @@ func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Cl
 			log.Info("no " + settings.ClaimsTable.Env + ": a queued run has no failure budget (" + settings.MaxFailures.Env + "), since its invocations cannot share its counts; a run sent in one invocation has its own")
 		}
 	} else {
-		var client *dynamodb.Client
-		var err error
-		if store, client, err = claimsStore(ctx, cfg, fn.ClaimsTable, fn.ClaimsTTL); err != nil {
-			return nil, nil, err
-		}
-		fn.Runner.Claims = store
-		if fn.RunState {
-			fn.Runner.Runs = runstate.NewTable(client, fn.ClaimsTable, runstate.TableOptions{})
-		}
 		log.Info("each task and notified object version runs once", "claimsTable", fn.ClaimsTable)
 	}
 	fn.Runner.Logger = log
-	if err := awssetup.CheckBuckets(ctx, s3c, awssetup.S3Output{Setting: settings.FailureS3URI.Env, URI: fn.Runner.FailureS3URI},
-		awssetup.S3Output{Setting: settings.ReportS3URI.Env, URI: fn.Runner.ReportS3URI},
-		awssetup.S3Output{Setting: settings.OffloadS3URI.Env, URI: fn.Runner.OffloadS3URI}); err != nil {
-		return nil, nil, err
+	runner, store, err := awssetup.NewRunner(ctx, s3c, sqsc, awssetup.RunnerConfig{Options: fn.Runner, ClaimsTable: fn.ClaimsTable, ClaimsTTL: fn.ClaimsTTL,
+		RunState: fn.RunState, DynamoDB: dynamodb.NewFromConfig(cfg), Name: awssetup.Variable})
+	var qe *engine.QueueError
+	if errors.As(err, &qe) && fn.QueueVariable != nil {
+		err = awssetup.QueueError(fn.QueueVariable(qe.Role), qe.Queue, qe.Err)
 	}
-	// Notification mode names the region the function runs in, its
-	// buckets' (the SDK's, from Lambda's AWS_REGION).
-	fn.Runner.Region = cmp.Or(fn.Runner.Region, cfg.Region)
-	runner, err := engine.New(ctx, s3c, sqsc, fn.Runner)
-	if err != nil {
-		var qe *engine.QueueError
-		if errors.As(err, &qe) && fn.QueueVariable != nil {
-			err = awssetup.QueueError(fn.QueueVariable(qe.Role), qe.Queue, qe.Err)
-		}
-		return nil, nil, err
-	}
-	return runner, store, nil
+	return runner, store, err
 }

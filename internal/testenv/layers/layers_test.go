@@ -46,9 +46,10 @@ var rooms = []room{
 	{"wire", []string{"pkg/worktask"}, []string{"leaf", "settings"}},
 	{"engine", []string{"pkg/engine"}, []string{"leaf", "settings", "wire"}},
 	// awssetup is the start-up that the CLI shares with the functions
-	// (clients, the words for a queue that cannot be used), apart from the
-	// Lambda runtime so that the CLI links none of it.
-	{"awssetup", []string{"internal/awssetup"}, []string{"leaf"}},
+	// (clients, the one constructor of a Runner, the words for a queue
+	// that cannot be used), apart from the Lambda runtime so that the CLI
+	// links none of it.
+	{"awssetup", []string{"internal/awssetup"}, []string{"leaf", "settings", "engine"}},
 	// reconcile compares a listing with s3ingest's markers, for the CLI and
 	// fanout's handler alike.
 	{"reconcile", []string{"internal/reconcile"}, []string{"leaf"}},
