@@ -225,3 +225,57 @@ func (r *Runner) countPlanned(pr *planRun, p planned) {
 		pg.TasksPlanned.Add(int64(len(p.tasks)))
 	}
 }
+
+// planner returns the function that plans an object of run runID into
+// tasks, with the chunk size and format ov gives, or the runner's, and
+// the number of chunks. With chain set and a FIFO target, an object of
+// several chunks is one chained task (see worktask.Chain), so that its
+// records reach their groups in the object's order.
+func (r *Runner) planner(ctx context.Context, runID string, ov worktask.Overrides, chain bool) (func(context.Context, dataset.Object) ([]worktask.Task, int, error), error) {
+	carry := &ov // every task of the object carries the same overrides
+	if chain {
+		sender, _, err := r.sender(ctx, &ov)
+		if err != nil {
+			return nil, err
+		}
+		chain = sender.FIFO()
+	}
+	opts := r.opts.Plan
+	if ov.Format != "" {
+		opts.Format = ov.Format
+	}
+	if n := ov.ChunkSize.Value(); n > 0 {
+		opts.ChunkSize = n
+	}
+	planner := dataset.NewPlanner(r.s3, opts)
+	notify := r.notifyModeOf(&ov)
+	return func(ctx context.Context, obj dataset.Object) ([]worktask.Task, int, error) {
+		if notify {
+			return []worktask.Task{{RunID: runID, Chunk: notificationChunk(obj), Overrides: carry}}, 1, nil
+		}
+		chunks, err := planner.Plan(ctx, obj)
+		if _, ok := unreadable(err, ov.Ingest != nil); ok {
+			// Planning read the object and met what no retry fixes (a
+			// corrupt Parquet footer or compressed CSV header, an object
+			// changed since it was listed): it becomes one task for the
+			// whole object, whose read meets the same error and puts the
+			// object on the failure output with the reason, instead of
+			// ending the run.
+			chunks, err = []dataset.Chunk{planner.Whole(obj)}, nil
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if chain && len(chunks) > 1 {
+			first := chunks[0]
+			t := worktask.Task{RunID: runID, Chunk: first, Overrides: carry,
+				Chain: &worktask.Chain{Step: first.End - first.Start, Total: chunks[len(chunks)-1].End}}
+			return []worktask.Task{t}, len(chunks), nil
+		}
+		tasks := make([]worktask.Task, len(chunks))
+		for i, c := range chunks {
+			tasks[i] = worktask.Task{RunID: runID, Chunk: c, Overrides: carry}
+		}
+		return tasks, len(chunks), nil
+	}, nil
+}

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"cmp"
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
@@ -77,3 +80,37 @@ func overridesOf(ov *worktask.Overrides) worktask.Overrides {
 	}
 	return *ov
 }
+
+// errVersionsMode refuses a request for every version in another mode than
+// notification's: record and chunk mode read an object's current version.
+var errVersionsMode = errors.New("versions replays every version of each key as notifications: it needs mode notification")
+
+// validate gives req the runner's filters when it sets none of its own
+// (see Options.Filters), and reports what req.Validate does, and a request
+// for every version in a run that is not in notification mode by the
+// runner's mode, or, on a FIFO target, with filters that could leave
+// versions out of the middle of a key's history.
+func (r *Runner) validate(ctx context.Context, req *Request) error {
+	if req.Filters.IsZero() {
+		req.Filters = r.opts.Filters
+	}
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	if req.Versions && !r.notifyModeOf(&req.Overrides) {
+		return errVersionsMode
+	}
+	if f := req.Filters; req.Versions && (f.MinSize > 0 || f.MaxSize > 0 || len(f.StorageClasses) > 0) {
+		// A FIFO target gets one task per key, which announces a run of
+		// consecutive versions (see versionTasks).
+		if sender, _, err := r.sender(ctx, &req.Overrides); err != nil || sender.FIFO() {
+			return cmp.Or(err, errVersionsGaps)
+		}
+	}
+	return nil
+}
+
+// errVersionsGaps refuses the filters by size and storage class of a
+// replay of every version to a FIFO queue.
+var errVersionsGaps = errors.New("versions to a FIFO target announces each key's versions as one run, in order, which minSize, maxSize and storageClasses could cut in the middle: " +
+	"filter the versions by modifiedAfter and modifiedBefore, or replay them to a standard queue")
