@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,9 +89,10 @@ type ingestTally struct {
 }
 
 // ingest sends the objects of ev's notifications as s3ingest does, and
-// answers as it would: a message fails when it is not a notification or
-// one of its objects was not delivered (on a FIFO queue, with the later
-// messages of the batch).
+// answers as it would: a message fails, with its reason logged, when it
+// is not a notification or one of its objects was not delivered (on a
+// FIFO queue, with the later messages of the batch); the objects of a
+// message that failed to parse are left to its retry.
 func (c *ingestCmd) ingest(ctx context.Context, runner *engine.Runner, ev events.SQSEvent) (events.SQSEventResponse, ingestTally, error) {
 	var t ingestTally
 	resp, res, err := partialbatch.New(partialbatch.Options{}).Process(ctx, ev, func(ctx context.Context, msgs []events.SQSMessage) []error {
@@ -99,27 +101,38 @@ func (c *ingestCmd) ingest(ctx context.Context, runner *engine.Runner, ev events
 		index := map[string]int{}
 		for i, m := range msgs {
 			in[i] = s3event.Message{ID: m.MessageId, Body: m.Body}
-			index[m.MessageId] = i
+			if _, dup := index[m.MessageId]; !dup {
+				index[m.MessageId] = i
+			}
 		}
 		res := c.filter.Apply(in)
 		for _, f := range res.Failed {
-			errs[index[f.MessageID]] = f.Err
+			errs[index[f.MessageID]] = cmp.Or(errs[index[f.MessageID]], f.Err)
+		}
+		var items []s3event.Item
+		for _, it := range res.Accepted {
+			if errs[index[it.MessageID]] == nil {
+				items = append(items, it)
+			}
 		}
 		o := c.send
 		if len(msgs) == 1 && (msgs[0].Attributes["MessageGroupId"] != "" || strings.HasSuffix(msgs[0].EventSourceARN, ".fifo")) {
 			o.Concurrency = 1 // a FIFO message's objects, in order
 		}
-		for j, r := range runner.RunNotified(ctx, res.Accepted, o) {
+		for j, r := range runner.RunNotified(ctx, items, o) {
 			t.objects++
 			if !r.HandedOff {
 				t.read, t.sent, t.recordsFailed = t.read+r.RecordsRead, t.sent+r.RecordsSent, t.recordsFailed+r.RecordsFailed
 			}
-			if i := index[res.Accepted[j].MessageID]; r.Failed != "" && errs[i] == nil {
-				errs[i] = fmt.Errorf("%s: %s: %w", dataset.Notified(res.Accepted[j].Object).URI(), r.Failed, r.Err)
+			if i := index[items[j].MessageID]; r.Failed != "" && errs[i] == nil {
+				errs[i] = fmt.Errorf("%s: %s: %w", dataset.Notified(items[j].Object).URI(), r.Failed, r.Err)
 			}
 		}
 		return errs
 	})
+	for _, f := range res.Failures {
+		c.opts.Logger.WarnContext(ctx, "message reported as failed", "messageId", f.MessageID, "reason", f.Reason, "err", f.Err)
+	}
 	t.Result = res
 	return resp, t, err
 }

@@ -407,7 +407,8 @@ func TestIngest(t *testing.T) {
 		`{"messageId":"m-gone","eventSource":"aws:sqs","body":` + strconv.Quote(`{"Records":[`+record("events/gone.jsonl")+`]}`) + `}]}`
 	code, stdout, stderr = runCLI(t, event, "ingest", "-output-queue-url", out, "-s3-path-style")
 	if code != 1 || !strings.Contains(stdout, `"itemIdentifier": "m-bad"`) || strings.Contains(stdout, "m-gone") ||
-		!strings.Contains(stderr, "2 messages (1 failed), 1 objects, 0 records read") || !strings.Contains(stderr, "deleted before it was read") {
+		!strings.Contains(stderr, "2 messages (1 failed), 1 objects, 0 records read") || !strings.Contains(stderr, "deleted before it was read") ||
+		!strings.Contains(stderr, "message reported as failed") || !strings.Contains(stderr, "m-bad") {
 		t.Errorf("ingest of an event: exit %d (want 1, m-bad failed, the object gone skipped)\n%s\n%s", code, stdout, stderr)
 	}
 

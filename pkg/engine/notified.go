@@ -74,7 +74,7 @@ type NotifiedOptions struct {
 	// =fail); by default such records go to the failure output.
 	FailBadRecords bool
 	// Concurrency is how many objects are read (or runs sent) at once;
-	// zero means DefaultReadConcurrency.
+	// zero or less means DefaultReadConcurrency.
 	Concurrency int
 }
 
@@ -104,7 +104,9 @@ type ObjectResult struct {
 // delivered, skipped or failed (see ObjectResult).
 func (r *Runner) RunNotified(ctx context.Context, items []s3event.Item, o NotifiedOptions) []ObjectResult {
 	out := make([]ObjectResult, len(items))
-	o.Concurrency = cmp.Or(o.Concurrency, DefaultReadConcurrency)
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultReadConcurrency
+	}
 	if o.Ingest == nil {
 		var g errgroup.Group
 		g.SetLimit(o.Concurrency)
@@ -364,11 +366,13 @@ func (n *notified) mark(ctx context.Context) {
 		return
 	}
 	ctx = partialbatch.SendContext(ctx)
-	// Written as the objects were read, Concurrency at once, so that a
-	// batch's markers cost one round trip to DynamoDB per Concurrency
-	// objects, not one per object.
+	// Written several at once, as many as the objects read at once, so
+	// that a batch's markers cost one round trip to DynamoDB per
+	// Concurrency objects, not one per object; markers have no order, so
+	// a FIFO message's objects, read one at a time, have theirs written as
+	// a standard batch's are.
 	var g errgroup.Group
-	g.SetLimit(n.o.Concurrency)
+	g.SetLimit(max(n.o.Concurrency, DefaultReadConcurrency))
 	for i, it := range n.items {
 		if res := n.out[i]; it.Object.Deletion || res.Failed != "" || (res.Skipped != "" && res.Skipped != SkipDone) {
 			continue

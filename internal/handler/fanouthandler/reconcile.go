@@ -58,7 +58,7 @@ func decodeReconcile(payload []byte) (reconcile.Request, error) {
 func (h *Handler) HandleReconcile(ctx context.Context, req reconcile.Request) (reconcile.Report, error) {
 	ro := h.opts.Reconcile
 	switch {
-	case ro.S3 == nil || ro.SQS == nil:
+	case ro.S3 == nil || (!req.DryRun && ro.SQS == nil):
 		return reconcile.Report{}, errors.New("fanout: reconcile: not set up in this function")
 	case ro.Ingested == nil:
 		return reconcile.Report{}, fmt.Errorf("fanout: reconcile needs %s, the claims table s3ingest writes", settings.ClaimsTable.Env)

@@ -135,7 +135,8 @@ func (h *Handler) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEve
 }
 
 // HandleSummary is Handle that also returns the invocation's summary, as
-// its log line writes it, for callers such as the CLI that act on it.
+// its log line writes it, for callers that act on it, such as the
+// benchmarks.
 func (h *Handler) HandleSummary(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, Summary, error) {
 	inv := &invocation{h: h, start: h.opts.Now(), failedBy: map[string]int{}, skipped: map[string]int{}}
 	resp, res, err := h.proc.Process(ctx, ev, inv.messages)

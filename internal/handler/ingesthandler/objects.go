@@ -73,10 +73,11 @@ func (inv *invocation) messages(ctx context.Context, msgs []events.SQSMessage) [
 	if len(msgs) == 1 && (msgs[0].Attributes["MessageGroupId"] != "" || strings.HasSuffix(msgs[0].EventSourceARN, ".fifo")) {
 		o.Concurrency = 1
 	}
+	results := h.runner.RunNotified(ctx, items, o)
 	objs := make([]objectRun, len(items))
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
-	for j, r := range h.runner.RunNotified(ctx, items, o) {
+	for j, r := range results {
 		obj := &objs[j]
 		*obj = objectRun{msg: index[items[j].MessageID], obj: items[j].Object, ObjectResult: r}
 		if r.HandedOff {
