@@ -11,7 +11,10 @@ import (
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/engine"
+	"github.com/s3sqs/s3sqs/pkg/recordjson"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // This example sends every record of the JSON Lines objects under a prefix
@@ -62,4 +65,36 @@ func ExampleRunner_Run_queue() {
 		log.Fatal(err)
 	}
 	fmt.Printf("run %s: %d tasks queued for %d objects\n", rep.RunID, rep.TasksQueued, rep.Objects)
+}
+
+// This example sends the records of the objects an SQS message of S3
+// notifications names, as s3ingest does: with the key's partition values
+// and the _file object, and says what became of each object.
+func ExampleRunner_RunNotified() {
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	r, err := engine.New(ctx, s3.NewFromConfig(cfg), sqs.NewFromConfig(cfg), engine.Options{
+		Target: sqsbatch.Queue{URL: "https://sqs.eu-west-1.amazonaws.com/111122223333/events"},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	body := `{"Records":[{"eventSource":"aws:s3","eventName":"ObjectCreated:Put","eventTime":"2026-12-05T10:00:00.000Z",` +
+		`"s3":{"bucket":{"name":"lake"},"object":{"key":"events/date%3D2026-12-05/a.jsonl","size":2048,"eTag":"9b2cf535f27731c974343645a3985328"}}}]}`
+	res := s3event.Filter{}.Apply([]s3event.Message{{ID: "m-1", Body: body}})
+	enc := &worktask.IngestEncoding{Partitions: recordjson.PartitionsString, FileMetadata: true}
+	for i, o := range r.RunNotified(ctx, res.Accepted, engine.NotifiedOptions{Ingest: enc}) {
+		obj := res.Accepted[i].Object
+		switch {
+		case o.Failed != "":
+			fmt.Printf("%s/%s failed (%s): %v; its message must come back\n", obj.Bucket, obj.Key, o.Failed, o.Err)
+		case o.Skipped != "":
+			fmt.Printf("%s/%s skipped: %s\n", obj.Bucket, obj.Key, o.Skipped)
+		default:
+			fmt.Printf("%s/%s: %d records sent\n", obj.Bucket, obj.Key, o.RecordsSent)
+		}
+	}
 }
