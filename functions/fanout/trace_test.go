@@ -17,7 +17,8 @@ import (
 
 // TestTracing runs a request through the Lambda runtime API with
 // TRACING=stdout: one trace holds the invocation's span, a span per chunk
-// task, and the AWS calls under them (GetObject under its task,
+// task, and the AWS calls under them (GetObject under its task, or, opened
+// ahead of its task, under the task whose read opened it;
 // SendMessageBatch under the invocation).
 func TestTracing(t *testing.T) {
 	sqsEndpoint, s3URL, s3c, sqsc := e2eStack(t)
@@ -33,7 +34,10 @@ func TestTracing(t *testing.T) {
 	}
 	fn := startFanout(t, rie.Build(t, "./functions/fanout"),
 		"AWS_ENDPOINT_URL_SQS="+sqsEndpoint, "AWS_ENDPOINT_URL_S3="+s3URL, settings.S3PathStyle.Env+"=true",
-		settings.TargetQueueURL.Env+"="+target, settings.Tracing.Env+"=stdout", "AWS_LAMBDA_FUNCTION_TIMEOUT=60")
+		settings.TargetQueueURL.Env+"="+target, settings.Tracing.Env+"=stdout", "AWS_LAMBDA_FUNCTION_TIMEOUT=60",
+		// One chunk at a time: the first task's read opens the second's
+		// first GET ahead, every time, which must be under a task too.
+		settings.ChunkConcurrency.Env+"=1")
 	if _, err := fn.Invoke(t.Context(), map[string]any{"bucket": "lake", "prefix": "traced/"}); err != nil {
 		t.Fatalf("request: %v\n%s", err, fn.Logs())
 	}

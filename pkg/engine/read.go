@@ -59,9 +59,6 @@ func (r *Runner) read(work, readCtx context.Context, s *taskSpec, group int, pip
 	tr := newTaskRun(s, group)
 	tr.started = true
 	rd := &reader{r: r, tr: tr, work: work, readCtx: readCtx, pipe: pipe, next: s.from, client: r.s3}
-	if c := s.ahead.start(work, readCtx, group); c != nil {
-		rd.client = c
-	}
 	defer s.ahead.done(group)
 	if s.chunkMax > 0 {
 		rd.packer = &chunkPacker{obj: s.task.Chunk.Object, max: s.chunkMax, fifo: s.sender.FIFO(), group: s.group}
@@ -76,6 +73,11 @@ func (r *Runner) read(work, readCtx context.Context, s *taskSpec, group int, pip
 	defer stopIO(nil)
 	ioCtx, end := rd.span(ioCtx)
 	defer end()
+	// The GETs this read opens ahead for the next tasks end with readCtx,
+	// and their spans are under this task's: theirs have not begun.
+	if c := s.ahead.start(work, trace.ContextWithSpan(readCtx, trace.SpanFromContext(ioCtx)), group); c != nil {
+		rd.client = c
+	}
 	rd.ioCtx = ioCtx
 	defer context.AfterFunc(work, func() { stopIO(context.Cause(work)) })()
 	if rd.records(ioCtx) == stop && rd.packer != nil && rd.packer.n > 0 {
