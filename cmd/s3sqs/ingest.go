@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -116,7 +115,7 @@ func (c *ingestCmd) ingest(ctx context.Context, runner *engine.Runner, ev events
 			}
 		}
 		o := c.send
-		if len(msgs) == 1 && (msgs[0].Attributes["MessageGroupId"] != "" || strings.HasSuffix(msgs[0].EventSourceARN, ".fifo")) {
+		if partialbatch.IsFIFO(msgs) {
 			o.Concurrency = 1 // a FIFO message's objects, in order
 		}
 		for j, r := range runner.RunNotified(ctx, items, o) {

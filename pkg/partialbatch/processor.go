@@ -159,7 +159,7 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent, h Handler) 
 
 	msgs := ev.Records
 	out := make([]MessageFailure, len(msgs)) // Reason "" means success
-	fifo := isFIFO(msgs)
+	fifo := IsFIFO(msgs)
 	if fifo {
 		p.runFIFO(work, msgs, h, out)
 	} else {
@@ -168,8 +168,10 @@ func (p *Processor) Process(ctx context.Context, ev events.SQSEvent, h Handler) 
 	return respond(msgs, fifo, out)
 }
 
-// isFIFO reports whether msgs come from a FIFO queue.
-func isFIFO(msgs []events.SQSMessage) bool {
+// IsFIFO reports whether msgs come from a FIFO queue, as Process tells: a
+// Handler of a FIFO batch, which Process calls one message at a time, reads
+// that message's objects in order too.
+func IsFIFO(msgs []events.SQSMessage) bool {
 	return slices.ContainsFunc(msgs, func(m events.SQSMessage) bool {
 		return m.Attributes["MessageGroupId"] != "" || strings.HasSuffix(m.EventSourceARN, ".fifo")
 	})

@@ -3,7 +3,6 @@ package ingesthandler
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -70,7 +69,7 @@ func (inv *invocation) messages(ctx context.Context, msgs []events.SQSMessage) [
 	}
 	// A FIFO source's message is read one object at a time, in order.
 	o := h.send
-	if len(msgs) == 1 && (msgs[0].Attributes["MessageGroupId"] != "" || strings.HasSuffix(msgs[0].EventSourceARN, ".fifo")) {
+	if partialbatch.IsFIFO(msgs) {
 		o.Concurrency = 1
 	}
 	results := h.runner.RunNotified(ctx, items, o)
