@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +26,6 @@ import (
 type ingestCmd struct {
 	flags                  *cmdFlags
 	opts                   engine.Options
-	filter                 s3event.Filter
 	send                   engine.NotifiedOptions
 	bucket, key, versionID string
 	failureFile            string
@@ -88,43 +86,29 @@ type ingestTally struct {
 }
 
 // ingest sends the objects of ev's notifications as s3ingest does, and
-// answers as it would: a message fails, with its reason logged, when it
-// is not a notification or one of its objects was not delivered (on a
-// FIFO queue, with the later messages of the batch); the objects of a
-// message that failed to parse are left to its retry.
+// answers as it would (see engine.Runner.RunNotified): a message fails,
+// with its reason logged, when it is not a notification, a record of it
+// cannot be read or one of its objects was not delivered (on a FIFO queue,
+// with the later messages of the batch).
 func (c *ingestCmd) ingest(ctx context.Context, runner *engine.Runner, ev events.SQSEvent) (events.SQSEventResponse, ingestTally, error) {
 	var t ingestTally
 	resp, res, err := partialbatch.New(partialbatch.Options{}).Process(ctx, ev, func(ctx context.Context, msgs []events.SQSMessage) []error {
-		errs := make([]error, len(msgs))
 		in := make([]s3event.Message, len(msgs))
-		index := map[string]int{}
 		for i, m := range msgs {
 			in[i] = s3event.Message{ID: m.MessageId, Body: m.Body}
-			if _, dup := index[m.MessageId]; !dup {
-				index[m.MessageId] = i
-			}
-		}
-		res := c.filter.Apply(in)
-		for _, f := range res.Failed {
-			errs[index[f.MessageID]] = cmp.Or(errs[index[f.MessageID]], f.Err)
-		}
-		var items []s3event.Item
-		for _, it := range res.Accepted {
-			if errs[index[it.MessageID]] == nil {
-				items = append(items, it)
-			}
 		}
 		o := c.send
 		if partialbatch.IsFIFO(msgs) {
 			o.Concurrency = 1 // a FIFO message's objects, in order
 		}
-		for j, r := range runner.RunNotified(ctx, items, o) {
-			t.objects++
-			if !r.HandedOff {
-				t.read, t.sent, t.recordsFailed = t.read+r.RecordsRead, t.sent+r.RecordsSent, t.recordsFailed+r.RecordsFailed
-			}
-			if i := index[items[j].MessageID]; r.Failed != "" && errs[i] == nil {
-				errs[i] = fmt.Errorf("%s: %s: %w", dataset.Notified(items[j].Object).URI(), r.Failed, r.Err)
+		errs := make([]error, len(msgs))
+		for i, m := range runner.RunNotified(ctx, in, o).Messages {
+			errs[i] = m.Err
+			for _, r := range m.Objects {
+				t.objects++
+				if !r.HandedOff {
+					t.read, t.sent, t.recordsFailed = t.read+r.RecordsRead, t.sent+r.RecordsSent, t.recordsFailed+r.RecordsFailed
+				}
 			}
 		}
 		return errs
@@ -164,13 +148,13 @@ func newIngestCmd(stderr io.Writer) *ingestCmd {
 	fs.StringVar(&eventTypes, settings.EventTypes.Flag, "", settings.EventTypes.Doc)
 	fs.onCheck(settings.EventTypes.Flag, func() error {
 		var errs []error
-		if c.filter.EventTypes, errs = awssetup.ParseEventTypes(eventTypes); len(errs) > 0 {
+		if c.send.Filter.EventTypes, errs = awssetup.ParseEventTypes(eventTypes); len(errs) > 0 {
 			return errs[0]
 		}
 		return nil
 	})
-	fs.text(settings.KeyPrefix, &c.filter.Prefix, "")
-	fs.text(settings.KeySuffix, &c.filter.Suffix, "")
+	fs.text(settings.KeyPrefix, &c.send.Filter.Prefix, "")
+	fs.text(settings.KeySuffix, &c.send.Filter.Suffix, "")
 	fs.count(settings.MaxInFlight, &o.Send.MaxInFlight, sqsbatch.DefaultMaxInFlight, "")
 	fs.boolean(settings.FixedInFlight, &o.Send.FixedInFlight, false, "")
 	fs.count(settings.ReadConcurrency, &c.send.Concurrency, engine.DefaultReadConcurrency, "")

@@ -84,17 +84,21 @@ func ExampleRunner_RunNotified() {
 	}
 	body := `{"Records":[{"eventSource":"aws:s3","eventName":"ObjectCreated:Put","eventTime":"2026-12-05T10:00:00.000Z",` +
 		`"s3":{"bucket":{"name":"lake"},"object":{"key":"events/date%3D2026-12-05/a.jsonl","size":2048,"eTag":"9b2cf535f27731c974343645a3985328"}}}]}`
-	res := s3event.Filter{}.Apply([]s3event.Message{{ID: "m-1", Body: body}})
 	enc := &worktask.IngestEncoding{Partitions: recordjson.PartitionsString, FileMetadata: true}
-	for i, o := range r.RunNotified(ctx, res.Accepted, engine.NotifiedOptions{Ingest: enc}) {
-		obj := res.Accepted[i].Object
-		switch {
-		case o.Failed != "":
-			fmt.Printf("%s/%s failed (%s): %v; its message must come back\n", obj.Bucket, obj.Key, o.Failed, o.Err)
-		case o.Skipped != "":
-			fmt.Printf("%s/%s skipped: %s\n", obj.Bucket, obj.Key, o.Skipped)
-		default:
-			fmt.Printf("%s/%s: %d records sent\n", obj.Bucket, obj.Key, o.RecordsSent)
+	res := r.RunNotified(ctx, []s3event.Message{{ID: "m-1", Body: body}}, engine.NotifiedOptions{Ingest: enc})
+	for _, m := range res.Messages {
+		if m.Failed != "" {
+			fmt.Printf("message failed (%s): %v; it must come back\n", m.Failed, m.Err)
+		}
+		for _, o := range m.Objects {
+			switch {
+			case o.Failed != "":
+				fmt.Printf("%s/%s failed (%s): %v\n", o.Object.Bucket, o.Object.Key, o.Failed, o.Err)
+			case o.Skipped != "":
+				fmt.Printf("%s/%s skipped: %s\n", o.Object.Bucket, o.Object.Key, o.Skipped)
+			default:
+				fmt.Printf("%s/%s: %d records sent\n", o.Object.Bucket, o.Object.Key, o.RecordsSent)
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -39,6 +40,9 @@ const (
 // Why RunNotified did not deliver an object (ObjectResult.Failed): its
 // notification must come back.
 const (
+	// FailParse: the message is not an S3 notification, or one of its
+	// records cannot be read (MessageResult.Failed only).
+	FailParse = "parse"
 	// FailDeadline: the invocation ran out of time.
 	FailDeadline = "deadline"
 	// FailBadRecord: a record could not be read, with
@@ -56,6 +60,9 @@ const (
 // object a run of its own, named after its event, with the run report's
 // manifest.
 type NotifiedOptions struct {
+	// Filter selects the objects of the notifications to send (event
+	// types, deletions, prefix, suffix, age, duplicates in the batch).
+	Filter s3event.Filter
 	// Ingest, when set, sends them as s3ingest does: their records
 	// encoded with the key's partition values and the _file object (each
 	// object's EventTime is its event's), the tasks of all the objects
@@ -80,6 +87,8 @@ type NotifiedOptions struct {
 
 // ObjectResult is what RunNotified did with one object.
 type ObjectResult struct {
+	// Object is the object as its notification names it.
+	Object s3event.Object
 	// Report is the object's run: its id, and what was read and sent.
 	// With Ingest, what one send of several deletion events sent is
 	// counted in the first's.
@@ -98,12 +107,69 @@ type ObjectResult struct {
 	Err     error
 }
 
-// RunNotified sends the objects items name, each pinned to the version its
-// notification names, and returns what became of each, in the order of
-// items. Without Ingest an object's error is in Err; with it, an object is
-// delivered, skipped or failed (see ObjectResult).
-func (r *Runner) RunNotified(ctx context.Context, items []s3event.Item, o NotifiedOptions) []ObjectResult {
+// MessageResult is what RunNotified did with one message.
+type MessageResult struct {
+	// Objects are the message's objects that the filter accepted, in the
+	// order they were sent, with what became of each.
+	Objects []ObjectResult
+	// Failed, when set, says why the message must come back: FailParse, or
+	// the Failed of its first object not delivered. Err joins what
+	// happened: the parse errors, and each undelivered object's error
+	// named by its URI and reason.
+	Failed string
+	Err    error
+}
+
+// Notifications is what RunNotified did with a batch of messages.
+type Notifications struct {
+	// Messages has one result per message, in order.
+	Messages []MessageResult
+	// Skipped are the objects the filter left out, and TestEvents the ids
+	// of the messages that were S3's test event.
+	Skipped    []s3event.Skipped
+	TestEvents []string
+}
+
+// RunNotified sends the objects that the S3 event notifications in msgs
+// name and that o.Filter accepts, each pinned to the version its
+// notification names, and says what became of each message and object.
+// A message that is not a notification, or has a record that cannot be
+// read, fails, after its good objects are sent: a record that cannot be
+// read now never can, and its retries would hold them back until the
+// message is on its DLQ (a retry finds them done by their claims, or
+// sends them again without). Without Ingest an
+// object that was not sent is FailRead; with it, an object is delivered,
+// skipped or failed (see ObjectResult). Messages are told apart by id: a
+// batch that repeats an id has its results on the first.
+func (r *Runner) RunNotified(ctx context.Context, msgs []s3event.Message, o NotifiedOptions) Notifications {
+	res := o.Filter.Apply(msgs)
+	out := Notifications{Messages: make([]MessageResult, len(msgs)), Skipped: res.Skipped, TestEvents: res.TestEvents}
+	index := make(map[string]int, len(msgs))
+	for i, m := range slices.Backward(msgs) {
+		index[m.ID] = i
+	}
+	for _, f := range res.Failed {
+		m := &out.Messages[index[f.MessageID]]
+		m.Failed, m.Err = FailParse, errors.Join(m.Err, f.Err)
+	}
+	for j, or := range r.runItems(ctx, res.Accepted, o) {
+		m := &out.Messages[index[res.Accepted[j].MessageID]]
+		m.Objects = append(m.Objects, or)
+		if or.Failed != "" {
+			m.Failed = cmp.Or(m.Failed, or.Failed)
+			m.Err = errors.Join(m.Err, fmt.Errorf("%s: %s: %w", dataset.Notified(or.Object).URI(), or.Failed, or.Err))
+		}
+	}
+	return out
+}
+
+// runItems sends the objects items name and returns what became of each,
+// in the order of items.
+func (r *Runner) runItems(ctx context.Context, items []s3event.Item, o NotifiedOptions) []ObjectResult {
 	out := make([]ObjectResult, len(items))
+	for i, it := range items {
+		out[i].Object = it.Object
+	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultReadConcurrency
 	}
@@ -114,7 +180,10 @@ func (r *Runner) RunNotified(ctx context.Context, items []s3event.Item, o Notifi
 			g.Go(func() error {
 				// A run of its own, with a manifest: the run is the object's.
 				one := func(yield func(dataset.Object, error) bool) { yield(dataset.Notified(it.Object), nil) }
-				out[i].Report, out[i].Err = r.RunObjects(ctx, notifiedRunID(it), one, ObjectsOptions{})
+				res := &out[i]
+				if res.Report, res.Err = r.RunObjects(ctx, notifiedRunID(it), one, ObjectsOptions{}); res.Err != nil {
+					res.Failed = FailRead
+				}
 				return nil
 			})
 		}

@@ -3,7 +3,6 @@ package fanouthandler
 import (
 	"cmp"
 	"context"
-	"errors"
 	"log/slog"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
@@ -22,33 +21,26 @@ type noteResult struct {
 // accepts, each object as a run of its own named after its event (see
 // engine.Runner.RunNotified), up to Concurrency runs at once. A message's
 // report sums its objects' runs and names the first. A message fails when
-// one of its records could not be read, after its other objects were
-// sent.
+// it cannot be parsed, a record of it cannot be read or one of its objects
+// could not be sent, after its other objects were.
 func (h *Handler) notifications(ctx context.Context, inv *Invocation, msgs []s3event.Message) []noteResult {
 	if len(msgs) == 0 {
 		return nil
 	}
-	res := h.opts.Filter.Apply(msgs)
-	out := make([]noteResult, len(msgs))
-	index := map[string]int{}
-	for i, m := range msgs {
-		out[i].messageID = m.ID
-		index[m.ID] = i
-	}
-	for _, f := range res.Failed {
-		i := index[f.MessageID]
-		out[i].err = errors.Join(out[i].err, f.Err)
-	}
+	res := h.runner.RunNotified(ctx, msgs, engine.NotifiedOptions{Filter: h.opts.Filter, Concurrency: h.opts.Concurrency})
 	h.skipped(ctx, inv, res.Skipped)
-	for j, run := range h.runner.RunNotified(ctx, res.Accepted, engine.NotifiedOptions{Concurrency: h.opts.Concurrency}) {
-		inv.Stats.Add(run.Stats)
-		inv.Queued = inv.Queued || run.Queued
-		inv.RunID = cmp.Or(inv.RunID, run.RunID)
-		o := &out[index[res.Accepted[j].MessageID]]
-		o.report.RunID = cmp.Or(o.report.RunID, run.RunID)
-		o.report.Queued = o.report.Queued || run.Queued
-		o.report.Stats.Add(run.Stats)
-		o.err = errors.Join(o.err, run.Err)
+	out := make([]noteResult, len(msgs))
+	for i, m := range res.Messages {
+		o := &out[i]
+		o.messageID, o.err = msgs[i].ID, m.Err
+		for _, run := range m.Objects {
+			inv.Stats.Add(run.Stats)
+			inv.Queued = inv.Queued || run.Queued
+			inv.RunID = cmp.Or(inv.RunID, run.RunID)
+			o.report.RunID = cmp.Or(o.report.RunID, run.RunID)
+			o.report.Queued = o.report.Queued || run.Queued
+			o.report.Stats.Add(run.Stats)
+		}
 	}
 	return out
 }

@@ -45,6 +45,12 @@ func TestHandleGoodObjectsAndUnparseable(t *testing.T) {
 	c := f.put("events/région=Zürich/ünïcödé 日本語.jsonl", `{"n":"ü"}`+"\n")
 	d := f.put("events/date=__HIVE_DEFAULT_PARTITION__/n=1/null.txt", "plain text\nsecond line\n")
 	d.EventTime = d.EventTime.Truncate(time.Second) // as EventBridge writes it
+	e := f.put("events/date=2024-01-03/e.jsonl", `{"e":1}`+"\n")
+	// A record whose key has a malformed escape cannot be read: its
+	// message fails, after its good object, e, is delivered (its retries
+	// would fail the same way, and hold e back until the DLQ).
+	bad := f.put("events/bad.jsonl", `{"never":1}`+"\n")
+	mixed := strings.Replace(s3Body(bad, e), encodeKey(bad.Key), "events/bad%zz.jsonl", 1)
 	h := f.handler(f.defaults(), nil, nil)
 
 	resp, err := h.Handle(t.Context(), sqsEvent(
@@ -53,30 +59,31 @@ func TestHandleGoodObjectsAndUnparseable(t *testing.T) {
 		msg{id: "m3", body: snsBody(s3Body(c))},
 		msg{id: "m4", body: `{"Records":[{"eventSource":"aws:sqs"}]}`}, // JSON, but no notification
 		msg{id: "m5", body: eventBridgeBody(d)},
+		msg{id: "m6", body: mixed},
 	))
 	if err != nil {
 		t.Fatalf("Handle: %v", err)
 	}
-	if diff := cmp.Diff([]string{"m2", "m4"}, failures(resp)); diff != "" {
+	if diff := cmp.Diff([]string{"m2", "m4", "m6"}, failures(resp)); diff != "" {
 		t.Errorf("batchItemFailures (-want +got):\n%s", diff)
 	}
 	// A JSON value that is not an object is wrapped in {"value": ...};
 	// the record's own "hour" wins over the key's.
-	want := wantRecords(t, a, b, c, d)
+	want := wantRecords(t, a, b, c, d, e)
 	checkOutput(t, f.sqs, f.out, want)
 	if got := f.failed(time.Second); len(got) != 0 {
 		t.Errorf("failure output holds %v; want nothing", got)
 	}
 	s := summaryOf(t, f.summary)
-	if s.Messages != 5 || s.FailedMessages != 2 || !cmp.Equal(s.FailedBy, map[string]int{failParse: 2}) || s.Objects != 4 ||
-		s.ObjectsDelivered != 4 || s.RecordsSent != int64(len(want)) || s.Records != int64(len(want)) || s.RecordsFailed != 0 {
+	if s.Messages != 6 || s.FailedMessages != 3 || !cmp.Equal(s.FailedBy, map[string]int{failParse: 3}) || s.Objects != 5 ||
+		s.ObjectsDelivered != 5 || s.RecordsSent != int64(len(want)) || s.Records != int64(len(want)) || s.RecordsFailed != 0 {
 		t.Errorf("summary %+v", s)
 	}
 	if !strings.Contains(f.logs.String(), `"field":"hour"`) {
 		t.Errorf("the clash of the record's hour with the key's is not logged:\n%s", f.logs)
 	}
-	if n := strings.Count(f.logs.String(), `"msg":"message is not an S3 notification`); n != 2 {
-		t.Errorf("%d log lines about unparseable messages, want 2:\n%s", n, f.logs)
+	if n := strings.Count(f.logs.String(), `"msg":"message is not an S3 notification`); n != 3 {
+		t.Errorf("%d log lines about unparseable messages, want 3:\n%s", n, f.logs)
 	}
 }
 

@@ -193,7 +193,7 @@ type invocation struct {
 
 	mu         sync.Mutex
 	result     partialbatch.Result
-	objects    []objectRun
+	objects    []engine.ObjectResult
 	testEvents int
 	failedBy   map[string]int
 	skipped    map[string]int

@@ -88,7 +88,7 @@ func (inv *invocation) summarize() Summary {
 		}
 		s.Records += o.RecordsRead
 		if o.Skipped == "" && o.Failed == "" {
-			s.Bytes += o.obj.Size
+			s.Bytes += o.Object.Size
 		}
 	}
 	return s
