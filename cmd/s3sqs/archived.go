@@ -12,7 +12,7 @@ import (
 )
 
 // restoreManifest writes the objects a run leaves out as archived (see
-// engine.Options.OnArchived) as an S3 Batch Operations CSV manifest: a
+// engine.Options.Planning.OnArchived) as an S3 Batch Operations CSV manifest: a
 // row of bucket, URL-encoded key and, for an object with one, version id.
 // A restore job (Initiate Restore Object) takes it, and once the objects
 // are restored a run of it (-manifest) sends them. The file is made when

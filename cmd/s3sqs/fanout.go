@@ -16,7 +16,6 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/settings"
-	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -106,37 +105,37 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.BoolVar(&req.Versions, "versions", false, "every version of each key, oldest first, with -mode notification (on a FIFO queue in order, in the key's message group)")
 	fs.BoolVar(&c.allowEmpty, "allow-empty", false, "exit 0 when the dataset holds no object (default: that is an error, as a mistyped -prefix would be)")
 	fs.text(settings.RunID, &req.RunID, "")
-	fs.choice(settings.Format, "auto", "", func(v string) { o.Plan.Format = dataset.Format(v) })
-	fs.choice(settings.Mode, "record", "", func(v string) { o.Mode = worktask.Mode(v) })
-	fs.choice(settings.NotificationFormat, "s3", "", func(v string) { o.NotificationFormat = s3event.Format(v) })
+	fs.choice(settings.Format, "", func(v string) { o.Plan.Format = dataset.Format(v) })
+	fs.choice(settings.Mode, "", func(v string) { o.Mode = worktask.Mode(v) })
+	fs.choice(settings.NotificationFormat, "", func(v string) { o.Notification.Format = s3event.Format(v) })
 	fs.text(settings.TargetQueueURL, &o.Target.URL, "")
 	fs.text(settings.TargetQueueName, &o.Target.Name, "")
 	fs.text(settings.TargetQueueOwner, &o.Target.OwnerAccountID, "")
-	fs.size(settings.TargetMaxMessageSize, &c.maxMsgSize, "", "")
+	fs.size(settings.TargetMaxMessageSize, &c.maxMsgSize, "")
 	fs.text(settings.WorkQueueURL, &o.WorkQueueURL, "")
 	fs.text(settings.FailureQueueURL, &o.FailureQueueURL, "")
 	fs.text(settings.FailureS3URI, &o.FailureS3URI, "")
 	fs.text(settings.ReportS3URI, &o.ReportS3URI, "")
 	fs.text(settings.ClaimsTable, &c.claimsTable, "")
-	offloadFlags(fs, &o.OffloadS3URI, &o.OffloadMode, &o.OffloadKMSKeyID)
+	offloadFlags(fs, &o.Offload)
 	fs.Func("restore-manifest", "list the objects left out as archived in the CSV file at `path`, a manifest for an S3 Batch Operations restore job", func(p string) error {
-		c.restore, c.opts.OnArchived = newRestoreManifest(p), func(o dataset.Object) { c.restore.add(o) }
+		c.restore, c.opts.Planning.OnArchived = newRestoreManifest(p), func(o dataset.Object) { c.restore.add(o) }
 		return nil
 	})
 	fs.StringVar(&c.failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-failures-RUNID.jsonl)")
 	mappingFlags(fs, &o.Mapping, "", "")
 	fs.text(settings.GroupIDPartition, &o.Mapping.GroupIDPartition, "")
-	c.chunkSize = fs.size(settings.ChunkSize, &o.Plan.ChunkSize, "8MiB", "")
+	c.chunkSize = fs.size(settings.ChunkSize, &o.Plan.ChunkSize, "")
 	fs.formatFlags(&o.Plan)
-	fs.count(settings.MaxInFlight, &o.Send.MaxInFlight, sqsbatch.DefaultMaxInFlight, "")
-	fs.boolean(settings.FixedInFlight, &o.Send.FixedInFlight, false, "")
-	fs.count(settings.MaxAttempts, &o.Send.MaxAttempts, sqsbatch.DefaultMaxAttempts, "")
+	fs.count(settings.MaxInFlight, &o.Send.MaxInFlight, "")
+	fs.boolean(settings.FixedInFlight, &o.Send.FixedInFlight, "")
+	fs.count(settings.MaxAttempts, &o.Send.MaxAttempts, "")
 	fs.optionalCount(settings.MaxRate, &c.maxRate, "")
 	fs.optionalCount(settings.TargetMaxBacklog, &c.maxBacklog, "")
 	fs.limit(settings.MaxFailures, &c.maxFailures)
 	fs.limit(settings.MaxFailedObjects, &c.maxFailedObjects)
-	fs.count(settings.ChunkConcurrency, &o.ChunkConcurrency, engine.DefaultChunkConcurrency, "")
-	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
+	fs.count(settings.ChunkConcurrency, &o.ChunkConcurrency, "")
+	fs.boolean(settings.S3PathStyle, &c.pathStyle, "")
 	fs.DurationVar(&c.interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
 	fs.logFlag()
 	dryRunFlags(fs, &c.dry)
@@ -201,7 +200,7 @@ func (c *fanoutCmd) parse(args []string, bad func(string, ...any) int) (int, boo
 	}
 	// With no work queue, the whole dataset is sent here, however large;
 	// with one, all of it goes there (Request.Queue).
-	o.InlineMaxBytes = 1 << 62
+	o.Planning.InlineMaxBytes = 1 << 62
 	return 0, true
 }
 
@@ -331,7 +330,7 @@ func queuedOverrides(fs *flag.FlagSet, opts engine.Options, chunkSize string) wo
 		case "mode":
 			ov.Mode = opts.Mode
 		case "notification-format":
-			ov.NotificationFormat = string(opts.NotificationFormat)
+			ov.NotificationFormat = string(opts.Notification.Format)
 		case "chunk-size":
 			ov.ChunkSize = worktask.SettingOf(chunkSize)
 		case "max-in-flight":

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
@@ -85,10 +86,10 @@ func (f *cmdFlags) checkedText(row settings.Row, p *string, usage string, check 
 	})
 }
 
-// size defines the flag of a size, written as text (def by default) and
-// parsed into p; "" leaves p zero.
-func (f *cmdFlags) size(row settings.Size, p *int64, def, usage string) *string {
-	text := f.String(row.Flag, def, usageOf(row.Row, usage))
+// size defines the flag of a size, written as text (the table's default
+// by default) and parsed into p; "" leaves p zero.
+func (f *cmdFlags) size(row settings.Size, p *int64, usage string) *string {
+	text := f.String(row.Flag, row.Default, usageOf(row.Row, usage))
 	f.onCheck(row.Flag, func() (err error) {
 		if *text == "" {
 			return nil
@@ -99,9 +100,11 @@ func (f *cmdFlags) size(row settings.Size, p *int64, def, usage string) *string 
 	return text
 }
 
-// count defines the flag of a whole number, checked against its range.
-func (f *cmdFlags) count(row settings.Count, p *int, def int, usage string) {
-	f.IntVar(p, row.Flag, def, usageOf(row.Row, usage))
+// count defines the flag of a whole number, checked against its range,
+// the table's default by default.
+func (f *cmdFlags) count(row settings.Count, p *int, usage string) {
+	def, _ := row.Parse(row.Default) // TestDefaultsParse parses every default
+	f.IntVar(p, row.Flag, int(def), usageOf(row.Row, usage))
 	f.onCheck(row.Flag, func() error { return row.Check(int64(*p)) })
 }
 
@@ -118,10 +121,11 @@ func (f *cmdFlags) limit(row settings.Limit, p *string) {
 	parsedText(f, row, p, "")
 }
 
-// choice defines the flag of a choice, written as a word (def by default)
-// and parsed into the value it means, which set stores.
-func (f *cmdFlags) choice(row settings.Choice, def, usage string, set func(string)) {
-	word := f.String(row.Flag, def, usageOf(row.Row, usage))
+// choice defines the flag of a choice, written as a word (the table's
+// default by default) and parsed into the value it means, which set
+// stores.
+func (f *cmdFlags) choice(row settings.Choice, usage string, set func(string)) {
+	word := f.String(row.Flag, row.Default, usageOf(row.Row, usage))
 	f.onCheck(row.Flag, func() error {
 		v, err := row.Parse(*word)
 		set(v)
@@ -147,7 +151,7 @@ func (f *cmdFlags) char(row settings.Char, set func(rune), usage string) {
 // and header, and how Parquet bytes are written.
 func (f *cmdFlags) formatFlags(p *dataset.PlanOptions) {
 	c := &p.CSV
-	f.boolean(settings.CSVNoQuotedNewlines, &c.NoQuotedNewlines, false, "")
+	f.boolean(settings.CSVNoQuotedNewlines, &c.NoQuotedNewlines, "")
 	f.char(settings.CSVDelimiter, func(r rune) { c.Delimiter = r }, "")
 	f.char(settings.CSVQuote, func(r rune) {
 		if r == settings.NoChar {
@@ -157,17 +161,20 @@ func (f *cmdFlags) formatFlags(p *dataset.PlanOptions) {
 		}
 	}, "")
 	f.char(settings.CSVEscape, func(r rune) { c.Escape = byte(r) }, "")
-	header := f.Bool(settings.CSVHeader.Flag, true, usageOf(settings.CSVHeader.Row, ""))
-	f.boolean(settings.ParquetBinaryAsString, &p.Parquet.BinaryAsString, false, "")
+	var header bool
+	f.boolean(settings.CSVHeader, &header, "")
+	f.boolean(settings.ParquetBinaryAsString, &p.Parquet.BinaryAsString, "")
 	// After the characters' own checks, which run first.
 	f.onCheck(settings.CSVQuote.Flag, func() error {
-		c.NoHeader = !*header
+		c.NoHeader = !header
 		return c.Check()
 	})
 }
 
-// boolean defines the flag of a boolean setting.
-func (f *cmdFlags) boolean(row settings.Bool, p *bool, def bool, usage string) {
+// boolean defines the flag of a boolean setting, the table's default by
+// default.
+func (f *cmdFlags) boolean(row settings.Bool, p *bool, usage string) {
+	def, _ := row.Parse(row.Default) // TestDefaultsParse parses every default
 	f.BoolVar(p, row.Flag, def, usageOf(row.Row, usage))
 }
 
@@ -188,8 +195,9 @@ func (f *cmdFlags) given() map[string]bool {
 	return set
 }
 
-// offloadFlags defines the flags of offload, into uri, mode and kmsKeyID.
-func offloadFlags(fs *cmdFlags, uri *string, mode *sqsextended.Mode, kmsKeyID *string) {
+// offloadFlags defines the flags of offload, into o.
+func offloadFlags(fs *cmdFlags, o *engine.Offload) {
+	uri := &o.S3URI
 	fs.text(settings.OffloadS3URI, uri, "")
 	fs.onCheck(settings.OffloadS3URI.Flag, func() error {
 		if *uri == "" {
@@ -201,6 +209,6 @@ func offloadFlags(fs *cmdFlags, uri *string, mode *sqsextended.Mode, kmsKeyID *s
 		}
 		return sqsextended.CheckPrefix(prefix)
 	})
-	fs.choice(settings.Offload, "large", "", func(v string) { *mode = sqsextended.Mode(v) })
-	fs.text(settings.OffloadKMSKeyID, kmsKeyID, "")
+	fs.choice(settings.Offload, "", func(v string) { o.Mode = sqsextended.Mode(v) })
+	fs.text(settings.OffloadKMSKeyID, &o.KMSKeyID, "")
 }

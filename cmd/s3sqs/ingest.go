@@ -18,7 +18,6 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/settings"
-	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -139,13 +138,13 @@ func newIngestCmd(stderr io.Writer) *ingestCmd {
 	fs.text(settings.FailureS3URI, &o.FailureS3URI, "")
 	fs.StringVar(&c.failureFile, "failure-file", "", "write refused records as JSON Lines to `path` (default: with no other failure output, s3sqs-ingest-failures.jsonl)")
 	fs.logFlag()
-	fs.choice(settings.Format, "auto", "", func(v string) { o.Plan.Format = dataset.Format(v) })
+	fs.choice(settings.Format, "", func(v string) { o.Plan.Format = dataset.Format(v) })
 	fs.formatFlags(&o.Plan)
-	fs.choice(settings.PartitionColumns, "true", "", func(v string) { enc.Partitions = recordjson.PartitionMode(v) })
-	fs.boolean(settings.FileMetadata, &enc.FileMetadata, true, "")
+	fs.choice(settings.PartitionColumns, "", func(v string) { enc.Partitions = recordjson.PartitionMode(v) })
+	fs.boolean(settings.FileMetadata, &enc.FileMetadata, "")
 	fs.text(settings.GroupIDPartition, &enc.GroupIDPartition, "")
 	var eventTypes string
-	fs.StringVar(&eventTypes, settings.EventTypes.Flag, "", settings.EventTypes.Doc)
+	fs.StringVar(&eventTypes, settings.EventTypes.Flag, settings.EventTypes.Default, settings.EventTypes.Doc)
 	fs.onCheck(settings.EventTypes.Flag, func() error {
 		var errs []error
 		if c.send.Filter.EventTypes, errs = awssetup.ParseEventTypes(eventTypes); len(errs) > 0 {
@@ -155,11 +154,11 @@ func newIngestCmd(stderr io.Writer) *ingestCmd {
 	})
 	fs.text(settings.KeyPrefix, &c.send.Filter.Prefix, "")
 	fs.text(settings.KeySuffix, &c.send.Filter.Suffix, "")
-	fs.count(settings.MaxInFlight, &o.Send.MaxInFlight, sqsbatch.DefaultMaxInFlight, "")
-	fs.boolean(settings.FixedInFlight, &o.Send.FixedInFlight, false, "")
-	fs.count(settings.ReadConcurrency, &c.send.Concurrency, engine.DefaultReadConcurrency, "")
+	fs.count(settings.MaxInFlight, &o.Send.MaxInFlight, "")
+	fs.boolean(settings.FixedInFlight, &o.Send.FixedInFlight, "")
+	fs.count(settings.ReadConcurrency, &c.send.Concurrency, "")
 	fs.BoolVar(&c.send.FailBadRecords, "fail-bad-records", false, "report a notification failed when a record cannot be read (ON_BAD_RECORD=fail)")
-	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
+	fs.boolean(settings.S3PathStyle, &c.pathStyle, "")
 	return c
 }
 

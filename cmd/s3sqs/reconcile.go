@@ -103,7 +103,7 @@ func newReconcileCmd(stderr io.Writer) *reconcileCmd {
 	fs.StringVar(&c.format, "notification-format", "s3", "the notifications' `shape`: s3, eventbridge or sns, as the ingest queue receives them")
 	fs.StringVar(&c.maxAge, "max-age", "", "skip versions older than this `age` (7d, 36h, or off for all); default the claims' TTL, 7d")
 	fs.IntVar(&c.concurrency, "concurrency", reconcile.DefaultConcurrency, "GetItems in flight at once")
-	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
+	fs.boolean(settings.S3PathStyle, &c.pathStyle, "")
 	filterFlags(fs, &c.filters)
 	return c
 }

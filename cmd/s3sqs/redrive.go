@@ -15,7 +15,6 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/settings"
-	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -118,7 +117,7 @@ func newRedriveCmd(stderr io.Writer) *redriveCmd {
 	fs.BoolVar(&o.DryRun, "dry-run", false, "send, delete and write nothing; list what would be sent")
 	fs.BoolVar(&o.Delete, "delete", false, "with -from-s3 or -from-file: delete each failure file once all its records are sent (default: keep it, with a .redriven marker)")
 	fs.BoolVar(&o.Reread, "reread", false, "read every failure output record again from its object, not only those without a whole body")
-	fs.choice(settings.Format, "auto", "`format` of the objects records are read again from: auto, jsonl, csv, text or parquet", func(v string) { o.Plan.Format = dataset.Format(v) })
+	fs.choice(settings.Format, "`format` of the objects records are read again from: auto, jsonl, csv, text or parquet", func(v string) { o.Plan.Format = dataset.Format(v) })
 	fs.formatFlags(&o.Plan)
 	mappingFlags(fs, &o.Mapping, "records read again: ", "record `field` sent as the body, as fanout's -body-field",
 		"record `field` of message attributes", "record `field` of the FIFO group", "record `field` of the FIFO deduplication id")
@@ -128,10 +127,10 @@ func newRedriveCmd(stderr io.Writer) *redriveCmd {
 	fs.onCheck("rate", func() error { return checkRate(o.Rate, c.native) })
 	fs.DurationVar(&o.Visibility, "visibility-timeout", redrive.DefaultVisibility, "how long a received message stays hidden while this run holds it (`duration`)")
 	fs.onCheck("visibility-timeout", func() error { return checkVisibility(o.Visibility) })
-	offloadFlags(fs, &o.OffloadS3URI, &o.OffloadMode, &o.OffloadKMSKeyID)
-	fs.count(settings.MaxAttempts, &o.Send.MaxAttempts, sqsbatch.DefaultMaxAttempts, "`attempts` per message")
-	fs.boolean(settings.ReplaceInvalidCharacters, &o.Send.ReplaceInvalidCharacters, false, "")
-	fs.boolean(settings.S3PathStyle, &c.pathStyle, false, "")
+	offloadFlags(fs, &o.Offload)
+	fs.count(settings.MaxAttempts, &o.Send.MaxAttempts, "`attempts` per message")
+	fs.boolean(settings.ReplaceInvalidCharacters, &o.Send.ReplaceInvalidCharacters, "")
+	fs.boolean(settings.S3PathStyle, &c.pathStyle, "")
 	fs.DurationVar(&c.interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
 	fs.logFlag()
 	return c
@@ -141,8 +140,8 @@ func newRedriveCmd(stderr io.Writer) *redriveCmd {
 // -ingest is given.
 func ingestFlags(fs *cmdFlags, useIngest *bool, o *redrive.Options) {
 	enc := &worktask.IngestEncoding{}
-	fs.choice(settings.PartitionColumns, "true", "with -ingest: add the key's partition values: true, typed or false", func(v string) { enc.Partitions = recordjson.PartitionMode(v) })
-	fs.boolean(settings.FileMetadata, &enc.FileMetadata, true, "with -ingest: add the _file object")
+	fs.choice(settings.PartitionColumns, "with -ingest: add the key's partition values: true, typed or false", func(v string) { enc.Partitions = recordjson.PartitionMode(v) })
+	fs.boolean(settings.FileMetadata, &enc.FileMetadata, "with -ingest: add the _file object")
 	fs.onCheck("ingest", func() error {
 		if *useIngest {
 			o.Ingest = enc
@@ -290,7 +289,7 @@ func (c *redriveCmd) start(ctx context.Context, stderr io.Writer) (*redrive.Redr
 	if err != nil {
 		return nil, err
 	}
-	if err := awssetup.CheckBuckets(ctx, s3c, awssetup.S3Output{Setting: "-offload-s3-uri", URI: c.opts.OffloadS3URI}); err != nil {
+	if err := awssetup.CheckBuckets(ctx, s3c, awssetup.S3Output{Setting: "-offload-s3-uri", URI: c.opts.Offload.S3URI}); err != nil {
 		return nil, err
 	}
 	c.opts.Progress = &redrive.Progress{}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"time"
 
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
@@ -50,11 +49,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	o.ReportS3URI = lambdaenv.Get(env, s.ReportS3URI)
 	o.Plan.Format = dataset.Format(lambdaenv.Get(env, s.Format))
 	o.Mode = worktask.Mode(lambdaenv.Get(env, s.Mode))
-	o.NotificationFormat = s3event.Format(lambdaenv.Get(env, s.NotificationFormat))
+	o.Notification.Format = s3event.Format(lambdaenv.Get(env, s.NotificationFormat))
 	o.Plan.ChunkSize = lambdaenv.Get(env, s.ChunkSize)
 	env.Formats(&o.Plan)
 	o.Send.MaxInFlight = env.Int(s.MaxInFlight)
-	o.Send.FixedInFlight = env.Bool(s.FixedInFlight, false)
+	o.Send.FixedInFlight = env.Bool(s.FixedInFlight)
 	o.Send.MaxAttempts = env.Int(s.MaxAttempts)
 	o.Mapping = worktask.Mapping{
 		BodyField:        lambdaenv.Get(env, s.BodyField),
@@ -63,19 +62,19 @@ func loadConfig(getenv func(string) string) (config, error) {
 		DedupIDField:     lambdaenv.Get(env, s.DedupIDField),
 		GroupIDPartition: lambdaenv.Get(env, s.GroupIDPartition),
 	}
-	o.MaxRate = lambdaenv.Get(env, s.MaxRate)
-	o.TargetMaxBacklog = lambdaenv.Get(env, s.TargetMaxBacklog)
-	o.MaxFailures, o.MaxFailedObjects = limit(env, s.MaxFailures), limit(env, s.MaxFailedObjects)
-	o.Filters = filters(env)
-	o.InlineMaxBytes = lambdaenv.Get(env, s.InlineMaxBytes)
+	o.Control.MaxRate = lambdaenv.Get(env, s.MaxRate)
+	o.Control.TargetMaxBacklog = lambdaenv.Get(env, s.TargetMaxBacklog)
+	o.Control.MaxFailures, o.Control.MaxFailedObjects = limit(env, s.MaxFailures), limit(env, s.MaxFailedObjects)
+	o.Planning.Filters = filters(env)
+	o.Planning.InlineMaxBytes = lambdaenv.Get(env, s.InlineMaxBytes)
 	o.ChunkConcurrency = env.Int(s.ChunkConcurrency)
 	h := &c.handler
 	h.Filter = env.Filter(false)
 	h.DeadlineMargin = lambdaenv.Get(env, s.DeadlineMargin)
-	h.FailOnError = env.Bool(s.FailOnError, false)
-	h.SkipGroupOnError = env.Bool(s.SkipGroupOnError, false)
-	h.Concurrency = cmp.Or(o.ChunkConcurrency, engine.DefaultChunkConcurrency)
-	c.s3PathStyle = env.Bool(s.S3PathStyle, false)
+	h.FailOnError = env.Bool(s.FailOnError)
+	h.SkipGroupOnError = env.Bool(s.SkipGroupOnError)
+	h.Concurrency = o.ChunkConcurrency
+	c.s3PathStyle = env.Bool(s.S3PathStyle)
 	c.claimsTable = lambdaenv.Get(env, s.ClaimsTable)
 	c.claimsTTL = lambdaenv.Get(env, s.ClaimsTTL)
 	h.Reconcile.QueueURL = lambdaenv.Get(env, s.ReconcileQueueURL)

@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/doccheck"
+	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
+	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/settings"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -25,7 +28,13 @@ func TestLoadConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.runner.Target.URL != "https://sqs.eu-west-1.amazonaws.com/111122223333/q" || c.runner.Mode != "" || c.runner.Plan.Format != dataset.FormatAuto || c.handler.FailOnError || c.handler.Filter.EventTypes != nil {
+		// The settings table's defaults, which loadConfig reads there.
+		o := c.runner
+		if o.Target.URL != "https://sqs.eu-west-1.amazonaws.com/111122223333/q" || o.Mode != worktask.ModeRecord || o.Plan.Format != dataset.FormatAuto ||
+			o.Plan.ChunkSize != dataset.DefaultChunkSize || o.Send.MaxInFlight != sqsbatch.DefaultMaxInFlight || o.Send.MaxAttempts != sqsbatch.DefaultMaxAttempts ||
+			o.ChunkConcurrency != engine.DefaultChunkConcurrency || c.handler.Concurrency != engine.DefaultChunkConcurrency ||
+			o.Planning.InlineMaxBytes != engine.DefaultInlineMaxBytes || c.claimsTTL != claims.DefaultTTL ||
+			c.handler.FailOnError || !slices.Equal(c.handler.Filter.EventTypes, []string{"ObjectCreated:*"}) {
 			t.Errorf("defaults: %+v", c)
 		}
 	})
@@ -46,7 +55,7 @@ func TestLoadConfig(t *testing.T) {
 			o.WorkQueueURL != "http://127.0.0.1:4566/000000000000/work" || o.FailureS3URI != "s3://f/failed/" || o.Plan.Format != dataset.FormatCSV ||
 			o.Mode != worktask.ModeChunk || o.Plan.ChunkSize != 16<<20 || o.Send.MaxInFlight != 8 || !o.Send.FixedInFlight || o.Send.MaxAttempts != 7 ||
 			o.Mapping != (worktask.Mapping{BodyField: "payload", AttributesField: "attrs", GroupIDField: "tenant", DedupIDField: "id"}) ||
-			!c.handler.FailOnError || o.InlineMaxBytes != 1<<30 || c.handler.DeadlineMargin != 20*time.Second || o.ChunkConcurrency != 2 ||
+			!c.handler.FailOnError || o.Planning.InlineMaxBytes != 1<<30 || c.handler.DeadlineMargin != 20*time.Second || o.ChunkConcurrency != 2 ||
 			!o.Plan.CSV.NoQuotedNewlines || len(c.handler.Filter.EventTypes) != 1 || c.handler.Filter.Prefix != "in/" ||
 			c.handler.Filter.KeepDeletions || c.handler.Concurrency != 2 {
 			t.Errorf("config: %+v", c)
@@ -59,7 +68,7 @@ func TestLoadConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := c.runner.Filters
+		f := c.runner.Planning.Filters
 		if !f.ModifiedAfter.Equal(time.Date(2024, 1, 31, 0, 0, 0, 0, time.UTC)) || !f.ModifiedBefore.Equal(time.Date(2024, 2, 1, 8, 0, 0, 0, time.UTC)) ||
 			f.MinSize != 1<<10 || f.MaxSize != 1<<30 || !slices.Equal(f.StorageClasses, []string{"STANDARD", "GLACIER_IR"}) || f.KeyRegex != `\.parquet$` {
 			t.Errorf("filters: %+v", f)

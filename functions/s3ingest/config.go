@@ -43,13 +43,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	o.Plan.ChunkSize = lambdaenv.Get(env, s.ChunkSize)
 	env.Formats(&o.Plan)
 	o.Send.MaxInFlight = env.Int(s.MaxInFlight)
-	o.Send.FixedInFlight = env.Bool(s.FixedInFlight, false)
+	o.Send.FixedInFlight = env.Bool(s.FixedInFlight)
 	o.Send.MaxAttempts = env.Int(s.MaxAttempts)
-	o.Send.ReplaceInvalidCharacters = env.Bool(s.ReplaceInvalidCharacters, false)
+	o.Send.ReplaceInvalidCharacters = env.Bool(s.ReplaceInvalidCharacters)
 	in.ReadConcurrency = env.Int(s.ReadConcurrency)
-	if in.ReadConcurrency == 0 {
-		in.ReadConcurrency = engine.DefaultReadConcurrency
-	}
 	o.ChunkConcurrency = in.ReadConcurrency
 
 	in.HandoffBytes = lambdaenv.Get(env, s.HandoffBytes)
@@ -61,17 +58,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 
 	in.Filter = env.Filter(true)
-	in.FileMetadata = env.Bool(s.FileMetadata, true)
+	in.FileMetadata = env.Bool(s.FileMetadata)
 	in.GroupIDPartition = lambdaenv.Get(env, s.GroupIDPartition)
-	in.Partitions = recordjson.PartitionsString
-	if env.String(s.PartitionColumns.Env) != "" {
-		in.Partitions = recordjson.PartitionMode(lambdaenv.Get(env, s.PartitionColumns))
-	}
+	in.Partitions = recordjson.PartitionMode(lambdaenv.Get(env, s.PartitionColumns))
 	in.FailBadRecords = lambdaenv.Get(env, s.OnBadRecord) == "fail"
-	in.FailOnError = env.Bool(s.FailOnError, false)
-	in.SkipGroupOnError = env.Bool(s.SkipGroupOnError, false)
+	in.FailOnError = env.Bool(s.FailOnError)
+	in.SkipGroupOnError = env.Bool(s.SkipGroupOnError)
 	in.DeadlineMargin = lambdaenv.Get(env, s.DeadlineMargin)
-	c.s3PathStyle = env.Bool(s.S3PathStyle, false)
+	c.s3PathStyle = env.Bool(s.S3PathStyle)
 	c.claimsTable = lambdaenv.Get(env, s.ClaimsTable)
 	c.claimsTTL = lambdaenv.Get(env, s.ClaimsTTL)
 	env.Offload(&c.runner)

@@ -8,28 +8,38 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/s3sqs/s3sqs/internal/handler/ingesthandler"
+	"github.com/s3sqs/s3sqs/internal/runtime/tracing"
 	"github.com/s3sqs/s3sqs/internal/testenv/doccheck"
+	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/recordjson"
 	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/settings"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/sqsextended"
 )
 
 const testQueue = "http://127.0.0.1:1/000000000000/out"
 
 func TestLoadConfig(t *testing.T) {
+	// The settings table's defaults, which loadConfig reads there.
 	defaults := config{
 		runner: engine.Options{
 			Target:           sqsbatch.Queue{URL: testQueue},
+			Plan:             dataset.PlanOptions{ChunkSize: dataset.DefaultChunkSize},
+			Send:             sqsbatch.Options{MaxInFlight: sqsbatch.DefaultMaxInFlight, MaxAttempts: sqsbatch.DefaultMaxAttempts},
 			ChunkConcurrency: engine.DefaultReadConcurrency,
+			Offload:          engine.Offload{Mode: sqsextended.ModeLarge},
 		},
 		ingest: ingesthandler.Options{
+			Filter:          s3event.Filter{EventTypes: []string{"ObjectCreated:*"}, MaxFileAge: -1},
 			Partitions:      recordjson.PartitionsString,
 			FileMetadata:    true,
 			ReadConcurrency: engine.DefaultReadConcurrency,
 		},
+		claimsTTL: claims.DefaultTTL,
+		tracing:   tracing.ModeOff,
 	}
 	tests := []struct {
 		name    string
@@ -57,6 +67,7 @@ func TestLoadConfig(t *testing.T) {
 					Plan:             dataset.PlanOptions{Format: dataset.FormatJSONL, ChunkSize: 16 << 20, CSV: dataset.CSVOptions{NoQuotedNewlines: true}},
 					Send:             sqsbatch.Options{MaxInFlight: 8, FixedInFlight: true, MaxAttempts: 3, ReplaceInvalidCharacters: true},
 					ChunkConcurrency: 2,
+					Offload:          engine.Offload{Mode: sqsextended.ModeLarge},
 				}
 				c.ingest = ingesthandler.Options{
 					Filter: s3event.Filter{

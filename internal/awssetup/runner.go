@@ -27,7 +27,7 @@ type RunnerConfig struct {
 	ClaimsTable string
 	// ClaimsTTL is how long a claim is kept; zero means claims.DefaultTTL.
 	ClaimsTTL time.Duration
-	// RunState keeps the runs' shared state (engine.Options.Runs) in the
+	// RunState keeps the runs' shared state (engine.Options.Control.Runs) in the
 	// claims table too: their control, rate budget, counters and parked
 	// tasks.
 	RunState bool
@@ -51,7 +51,7 @@ func NewRunner(ctx context.Context, s3c *s3.Client, sqsc *sqs.Client, rc RunnerC
 	o := rc.Options
 	if err := CheckBuckets(ctx, s3c, S3Output{Setting: rc.Name(settings.FailureS3URI.Row), URI: o.FailureS3URI},
 		S3Output{Setting: rc.Name(settings.ReportS3URI.Row), URI: o.ReportS3URI},
-		S3Output{Setting: rc.Name(settings.OffloadS3URI.Row), URI: o.OffloadS3URI}); err != nil {
+		S3Output{Setting: rc.Name(settings.OffloadS3URI.Row), URI: o.Offload.S3URI}); err != nil {
 		return nil, nil, err
 	}
 	var store *claims.Table
@@ -69,12 +69,12 @@ func NewRunner(ctx context.Context, s3c *s3.Client, sqsc *sqs.Client, rc RunnerC
 		}
 		o.Claims = store
 		if rc.RunState {
-			o.Runs = runstate.NewTable(ddb, rc.ClaimsTable, runstate.TableOptions{})
+			o.Control.Runs = runstate.NewTable(ddb, rc.ClaimsTable, runstate.TableOptions{})
 		}
 	}
 	// Notification mode names the region the runner runs in, its
 	// buckets'.
-	o.Region = cmp.Or(o.Region, s3c.Options().Region)
+	o.Notification.Region = cmp.Or(o.Notification.Region, s3c.Options().Region)
 	runner, err := engine.New(ctx, s3c, sqsc, o)
 	if err != nil {
 		return nil, nil, err

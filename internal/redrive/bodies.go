@@ -104,12 +104,12 @@ func stringAttr(v string) types.MessageAttributeValue {
 // newOffloader returns the offloader of the target's records that opts
 // name, or nil without an offload bucket. A dry run's writes nothing.
 func newOffloader(s3c sqsextended.OffloadAPI, target *sqsbatch.Sender, opts Options) (*sqsextended.Offloader, error) {
-	if opts.OffloadS3URI == "" || target == nil {
+	if opts.Offload.S3URI == "" || target == nil {
 		return nil, nil
 	}
-	o := sqsextended.OffloaderOptions{Mode: opts.OffloadMode, KMSKeyID: opts.OffloadKMSKeyID, MaxMessageSize: target.MaxMessageSize()}
+	o := sqsextended.OffloaderOptions{Mode: opts.Offload.Mode, KMSKeyID: opts.Offload.KMSKeyID, MaxMessageSize: target.MaxMessageSize()}
 	var err error
-	if o.Bucket, o.Prefix, err = dataset.ParseS3URI(opts.OffloadS3URI); err != nil {
+	if o.Bucket, o.Prefix, err = dataset.ParseS3URI(opts.Offload.S3URI); err != nil {
 		return nil, fmt.Errorf("redrive: offload: %w", err)
 	}
 	if opts.DryRun {

@@ -98,13 +98,10 @@ type Options struct {
 	// Visibility is how long a received message stays hidden while the
 	// run holds it; zero means DefaultVisibility.
 	Visibility time.Duration
-	// OffloadS3URI, OffloadMode and OffloadKMSKeyID send records too
-	// large for the target as SQS Extended Client pointers to their bodies
-	// in S3, as fanout's settings of those names do; without
-	// OffloadS3URI such a record fails (MessageTooLarge).
-	OffloadS3URI    string
-	OffloadMode     sqsextended.Mode
-	OffloadKMSKeyID string
+	// Offload sends records too large for the target as SQS Extended
+	// Client pointers to their bodies in S3, as the engine does; without
+	// its S3URI such a record fails (MessageTooLarge).
+	Offload engine.Offload
 	// Send configures the senders (MaxAttempts, ...).
 	Send sqsbatch.Options
 	// Progress, when set, counts the work as it happens.
@@ -160,9 +157,7 @@ func New(ctx context.Context, s3c S3API, sqsc SQSAPI, opts Options) (*Redriver, 
 			FailureWriter: r.failed,
 			Logger:        log,
 			// Records read again are offloaded as the engine does.
-			OffloadS3URI:    opts.OffloadS3URI,
-			OffloadMode:     opts.OffloadMode,
-			OffloadKMSKeyID: opts.OffloadKMSKeyID,
+			Offload: opts.Offload,
 		}
 		fo.Plan = opts.Plan
 		fo.Plan.ChunkSize, fo.Plan.RowGroupsPerChunk = 0, 0

@@ -48,7 +48,7 @@ func BenchmarkRun(b *testing.B) {
 		b.Run(string(mode), func(b *testing.B) {
 			target := localaws.CreateQueue(b, sqsc, "-target", nil)
 			r, err := engine.New(ctx, s3c, sqsc, engine.Options{
-				Target: sqsbatch.Queue{URL: target}, Mode: mode, InlineMaxBytes: 1 << 40, Plan: dataset.PlanOptions{},
+				Target: sqsbatch.Queue{URL: target}, Mode: mode, Planning: engine.Planning{InlineMaxBytes: 1 << 40}, Plan: dataset.PlanOptions{},
 			})
 			if err != nil {
 				b.Fatal(err)
@@ -150,7 +150,7 @@ func BenchmarkRunWideRate(b *testing.B) {
 		for _, runners := range []int{1, 2, 4} {
 			b.Run(fmt.Sprintf("rate=%d/runners=%d", rate, runners), func(b *testing.B) {
 				target := localaws.CreateQueue(b, sqsc, "-target", nil)
-				opts := engine.Options{Target: sqsbatch.Queue{URL: target}, Runs: runs, MaxRate: rate,
+				opts := engine.Options{Target: sqsbatch.Queue{URL: target}, Control: engine.Control{Runs: runs, MaxRate: rate},
 					Plan: dataset.PlanOptions{ChunkSize: int64(body.Len()/32 + 1)}}
 				rs := make([]*engine.Runner, runners)
 				for i := range rs {

@@ -16,7 +16,7 @@ import (
 
 // DefaultMaxFailures is the failure budget, of records and of chunks of
 // objects alike, of a run a request starts when neither the request nor
-// the runner gives one (see Options.MaxFailures). A backfill that fails a
+// the runner gives one (see Options.Control.MaxFailures). A backfill that fails a
 // tenth of what it reads has a wrong setting (a format, a mapping, a
 // target too small for its records) far more often than bad data, and
 // stopping it then keeps the rest of the dataset from being written off
@@ -34,10 +34,10 @@ const (
 // applies: the request's, else the runner's, else DefaultMaxFailures.
 func (r *Runner) budgeted(ov *worktask.Overrides) {
 	if ov.MaxFailures.IsZero() {
-		ov.MaxFailures = cmp.Or(r.opts.MaxFailures, worktask.LimitOf(DefaultMaxFailures))
+		ov.MaxFailures = cmp.Or(r.opts.Control.MaxFailures, worktask.LimitOf(DefaultMaxFailures))
 	}
 	if ov.MaxFailedObjects.IsZero() {
-		ov.MaxFailedObjects = cmp.Or(r.opts.MaxFailedObjects, worktask.LimitOf(DefaultMaxFailures))
+		ov.MaxFailedObjects = cmp.Or(r.opts.Control.MaxFailedObjects, worktask.LimitOf(DefaultMaxFailures))
 	}
 }
 
@@ -54,8 +54,8 @@ func (r *Runner) overBudget(ctx context.Context, tr *taskRun, res TaskResult) st
 	runID := tr.task.RunID
 	run := r.ledger.get(runID)
 	ov := overridesOf(tr.task.Overrides)
-	if r.opts.Runs != nil {
-		stored, err := r.opts.Runs.Get(ctx, runID)
+	if r.opts.Control.Runs != nil {
+		stored, err := r.opts.Control.Runs.Get(ctx, runID)
 		if err != nil && !errors.Is(err, runstate.ErrNoRun) {
 			r.log.WarnContext(ctx, "the run's failure budget could not be read; the task's failures are written off", "runId", runID, "error", err)
 			return ""
@@ -115,11 +115,11 @@ func (r *Runner) budgets(t worktask.Task) bool {
 }
 
 // keepsBudget reports whether run runID, with overrides ov, has a failure
-// budget that this runner keeps: a queued run's needs Options.Runs, where
+// budget that this runner keeps: a queued run's needs Options.Control.Runs, where
 // its invocations share its counts (as MaxRate's budget does); each
 // invocation alone would see only its own tasks.
 func (r *Runner) keepsBudget(runID string, ov worktask.Overrides) bool {
-	return runID != "" && !(ov.MaxFailures.IsZero() && ov.MaxFailedObjects.IsZero()) && (r.opts.Runs != nil || r.work == nil)
+	return runID != "" && !(ov.MaxFailures.IsZero() && ov.MaxFailedObjects.IsZero()) && (r.opts.Control.Runs != nil || r.work == nil)
 }
 
 // stopOverBudget stops tr's run for why, and makes res, the result of a
@@ -149,11 +149,11 @@ func (r *Runner) stopOverBudget(ctx context.Context, tr *taskRun, res *TaskResul
 // start or send.
 func (r *Runner) stopRun(ctx context.Context, runID, why string) error {
 	ok := false
-	if r.opts.Runs == nil {
+	if r.opts.Control.Runs == nil {
 		ok = r.ledger.stop(runID, why)
 	} else {
 		var err error
-		if ok, err = r.opts.Runs.Stop(ctx, runID, why); err != nil {
+		if ok, err = r.opts.Control.Runs.Stop(ctx, runID, why); err != nil {
 			return fmt.Errorf("fanout: stop run %s past its failure budget: %w", runID, err)
 		}
 		r.stale(runID)
@@ -231,7 +231,7 @@ func addCodes(a, b map[string]int64) map[string]int64 {
 }
 
 // ledger keeps, in the process, what the failure budget of a run needs
-// beside the run's record: with Options.Runs, what this process's tasks
+// beside the run's record: with Options.Control.Runs, what this process's tasks
 // did that the record does not hold yet (their counters are written as
 // a batch of tasks settles); without, everything, and the stop itself,
 // for a run sent in one process, as the CLI sends it without a claims

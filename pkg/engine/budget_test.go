@@ -24,7 +24,7 @@ import (
 // it lets tasks that end at once each fit, and write their failures off). Workers with the mapping
 // fixed, and a resume, send each record once, and the run finishes.
 func TestBudgetStopsQueuedRun(t *testing.T) {
-	c := newControlled(t, 2, engine.Options{InlineMaxBytes: 1})
+	c := newControlled(t, 2, engine.Options{Planning: engine.Planning{InlineMaxBytes: 1}})
 	var want []string
 	for o := range 6 {
 		var b strings.Builder
@@ -66,7 +66,7 @@ func TestBudgetStopsQueuedRun(t *testing.T) {
 	// `s3sqs resume` does.
 	c.handlers, c.logs = nil, nil
 	for range 2 {
-		h, logs := c.st.Handler(t, engine.Options{WorkQueueURL: c.work, Claims: c.claims, Runs: c.runs, ControlEvery: 100 * time.Millisecond,
+		h, logs := c.st.Handler(t, engine.Options{WorkQueueURL: c.work, Claims: c.claims, Control: engine.Control{Runs: c.runs, ReadEvery: 100 * time.Millisecond},
 			Plan: dataset.PlanOptions{ChunkSize: 1 << 10}, Mapping: worktask.Mapping{BodyField: "value"}}, nil)
 		c.handlers, c.logs = append(c.handlers, h), append(c.logs, logs)
 	}
@@ -101,7 +101,7 @@ func TestBudgetStopsQueuedRun(t *testing.T) {
 // their failures off and the run ends, where their own budget would have
 // stopped it.
 func TestResumedBudgetReachesQueuedTasks(t *testing.T) {
-	c := newControlled(t, 1, engine.Options{InlineMaxBytes: 1})
+	c := newControlled(t, 1, engine.Options{Planning: engine.Planning{InlineMaxBytes: 1}})
 	for o := range 3 {
 		var b strings.Builder
 		for i := range 40 {

@@ -19,7 +19,7 @@ import (
 // Continuation, to be queued and retried on its own, so that the chunks
 // before it are not sent again. A task its run's gate stopped (see
 // TaskResult.Held) is put back on the work queue or parked here; each
-// result is added to its run's counters (see Options.Runs).
+// result is added to its run's counters (see Options.Control.Runs).
 func (r *Runner) RunChains(ctx context.Context, tasks []worktask.Task) []TaskResult {
 	results := r.RunTasks(ctx, tasks, 0)
 	ran := slices.Clone(tasks)

@@ -45,7 +45,7 @@ const (
 )
 
 // ErrBacklog is why a task was put back when its target's backlog stayed
-// above TargetMaxBacklog for Options.Hold.
+// above TargetMaxBacklog for Options.Control.Hold.
 var ErrBacklog = errors.New("fanout: the target's backlog stayed above targetMaxBacklog")
 
 // ErrRunStateBusy is why a task was put back when the run's state in the
@@ -97,13 +97,13 @@ type gate struct {
 // gateOf returns the gate of run runID's tasks that send with sender, or
 // nil when the run is neither steered nor paced.
 func (r *Runner) gateOf(runID string, ov *worktask.Overrides, sender *sqsbatch.Sender) *gate {
-	rate := cmp.Or(ov.MaxRate.Value(), r.opts.MaxRate)
-	limit := cmp.Or(ov.TargetMaxBacklog.Value(), r.opts.TargetMaxBacklog)
-	if r.opts.Runs == nil && rate == 0 && limit == 0 {
+	rate := cmp.Or(ov.MaxRate.Value(), r.opts.Control.MaxRate)
+	limit := cmp.Or(ov.TargetMaxBacklog.Value(), r.opts.Control.TargetMaxBacklog)
+	if r.opts.Control.Runs == nil && rate == 0 && limit == 0 {
 		return nil
 	}
 	g := &gate{pacer: r.pacer(runID, rate), limit: limit,
-		hold: r.opts.Hold, every: r.opts.ControlEvery, inPlace: r.work == nil}
+		hold: r.opts.Control.Hold, every: r.opts.Control.ReadEvery, inPlace: r.work == nil}
 	if limit > 0 {
 		g.backlog = r.backlogOf(sender.QueueURL())
 	}
@@ -122,7 +122,7 @@ func (r *Runner) pacer(runID string, rate int64) *runstate.Pacer {
 	if len(r.pacers) >= maxPacers {
 		clear(r.pacers)
 	}
-	p := runstate.NewPacer(r.opts.Runs, runID, runstate.PacerOptions{MaxRate: rate, CheckEvery: r.opts.ControlEvery})
+	p := runstate.NewPacer(r.opts.Control.Runs, runID, runstate.PacerOptions{MaxRate: rate, CheckEvery: r.opts.Control.ReadEvery})
 	r.pacers[runID] = p
 	return p
 }
@@ -293,13 +293,13 @@ func (r *Runner) putBack(ctx context.Context, runID string, m message, why error
 	if err != nil {
 		return false, err
 	}
-	delay := min(cmp.Or(r.opts.HoldDelay, defaultHoldDelay), maxHoldDelay)
-	if cancelled(why) && r.opts.Runs != nil {
+	delay := min(cmp.Or(r.opts.Control.HoldDelay, defaultHoldDelay), maxHoldDelay)
+	if cancelled(why) && r.opts.Control.Runs != nil {
 		// The Pacer's state may be up to CheckEvery old: a run resumed
 		// since, whose parked tasks `s3sqs resume` has just put back, must
 		// not have this one parked after them, where nothing would put it
 		// back. The record is read again first.
-		run, err := r.opts.Runs.Get(ctx, runID)
+		run, err := r.opts.Control.Runs.Get(ctx, runID)
 		switch {
 		case err != nil && !errors.Is(err, runstate.ErrNoRun):
 			return false, fmt.Errorf("fanout: read the control record of cancelled run %s: %w", runID, err)
@@ -307,7 +307,7 @@ func (r *Runner) putBack(ctx context.Context, runID string, m message, why error
 			// Parking numbers the task, then writes it: cut between the
 			// two by the invocation's end, the number stays unused and a
 			// resume passes over it, so both are made whole.
-			err := r.opts.Runs.Park(context.WithoutCancel(ctx), runID, e.Body)
+			err := r.opts.Control.Runs.Park(context.WithoutCancel(ctx), runID, e.Body)
 			if errors.Is(err, runstate.ErrPassedOver) {
 				// A resume put the run's parked tasks back while this one
 				// was being parked, and passed over it: the run is
@@ -349,7 +349,7 @@ func (r *Runner) holdHere(ctx context.Context) {
 	if r.work == nil || !r.work.FIFO() {
 		return
 	}
-	wait := min(cmp.Or(r.opts.HoldDelay, defaultHoldDelay), maxHoldDelay)
+	wait := min(cmp.Or(r.opts.Control.HoldDelay, defaultHoldDelay), maxHoldDelay)
 	if dl, ok := ctx.Deadline(); ok {
 		wait = min(wait, time.Until(dl)/2)
 	}
@@ -365,7 +365,7 @@ func (r *Runner) holdHere(ctx context.Context) {
 // planning, which comes back: a run whose planning went uncounted would
 // be done before its tasks are.
 func (r *Runner) addPlanned(ctx context.Context, pr *planRun) error {
-	if r.opts.Runs == nil {
+	if r.opts.Control.Runs == nil {
 		if r.keepsBudget(pr.runID, pr.ov) {
 			r.ledger.tally(pr.runID, pr.counters(), nil) // its failure budget's
 		}
@@ -373,7 +373,7 @@ func (r *Runner) addPlanned(ctx context.Context, pr *planRun) error {
 	}
 	ctx, cancel := settleContext(ctx)
 	defer cancel()
-	if _, err := r.opts.Runs.AddOnce(ctx, pr.runID, plannedKey(pr), pr.counters(), extentNote(pr)); err != nil {
+	if _, err := r.opts.Control.Runs.AddOnce(ctx, pr.runID, plannedKey(pr), pr.counters(), extentNote(pr)); err != nil {
 		return fmt.Errorf("fanout: count the planning of run %s: %w", pr.runID, err)
 	}
 	return nil
@@ -388,7 +388,7 @@ func (r *Runner) settleTask(ctx context.Context, t worktask.Task, res TaskResult
 	if r.work == nil {
 		c.TasksStopped, c.TasksCancelled = c.TasksCancelled, 0
 	}
-	if r.opts.Runs == nil || c.IsZero() && len(res.failures) == 0 {
+	if r.opts.Control.Runs == nil || c.IsZero() && len(res.failures) == 0 {
 		return // without Runs, the ledger keeps what the budget needs
 	}
 	// Written after an interrupt too (settleContext), as a claim is, so
@@ -397,7 +397,7 @@ func (r *Runner) settleTask(ctx context.Context, t worktask.Task, res TaskResult
 	// count is done either way; the ledger keeps it for the run's budget.
 	ctx, cancel := settleContext(ctx)
 	defer cancel()
-	if _, err := r.opts.Runs.Tally(ctx, t.RunID, c, res.failures); err != nil {
+	if _, err := r.opts.Control.Runs.Tally(ctx, t.RunID, c, res.failures); err != nil {
 		r.log.WarnContext(ctx, "run counters not updated", "runId", t.RunID, "error", err)
 		return
 	}

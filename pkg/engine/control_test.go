@@ -120,10 +120,10 @@ func newControlled(t *testing.T, n int, opts engine.Options) *controlled {
 	c.db = &serialDB{c: client}
 	c.claims = claims.NewTable(c.db, table, claims.TableOptions{})
 	c.runs = runstate.NewTable(c.db, table, runstate.TableOptions{})
-	opts.WorkQueueURL, opts.Claims, opts.Runs = c.work, c.claims, c.runs
+	opts.WorkQueueURL, opts.Claims, opts.Control.Runs = c.work, c.claims, c.runs
 	opts.Plan.ChunkSize = 1 << 10
-	opts.ControlEvery = cmpOr(opts.ControlEvery, 100*time.Millisecond)
-	opts.HoldDelay = cmpOr(opts.HoldDelay, time.Second)
+	opts.Control.ReadEvery = cmpOr(opts.Control.ReadEvery, 100*time.Millisecond)
+	opts.Control.HoldDelay = cmpOr(opts.Control.HoldDelay, time.Second)
 	c.st.Work = c.work
 	for range n {
 		h, logs := c.st.Handler(t, opts, nil)
@@ -321,7 +321,7 @@ func checkDelivered(t *testing.T, st *fanoutstack.Stack, want []string) {
 // the work queue's dead-letter queue, no task is received more than twice,
 // and the run's counters match what the invocations reported.
 func TestRunPauseResumeCancel(t *testing.T) {
-	c := newControlled(t, 2, engine.Options{MaxRate: 150, InlineMaxBytes: 1})
+	c := newControlled(t, 2, engine.Options{Control: engine.Control{MaxRate: 150}, Planning: engine.Planning{InlineMaxBytes: 1}})
 	want := c.put(t, "ctl/", 6, 400)
 	const id = "ctl-run"
 	rep, err := c.handlers[0].HandleRequest(t.Context(), engine.Request{Source: dataset.Source{Bucket: c.st.Bucket, Prefix: "ctl/"}, RunID: id})
@@ -405,7 +405,7 @@ func TestRunPauseResumeCancel(t *testing.T) {
 // finishes with every record once and no task in the dead-letter queue.
 func TestBackpressure(t *testing.T) {
 	// The limit comes with the request, as targetMaxBacklog.
-	c := newControlled(t, 2, engine.Options{InlineMaxBytes: 1, Hold: 300 * time.Millisecond})
+	c := newControlled(t, 2, engine.Options{Planning: engine.Planning{InlineMaxBytes: 1}, Control: engine.Control{Hold: 300 * time.Millisecond}})
 	for i := range 60 {
 		if _, err := c.st.SQS.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(c.st.Target), MessageBody: aws.String(fmt.Sprintf("filler %d", i))}); err != nil {
 			t.Fatal(err)
@@ -496,8 +496,7 @@ func TestInlinePauseCancel(t *testing.T) {
 	runs := runstate.NewTable(db, table, runstate.TableOptions{})
 	c := &controlled{st: st, runs: runs}
 	want := c.put(t, "inline/", 2, 300)
-	r, err := engine.New(t.Context(), st.S3, st.SQS, engine.Options{Target: sqsbatch.Queue{URL: st.Target}, Runs: runs, MaxRate: 100,
-		ControlEvery: 100 * time.Millisecond, Claims: claims.NewTable(db, table, claims.TableOptions{}), Plan: dataset.PlanOptions{ChunkSize: 1 << 10}})
+	r, err := engine.New(t.Context(), st.S3, st.SQS, engine.Options{Target: sqsbatch.Queue{URL: st.Target}, Control: engine.Control{Runs: runs, MaxRate: 100, ReadEvery: 100 * time.Millisecond}, Claims: claims.NewTable(db, table, claims.TableOptions{}), Plan: dataset.PlanOptions{ChunkSize: 1 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,7 +573,7 @@ func TestHeldGoBack(t *testing.T) {
 			client, table := localaws.ClaimsTable(t)
 			runs := runstate.NewTable(client, table, runstate.TableOptions{})
 			r, err := engine.New(t.Context(), st.S3, st.SQS, engine.Options{Target: sqsbatch.Queue{URL: st.Target}, WorkQueueURL: work,
-				Runs: runs, ControlEvery: time.Millisecond, HoldDelay: time.Second})
+				Control: engine.Control{Runs: runs, ReadEvery: time.Millisecond, HoldDelay: time.Second}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -642,7 +641,7 @@ func TestHeldGoBack(t *testing.T) {
 
 // TestResumeRightAfterCancel resumes a cancelled run, putting its parked
 // task back, while a Runner still holds the cancel it read (its Pacer reads
-// the control record again only after ControlEvery): the task that comes
+// the control record again only after ReadEvery): the task that comes
 // back is not parked again, where no resume would find it, but goes back
 // on the work queue at once, and its next delivery sends it.
 func TestResumeRightAfterCancel(t *testing.T) {
@@ -651,7 +650,7 @@ func TestResumeRightAfterCancel(t *testing.T) {
 	runs := runstate.NewTable(client, table, runstate.TableOptions{})
 	newRunner := func(every time.Duration) *engine.Runner {
 		r, err := engine.New(t.Context(), st.S3, st.SQS, engine.Options{Target: sqsbatch.Queue{URL: st.Target}, WorkQueueURL: st.Work,
-			Runs: runs, Claims: claims.NewTable(client, table, claims.TableOptions{}), ControlEvery: every})
+			Control: engine.Control{Runs: runs, ReadEvery: every}, Claims: claims.NewTable(client, table, claims.TableOptions{})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -721,7 +720,7 @@ func (d deniedBacklog) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueA
 func TestBacklogDenied(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	api := deniedBacklog{st.SQS}
-	_, err := engine.New(t.Context(), st.S3, api, engine.Options{Target: sqsbatch.Queue{URL: st.Target}, TargetMaxBacklog: 10})
+	_, err := engine.New(t.Context(), st.S3, api, engine.Options{Target: sqsbatch.Queue{URL: st.Target}, Control: engine.Control{TargetMaxBacklog: 10}})
 	if err == nil || !strings.Contains(err.Error(), "TARGET_MAX_BACKLOG") || !strings.Contains(err.Error(), "sqs:GetQueueAttributes") {
 		t.Fatalf("New: %v; want an error naming TARGET_MAX_BACKLOG and sqs:GetQueueAttributes", err)
 	}
@@ -762,7 +761,7 @@ func TestBudgetThrottledHolds(t *testing.T) {
 	client, table := localaws.ClaimsTable(t)
 	runs := runstate.NewTable(throttledBudget{&serialDB{c: client}}, table, runstate.TableOptions{})
 	r, err := engine.New(t.Context(), st.S3, st.SQS, engine.Options{Target: sqsbatch.Queue{URL: st.Target}, WorkQueueURL: work,
-		Runs: runs, MaxRate: 100, ControlEvery: time.Millisecond, HoldDelay: time.Second})
+		Control: engine.Control{Runs: runs, MaxRate: 100, ReadEvery: time.Millisecond, HoldDelay: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -806,7 +805,7 @@ func TestBacklogUnreadHolds(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	work := localaws.CreateQueue(t, st.SQS, "-work", nil)
 	r, err := engine.New(t.Context(), st.S3, throttledBacklog{st.SQS}, engine.Options{Target: sqsbatch.Queue{URL: st.Target}, WorkQueueURL: work,
-		ControlEvery: 10 * time.Millisecond, Hold: 200 * time.Millisecond, HoldDelay: time.Second})
+		Control: engine.Control{ReadEvery: 10 * time.Millisecond, Hold: 200 * time.Millisecond, HoldDelay: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func TestRunCountsTasksOnce(t *testing.T) {
 	db := &serialDB{c: client}
 	store := claims.NewTable(db, table, claims.TableOptions{})
 	runs := runstate.NewTable(db, table, runstate.TableOptions{})
-	h, _ := st.Handler(t, engine.Options{Claims: store, Runs: runs}, nil)
+	h, _ := st.Handler(t, engine.Options{Claims: store, Control: engine.Control{Runs: runs}}, nil)
 
 	body := map[string]string{}
 	for _, k := range []string{"a", "b", "c", "d"} {

@@ -47,7 +47,7 @@ func (r *Runner) DryRun(ctx context.Context, req Request, o DryRunOptions) (Repo
 		return rep, err
 	}
 	d := &DryRun{Objects: rep.Objects, Bytes: rep.BytesPlanned, Chunks: rep.Chunks, Tasks: dp.tasks}
-	d.Queued = r.work != nil && (o.Queue || rep.BytesPlanned > r.opts.InlineMaxBytes)
+	d.Queued = r.work != nil && (o.Queue || rep.BytesPlanned > r.opts.Planning.InlineMaxBytes)
 	if d.Queued {
 		d.WorkRequests, d.WorkBilledRequests = dp.workRequests, dp.workBilled
 	}
@@ -62,7 +62,7 @@ func (r *Runner) DryRun(ctx context.Context, req Request, o DryRunOptions) (Repo
 		// listing may stop it sooner.
 		d.WouldStop = fmt.Sprintf("%d of its %d records would fail, past maxFailures %s (%s)", d.Failed, d.Records, l, FailureCodes(t.codes, 3))
 	}
-	d.estimate(o, cmp.Or(req.MaxRate.Value(), r.opts.MaxRate))
+	d.estimate(o, cmp.Or(req.MaxRate.Value(), r.opts.Control.MaxRate))
 	rep.DryRun = d
 	return rep, nil
 }

@@ -134,7 +134,7 @@ func TestDryRunMatchesRun(t *testing.T) {
 			opts := engine.Options{Mode: tt.mode, ChunkConcurrency: 1, Plan: dataset.PlanOptions{ChunkSize: 16 << 10},
 				Target: sqsbatch.Queue{URL: st.Target}, WorkQueueURL: st.Work, FailureQueueURL: st.Failure, Mapping: fanoutstack.SparkMapping}
 			if tt.offload {
-				opts.OffloadS3URI = "s3://lake/offload/"
+				opts.Offload.S3URI = "s3://lake/offload/"
 			}
 			bill := &billingSQS{API: st.SQS, queue: st.Target}
 			r, err := engine.New(t.Context(), st.S3, bill, opts)

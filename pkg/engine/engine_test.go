@@ -140,7 +140,7 @@ func TestRunToWorkQueue(t *testing.T) {
 	m := newModels(t)
 	want := append(m.put("a.jsonl", 120), m.put("b.jsonl", 30)...)
 	slices.Sort(want)
-	r := m.runner(t, engine.Options{WorkQueueURL: m.work, InlineMaxBytes: 1 << 10}, nil)
+	r := m.runner(t, engine.Options{WorkQueueURL: m.work, Planning: engine.Planning{InlineMaxBytes: 1 << 10}}, nil)
 	rep, err := r.Run(t.Context(), engine.Request{Source: dataset.Source{Bucket: "lake", All: true}})
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +204,7 @@ func TestPlanStepContinues(t *testing.T) {
 	ctx, stop := workContext(t)
 	defer stop()
 	progress := &engine.Progress{}
-	r := m.runner(t, engine.Options{WorkQueueURL: m.work, PlanConcurrency: 1, Progress: progress}, gatedS3{S3API: m.s3, planned: progress, stopWork: stop})
+	r := m.runner(t, engine.Options{WorkQueueURL: m.work, Planning: engine.Planning{Concurrency: 1}, Progress: progress}, gatedS3{S3API: m.s3, planned: progress, stopWork: stop})
 	step := worktask.Plan{RunID: "run-1", Source: dataset.Source{Bucket: "lake", Keys: keys}, Step: 1}
 	rep, err := r.PlanStep(ctx, step)
 	if err != nil {

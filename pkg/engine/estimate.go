@@ -145,7 +145,7 @@ type DryRun struct {
 	// as the sample says it, not scaled.
 	FailureCodes map[string]int64 `json:"failureCodes,omitempty"`
 	// WouldStop says why the run's failure budget (see
-	// Options.MaxFailures) would stop it, judged on the records read
+	// Options.Control.MaxFailures) would stop it, judged on the records read
 	// here; empty when it would not.
 	WouldStop string `json:"wouldStop,omitempty"`
 	// Counted says how the counts were made: "exact", or "estimated from

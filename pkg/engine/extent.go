@@ -63,10 +63,10 @@ func extentNote(pr *planRun) string {
 // readExtent reads the extent of pr's step that an earlier delivery
 // counted, if any, into pr.extent, and marks pr counted.
 func (r *Runner) readExtent(ctx context.Context, pr *planRun) error {
-	if pr.step == nil || r.opts.Runs == nil || r.work == nil {
+	if pr.step == nil || r.opts.Control.Runs == nil || r.work == nil {
 		return nil
 	}
-	note, added, err := r.opts.Runs.Once(ctx, pr.runID, plannedKey(pr))
+	note, added, err := r.opts.Control.Runs.Once(ctx, pr.runID, plannedKey(pr))
 	switch {
 	case err != nil:
 		return fmt.Errorf("fanout: planning step %d of run %s: %w", pr.step.Step, pr.runID, err)

@@ -53,8 +53,8 @@ func TestPlanStepRedeliveredKeepsItsExtent(t *testing.T) {
 	}
 	runs := runstate.NewTable(simulate.NewDynamoModel(nil), "runs", runstate.TableOptions{})
 	opts := engine.Options{
-		Target: sqsbatch.Queue{URL: m.target, MaxMessageSize: 1 << 20}, WorkQueueURL: m.work, PlanConcurrency: 1,
-		Claims: simulate.NewClaimsModel(nil), Runs: runs, Send: sqsbatch.Options{MaxAttempts: 1},
+		Target: sqsbatch.Queue{URL: m.target, MaxMessageSize: 1 << 20}, WorkQueueURL: m.work, Planning: engine.Planning{Concurrency: 1},
+		Claims: simulate.NewClaimsModel(nil), Control: engine.Control{Runs: runs}, Send: sqsbatch.Options{MaxAttempts: 1},
 	}
 	opts.Plan.ChunkSize = 1 << 10
 	step := worktask.Plan{RunID: "run-1", Source: dataset.Source{Bucket: "lake", Keys: keys}, Step: 1}

@@ -15,13 +15,13 @@ import (
 )
 
 // TestFiltersQueuedRun runs two queued requests through a runner whose
-// filters (Options.Filters, a function's MIN_OBJECT_SIZE) keep objects of
+// filters (Options.Planning.Filters, a function's MIN_OBJECT_SIZE) keep objects of
 // 50 bytes or more: one that gives no filter of its own gets the runner's;
 // one that gives its own minSize and keyRegex keeps those. Each delivers
 // exactly the objects its filters keep, and its run record counts what
 // they left out, by filter, for status.
 func TestFiltersQueuedRun(t *testing.T) {
-	c := newControlled(t, 1, engine.Options{InlineMaxBytes: 1, Filters: dataset.Filters{MinSize: 50}})
+	c := newControlled(t, 1, engine.Options{Planning: engine.Planning{InlineMaxBytes: 1, Filters: dataset.Filters{MinSize: 50}}})
 	c.st.Put(t, "flt/small.jsonl", `{"o":"small"}`+"\n")
 	c.st.Put(t, "flt/other.jsonl", `{"o":"other"}`+"\n")
 	c.st.Put(t, "flt/large.jsonl", strings.Repeat(`{"o":"large"}`+"\n", 5))

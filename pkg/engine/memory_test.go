@@ -63,7 +63,7 @@ func TestKeptHeapDoesNotGrow(t *testing.T) {
 		}
 		target := localaws.CreateQueue(t, sqsc, fmt.Sprintf("-kept-%d-%d", c.n, c.chunk), nil)
 		r, err := engine.New(ctx, s3c, sqsc, engine.Options{
-			Target: sqsbatch.Queue{URL: target}, Mode: worktask.ModeRecord, InlineMaxBytes: 1 << 40,
+			Target: sqsbatch.Queue{URL: target}, Mode: worktask.ModeRecord, Planning: engine.Planning{InlineMaxBytes: 1 << 40},
 			Plan: dataset.PlanOptions{ChunkSize: c.chunk},
 			// As in a function of 128 MB: the requests in flight hold
 			// little, whatever the reads' pace.

@@ -35,7 +35,7 @@ func notificationChunk(obj dataset.Object) dataset.Chunk {
 // encoded: the object is announced as if S3 had just announced it. Each
 // version's record id is the one its own task would give it.
 func (r *Runner) notificationEntries(runID string, format string, s *taskSpec, fifo bool) func(records.Record) (sqsbatch.Entry, error) {
-	enc := s3event.Encoder{Format: r.opts.NotificationFormat, RunID: runID}
+	enc := s3event.Encoder{Format: r.opts.Notification.Format, RunID: runID}
 	if format != "" {
 		enc.Format = s3event.Format(format)
 	}
@@ -49,7 +49,7 @@ func (r *Runner) notificationEntries(runID string, format string, s *taskSpec, f
 		// version once (s3ingest's claims) takes a second replay as new,
 		// and a notification sent again by this run as the same.
 		note := obj.Created(time.Now())
-		note.Sequencer, note.Region = s3event.RunSequencer(runID, int(rec.Offset)), r.opts.Region
+		note.Sequencer, note.Region = s3event.RunSequencer(runID, int(rec.Offset)), r.opts.Notification.Region
 		body, err := enc.Encode(note)
 		if err != nil {
 			return sqsbatch.Entry{}, err

@@ -62,7 +62,7 @@ func TestNotificationMode(t *testing.T) {
 			st := fanoutstack.New(t, "")
 			want := putReplayDataset(t, st)
 			progress := &engine.Progress{}
-			h, _ := st.Handler(t, engine.Options{Mode: worktask.ModeNotification, Region: localaws.Region, Progress: progress}, nil)
+			h, _ := st.Handler(t, engine.Options{Mode: worktask.ModeNotification, Notification: engine.Notification{Region: localaws.Region}, Progress: progress}, nil)
 			rep := fanoutstack.Invoke[engine.Report](t, h, t.Context(), map[string]any{
 				"bucket": st.Bucket, "prefix": "replay/", "runId": "replay-1", "notificationFormat": string(format)})
 			if rep.Objects != len(want) || rep.RecordsSent != int64(len(want)) || rep.RecordsFailed != 0 {

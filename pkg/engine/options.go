@@ -24,10 +24,12 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
-// Defaults used when the matching Options field is zero.
-// DefaultChunkConcurrency is exported for the configurations that show it.
+// Defaults used when the matching Options field is zero. The exported ones
+// are the settings table's defaults too (pkg/settings), which the
+// functions, the CLI and docs/configuration.md read; a test of
+// internal/awssetup holds the two equal.
 const (
-	defaultInlineMaxBytes   = 64 << 20
+	DefaultInlineMaxBytes   = 64 << 20
 	DefaultChunkConcurrency = 4
 	// DefaultReadConcurrency is how many notified objects RunNotified
 	// reads at once. Eight was the best setting of make bench-latency at
@@ -45,7 +47,10 @@ type S3API interface {
 
 var _ S3API = (*s3.Client)(nil)
 
-// Options configures a [Runner].
+// Options configures a [Runner]. Its groups are each for one kind of
+// work: Notification for ModeNotification, Planning for the requests a
+// runner lists and plans (fanout's, not s3ingest's objects), Control for
+// runs steered and paced across invocations (fanout's runs).
 type Options struct {
 	// Target is the queue records go to. A run may name another.
 	Target sqsbatch.Queue
@@ -57,6 +62,9 @@ type Options struct {
 	// error level.
 	FailureQueueURL string
 	FailureS3URI    string
+	// FailureWriter, when set, receives the failures as JSON Lines instead
+	// of the failure queue or S3 (the CLI's local file).
+	FailureWriter io.Writer
 	// ReportS3URI (s3://bucket/prefix), when set, receives the run report:
 	// a manifest per run and the failed ranges of each task (see
 	// Manifest and FailedTask).
@@ -67,41 +75,18 @@ type Options struct {
 	// ModeNotification sends each object's S3 notification instead of its
 	// records, without reading it.
 	Mode worktask.Mode
-	// NotificationFormat is the shape of ModeNotification's messages; ""
-	// means s3event.FormatS3.
-	NotificationFormat s3event.Format
-	// Region is the awsRegion ModeNotification's messages name, the
-	// buckets' region; "" writes an empty one.
-	Region string
+	// Notification shapes ModeNotification's messages.
+	Notification Notification
 	// Mapping names the record fields that become message parts.
 	Mapping worktask.Mapping
 	// Send configures the senders (MaxInFlight, MaxAttempts, ...).
 	Send sqsbatch.Options
-	// InlineMaxBytes is the largest dataset sent in the invocation that
-	// planned it; larger ones go to the work queue. Zero means
-	// 64 MiB.
-	InlineMaxBytes int64
 	// ChunkConcurrency is how many chunks are read at once in one
 	// invocation; zero means DefaultChunkConcurrency.
 	ChunkConcurrency int
-	// PlanConcurrency is how many objects are planned at once: their
-	// HeadObject when the listing gives no size, a CSV object's header, a
-	// Parquet object's footer. Zero means 16.
-	PlanConcurrency int
-	// FailureWriter, when set, receives the failures as JSON Lines instead
-	// of the failure queue or S3 (the CLI's local file).
-	FailureWriter io.Writer
-	// OffloadS3URI (s3://bucket/prefix), when set, receives the records
-	// too large for their queue (their body and attributes, as SQS counts
-	// them), each as an object whose key derives from the record id; the
-	// message carries a pointer in the SQS Extended Client format (see
-	// pkg/sqsextended), which the Extended Client libraries read unchanged.
-	// OffloadMode sqsextended.ModeAlways offloads every record.
-	// OffloadKMSKeyID encrypts the objects with SSE-KMS under that key;
-	// without it, SSE-S3.
-	OffloadS3URI    string
-	OffloadMode     sqsextended.Mode
-	OffloadKMSKeyID string
+	// Offload, when its S3URI is set, offloads the records too large for
+	// their queue to S3.
+	Offload Offload
 	// Claims, when set, runs each task once per run: a task another
 	// delivery has done does nothing and succeeds; one another delivery
 	// holds fails with claims.ErrHeld, to come back when the holder has
@@ -109,6 +94,68 @@ type Options struct {
 	// it stopped (see pkg/claims). Without it a task delivered twice runs
 	// twice (at least once).
 	Claims claims.Store
+	// Planning is how a request's dataset is listed and planned.
+	Planning Planning
+	// Control is how runs are steered and paced.
+	Control Control
+	// Progress, when set, is updated as records are read and sent, for a
+	// progress display.
+	Progress *Progress
+	// Logger receives the runner's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Notification shapes the messages of ModeNotification.
+type Notification struct {
+	// Format is the messages' shape; "" means s3event.FormatS3.
+	Format s3event.Format
+	// Region is the awsRegion the messages name, the buckets' region; ""
+	// writes an empty one.
+	Region string
+}
+
+// Offload configures the records too large for their queue: when S3URI
+// (s3://bucket/prefix) is set, each is written to S3 (its body and
+// attributes, as SQS counts them) as an object whose key derives from the
+// record id, and its message carries a pointer in the SQS Extended Client
+// format (see pkg/sqsextended), which the Extended Client libraries read
+// unchanged. The zero Offload offloads nothing: such records fail.
+type Offload struct {
+	S3URI string
+	// Mode sqsextended.ModeAlways offloads every record; the zero Mode
+	// only those too large.
+	Mode sqsextended.Mode
+	// KMSKeyID encrypts the objects with SSE-KMS under that key; without
+	// it, SSE-S3.
+	KMSKeyID string
+}
+
+// Planning configures how a request's dataset is listed and planned into
+// tasks. The zero Planning keeps every object and plans 16 at once.
+type Planning struct {
+	// InlineMaxBytes is the largest dataset sent in the invocation that
+	// planned it; larger ones go to the work queue. Zero means
+	// DefaultInlineMaxBytes.
+	InlineMaxBytes int64
+	// Concurrency is how many objects are planned at once: their
+	// HeadObject when the listing gives no size, a CSV object's header, a
+	// Parquet object's footer. Zero means 16.
+	Concurrency int
+	// Filters are the object filters of a request whose source sets none
+	// of its own: a request that sets any replaces them all, so that it
+	// can keep what they would leave out. The zero Filters keeps every
+	// object.
+	Filters dataset.Filters
+	// OnArchived, when set, is called with each object planning leaves
+	// out as archived (see Stats.ObjectsArchived), in listing order, by
+	// one goroutine at a time: the CLI lists them for a restore job.
+	OnArchived func(dataset.Object)
+}
+
+// Control configures how runs are steered and paced across their
+// invocations. The zero Control keeps no shared state, sets no rate or
+// backlog limit, and gives a run the default failure budget.
+type Control struct {
 	// Runs, when set, keeps the runs' shared state (see pkg/runstate): the
 	// control record that pauses, resumes and cancels a run or changes its
 	// rate while it runs, which every task reads before it sends; the
@@ -122,8 +169,7 @@ type Options struct {
 	MaxRate int64
 	// TargetMaxBacklog holds a run's sends while its target's
 	// ApproximateNumberOfMessages is above it (read at most every
-	// ControlEvery); a request's targetMaxBacklog wins. Zero means no
-	// limit.
+	// ReadEvery); a request's targetMaxBacklog wins. Zero means no limit.
 	TargetMaxBacklog int64
 	// MaxFailures and MaxFailedObjects are the failure budget of a run that
 	// a request starts (Run, Queue) and whose request gives none: past
@@ -145,23 +191,9 @@ type Options struct {
 	// task every 10 s. A FIFO work queue takes no delay of a message's own: the task
 	// comes back after the queue's delay.
 	HoldDelay time.Duration
-	// ControlEvery is how often a run's control record and its target's
+	// ReadEvery is how often a run's control record and its target's
 	// backlog are read again; zero means 2 s.
-	ControlEvery time.Duration
-	// Progress, when set, is updated as records are read and sent, for a
-	// progress display.
-	Progress *Progress
-	// Filters are the object filters of a request whose source sets none
-	// of its own: a request that sets any replaces them all, so that it
-	// can keep what they would leave out. The zero Filters keeps every
-	// object.
-	Filters dataset.Filters
-	// OnArchived, when set, is called with each object planning leaves
-	// out as archived (see Stats.ObjectsArchived), in listing order, by
-	// one goroutine at a time: the CLI lists them for a restore job.
-	OnArchived func(dataset.Object)
-	// Logger receives the runner's logs; nil discards them.
-	Logger *slog.Logger
+	ReadEvery time.Duration
 }
 
 // Progress counts a run's work as it happens. Its fields may be read at
@@ -187,7 +219,7 @@ type Report struct {
 	// listing is a planning step on the work queue (see Runner.PlanStep).
 	PlanContinued bool `json:"planContinued,omitempty"`
 	// Cancelled reports that the run was cancelled while it was sent here
-	// (see Options.Runs): what was not sent is not.
+	// (see Options.Control.Runs): what was not sent is not.
 	Cancelled bool `json:"cancelled,omitempty"`
 	Stats
 	// DryRun is what a dry run found the run would do (see Runner.DryRun).
@@ -221,14 +253,14 @@ type Runner struct {
 
 // New resolves the queues (once) and returns a Runner.
 func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runner, error) {
-	if opts.InlineMaxBytes <= 0 {
-		opts.InlineMaxBytes = defaultInlineMaxBytes
+	if opts.Planning.InlineMaxBytes <= 0 {
+		opts.Planning.InlineMaxBytes = DefaultInlineMaxBytes
 	}
 	if opts.ChunkConcurrency <= 0 {
 		opts.ChunkConcurrency = DefaultChunkConcurrency
 	}
-	if opts.PlanConcurrency <= 0 {
-		opts.PlanConcurrency = defaultPlanConcurrency
+	if opts.Planning.Concurrency <= 0 {
+		opts.Planning.Concurrency = defaultPlanConcurrency
 	}
 	if opts.Mode == "" {
 		opts.Mode = worktask.ModeRecord
@@ -236,7 +268,7 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 	if opts.Mode != worktask.ModeRecord && opts.Mode != worktask.ModeChunk && opts.Mode != worktask.ModeNotification {
 		return nil, fmt.Errorf("fanout: unknown mode %q (want record, chunk or notification)", opts.Mode)
 	}
-	if _, err := s3event.ParseFormat(string(opts.NotificationFormat)); err != nil {
+	if _, err := s3event.ParseFormat(string(opts.Notification.Format)); err != nil {
 		return nil, fmt.Errorf("fanout: %w", err)
 	}
 	log := opts.Logger
@@ -262,9 +294,9 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 			return nil, fmt.Errorf("fanout: failure output: %w", err)
 		}
 	}
-	if opts.OffloadS3URI != "" {
-		o := sqsextended.OffloaderOptions{Mode: opts.OffloadMode, KMSKeyID: opts.OffloadKMSKeyID, MaxMessageSize: sqsbatch.MaxBatchBytes}
-		if o.Bucket, o.Prefix, err = dataset.ParseS3URI(opts.OffloadS3URI); err != nil {
+	if opts.Offload.S3URI != "" {
+		o := sqsextended.OffloaderOptions{Mode: opts.Offload.Mode, KMSKeyID: opts.Offload.KMSKeyID, MaxMessageSize: sqsbatch.MaxBatchBytes}
+		if o.Bucket, o.Prefix, err = dataset.ParseS3URI(opts.Offload.S3URI); err != nil {
 			return nil, fmt.Errorf("fanout: offload: %w", err)
 		}
 		// Checked now, so that a bad prefix fails at init; each target
@@ -285,9 +317,9 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 		if err != nil {
 			return nil, err
 		}
-		if opts.TargetMaxBacklog > 0 {
+		if opts.Control.TargetMaxBacklog > 0 {
 			// Read once now, so that a missing permission fails at init.
-			if _, err := r.backlogOf(s.QueueURL()).read(ctx, opts.ControlEvery); err != nil {
+			if _, err := r.backlogOf(s.QueueURL()).read(ctx, opts.Control.ReadEvery); err != nil {
 				return nil, err
 			}
 		}

@@ -62,7 +62,7 @@ func (r *Runner) request(ctx context.Context, req Request, to sink) (Report, err
 	}
 	r.budgeted(&req.Overrides)
 	runID := cmp.Or(req.RunID, NewRunID())
-	if r.opts.Runs == nil {
+	if r.opts.Control.Runs == nil {
 		r.ledger.reset(runID)
 	}
 	step := &worktask.Plan{RunID: runID, Source: req.Source, Step: 1}
@@ -128,16 +128,16 @@ func (r *Runner) runAndReport(ctx context.Context, objs iter.Seq2[dataset.Listed
 // and, when ctx ends first, the next step. A step whose claim (with a
 // claims store) is done queues nothing: its tasks and next step are on the
 // work queue already. A step that ends before it planned an object fails,
-// to come back, since its next step would be itself. With Options.Runs, a
+// to come back, since its next step would be itself. With Options.Control.Runs, a
 // step of a paused run goes back on the work queue after HoldDelay, and
 // one of a cancelled run is parked, both without error.
 func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) {
 	rep := Report{RunID: p.RunID}
 	ov := overridesOf(p.Overrides)
-	if r.opts.Runs != nil {
+	if r.opts.Control.Runs != nil {
 		// A paused run's step goes back on the work queue, a cancelled
 		// run's is parked, as its tasks are.
-		err := r.pacer(p.RunID, cmp.Or(ov.MaxRate.Value(), r.opts.MaxRate)).Wait(ctx, 0)
+		err := r.pacer(p.RunID, cmp.Or(ov.MaxRate.Value(), r.opts.Control.MaxRate)).Wait(ctx, 0)
 		switch {
 		case holds(err):
 			if !cancelled(err) {
@@ -180,7 +180,7 @@ func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) 
 
 // list lists src from cursor from, pinning objects PlanConcurrency at once.
 func (r *Runner) list(ctx context.Context, src dataset.Source, from dataset.Cursor) iter.Seq2[dataset.Listed, error] {
-	return dataset.List(ctx, r.s3, src, from, dataset.ListOptions{PinConcurrency: r.opts.PlanConcurrency})
+	return dataset.List(ctx, r.s3, src, from, dataset.ListOptions{PinConcurrency: r.opts.Planning.Concurrency})
 }
 
 // listed turns objects into a listing that cannot resume.

@@ -113,7 +113,7 @@ func (r *Runner) plan(ctx context.Context, objs iter.Seq2[dataset.Listed, error]
 	// since it was made: those are skipped and counted. Keys a request
 	// names itself, and notified objects, fail the run when missing.
 	listedOnly := pr.step != nil && pr.step.Source.Key == "" && len(pr.step.Source.Keys) == 0
-	plans := inorder.Map(ctx, objs, r.opts.PlanConcurrency, func(ctx context.Context, l dataset.Listed) (planned, error) {
+	plans := inorder.Map(ctx, objs, r.opts.Planning.Concurrency, func(ctx context.Context, l dataset.Listed) (planned, error) {
 		switch {
 		case l.Mark():
 			return planned{next: l.Next, mark: true, filtered: l.Filtered}, nil
@@ -197,8 +197,8 @@ func (r *Runner) tasksOf(ctx context.Context, pr *planRun, plans iter.Seq2[plann
 			case p.archived:
 				pr.rep.ObjectsArchived++
 				pr.rep.BytesArchived += p.obj.Size
-				if r.opts.OnArchived != nil {
-					r.opts.OnArchived(p.obj)
+				if r.opts.Planning.OnArchived != nil {
+					r.opts.Planning.OnArchived(p.obj)
 				}
 			default:
 				r.countPlanned(pr, p)

@@ -365,7 +365,7 @@ func (rd *reader) hand(e sqsbatch.Entry, held span) bool {
 }
 
 // offloaded returns the entry to send for e: e itself, or its pointer once
-// its body is in S3 (see Options.OffloadS3URI). When the body cannot be
+// its body is in S3 (see Options.Offload.S3URI). When the body cannot be
 // written, its records go to the failure output (code OffloadFailed), or,
 // when readCtx ended, the task fails; ok is then false.
 func (rd *reader) offloaded(e sqsbatch.Entry, held span) (out sqsbatch.Entry, ok bool) {

@@ -86,13 +86,13 @@ func overridesOf(ov *worktask.Overrides) worktask.Overrides {
 var errVersionsMode = errors.New("versions replays every version of each key as notifications: it needs mode notification")
 
 // validate gives req the runner's filters when it sets none of its own
-// (see Options.Filters), and reports what req.Validate does, and a request
+// (see Options.Planning.Filters), and reports what req.Validate does, and a request
 // for every version in a run that is not in notification mode by the
 // runner's mode, or, on a FIFO target, with filters that could leave
 // versions out of the middle of a key's history.
 func (r *Runner) validate(ctx context.Context, req *Request) error {
 	if req.Filters.IsZero() {
-		req.Filters = r.opts.Filters
+		req.Filters = r.opts.Planning.Filters
 	}
 	if err := req.Validate(); err != nil {
 		return err

@@ -25,7 +25,7 @@ func (r *Runner) inline(ctx context.Context, pr *planRun, tasks iter.Seq[worktas
 	var kept []worktask.Task
 	for t, ok := next(); ok; t, ok = next() {
 		kept = append(kept, t)
-		if r.work != nil && pr.rep.BytesPlanned > r.opts.InlineMaxBytes {
+		if r.work != nil && pr.rep.BytesPlanned > r.opts.Planning.InlineMaxBytes {
 			return r.queued(ctx, pr, func(yield func(worktask.Task) bool) {
 				for _, t := range kept {
 					if !yield(t) {

@@ -66,7 +66,7 @@ type Stats struct {
 	TasksHeld      int `json:"tasksHeld,omitempty"`
 	TasksCancelled int `json:"tasksCancelled,omitempty"`
 	// StopReason says why the run stopped itself: its failure budget was
-	// spent (see Options.MaxFailures).
+	// spent (see Options.Control.MaxFailures).
 	StopReason string `json:"stopReason,omitempty"`
 	// RecordsMapped counts the records read whose body was their
 	// Mapping.BodyField, and FieldsLeftOut names the fields such records

@@ -79,7 +79,7 @@ func TestReplayVersionsFIFO(t *testing.T) {
 			st, want := versionedStack(t, ".fifo")
 			opts := engine.Options{Mode: worktask.ModeNotification}
 			if queued {
-				opts.InlineMaxBytes = 1
+				opts.Planning.InlineMaxBytes = 1
 			}
 			h, _ := st.Handler(t, opts, nil)
 			rep := fanoutstack.Invoke[engine.Report](t, h, t.Context(), map[string]any{
@@ -195,7 +195,7 @@ func TestReplayVersionsFiltered(t *testing.T) {
 		want string
 	}{
 		{"the request's", engine.Options{}, map[string]any{"maxSize": 8}, "which minSize, maxSize and storageClasses could cut in the middle"},
-		{"the runner's", engine.Options{Filters: dataset.Filters{StorageClasses: []string{"STANDARD"}}}, nil, "which minSize, maxSize and storageClasses could cut in the middle"},
+		{"the runner's", engine.Options{Planning: engine.Planning{Filters: dataset.Filters{StorageClasses: []string{"STANDARD"}}}}, nil, "which minSize, maxSize and storageClasses could cut in the middle"},
 		{"time", engine.Options{}, map[string]any{"modifiedBefore": "2100-01-01T00:00:00Z"}, ""},
 	} {
 		h, _ := fifo.Handler(t, c.opts, nil)

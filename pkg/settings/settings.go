@@ -31,6 +31,12 @@ type Row struct {
 	// Doc says what the setting is, as a flag's help writes it (a
 	// back-quoted word names the value).
 	Doc string
+	// Default is the value, as a variable or flag writes it, that applies
+	// when the setting is not given: the functions' configurations, the
+	// CLI's flags and docs/configuration.md read it here. "" means the
+	// setting's zero (none, off), or a default that depends on something
+	// else (a key's extension, the kind of run), which the docs describe.
+	Default string
 }
 
 // Setting is a row whose values are read by Parse into a T.

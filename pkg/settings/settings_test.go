@@ -125,3 +125,57 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultsParse: every row's default is a value its own parser takes,
+// since the functions and the CLI read an unset setting as its default.
+func TestDefaultsParse(t *testing.T) {
+	check := func(row settings.Row, err error) {
+		if err != nil {
+			t.Errorf("%s: the default %q: %v", row.Env, row.Default, err)
+		}
+	}
+	checked := 0
+	for _, s := range []any{
+		settings.Mode, settings.NotificationFormat, settings.Format, settings.Offload, settings.PartitionColumns, settings.OnBadRecord, settings.Tracing,
+		settings.ChunkSize, settings.InlineMaxBytes, settings.MaxInFlight, settings.MaxAttempts, settings.ChunkConcurrency, settings.ReadConcurrency,
+		settings.IgnoreDeletions, settings.FileMetadata, settings.ReplaceInvalidCharacters, settings.CSVNoQuotedNewlines, settings.CSVHeader,
+		settings.ParquetBinaryAsString, settings.FixedInFlight, settings.FailOnError, settings.SkipGroupOnError, settings.S3PathStyle,
+		settings.DedupByFileName, settings.SortByTime, settings.EventBridgeKeysRaw, settings.ClaimsTTL, settings.MaxFileAge, settings.EventTypes,
+	} {
+		checked++
+		switch s := s.(type) {
+		case settings.Choice:
+			_, err := s.Parse(s.Default)
+			check(s.Row, err)
+		case settings.Size:
+			_, err := s.Parse(s.Default)
+			check(s.Row, err)
+		case settings.Count:
+			_, err := s.Parse(s.Default)
+			check(s.Row, err)
+		case settings.Bool:
+			_, err := s.Parse(s.Default)
+			check(s.Row, err)
+		case settings.TTL:
+			_, err := s.Parse(s.Default)
+			check(s.Row, err)
+		case settings.Age:
+			_, err := s.Parse(s.Default)
+			check(s.Row, err)
+		case settings.Text:
+			_, err := s.Parse(s.Default)
+			check(s.Row, err)
+		default:
+			t.Errorf("%T: no case", s)
+		}
+	}
+	withDefault := 0
+	for _, r := range settings.Rows() {
+		if r.Default != "" {
+			withDefault++
+		}
+	}
+	if withDefault != checked {
+		t.Errorf("%d rows have a default and %d are checked here: add the new one", withDefault, checked)
+	}
+}

@@ -40,7 +40,7 @@ type Overrides struct {
 	TargetMaxBacklog Setting `json:"targetMaxBacklog,omitzero"`
 	// MaxFailures and MaxFailedObjects are the run's failure budget
 	// (MAX_FAILURES, MAX_FAILED_OBJECTS): past either, the run stops
-	// itself (see engine.Options.MaxFailures).
+	// itself (see engine.Options.Control.MaxFailures).
 	MaxFailures      Limit `json:"maxFailures,omitzero"`
 	MaxFailedObjects Limit `json:"maxFailedObjects,omitzero"`
 	Mapping

@@ -234,7 +234,7 @@ func sendRun(sqsc *sqs.Client, target string, send sqsbatch.Options, entries *[]
 
 func fanoutRun(s3c *s3.Client, sqsc *sqs.Client, target string, send sqsbatch.Options, mode worktask.Mode, n int) func(context.Context, string, int) (int64, error) {
 	return func(ctx context.Context, key string, _ int) (int64, error) {
-		r, err := engine.New(ctx, s3c, sqsc, engine.Options{Target: sqsbatch.Queue{URL: target}, Mode: mode, InlineMaxBytes: 1 << 40, Send: send})
+		r, err := engine.New(ctx, s3c, sqsc, engine.Options{Target: sqsbatch.Queue{URL: target}, Mode: mode, Planning: engine.Planning{InlineMaxBytes: 1 << 40}, Send: send})
 		if err != nil {
 			return 0, err
 		}

@@ -184,7 +184,7 @@ func TestFIFOTarget(t *testing.T) {
 func TestWorkQueue(t *testing.T) {
 	st := fanoutstack.New(t, "")
 	want := putDataset(t, st, "big/", 60)
-	h, _ := st.Handler(t, engine.Options{InlineMaxBytes: 1, Plan: dataset.PlanOptions{ChunkSize: 100}}, nil)
+	h, _ := st.Handler(t, engine.Options{Planning: engine.Planning{InlineMaxBytes: 1}, Plan: dataset.PlanOptions{ChunkSize: 100}}, nil)
 	rep := fanoutstack.Invoke[engine.Report](t, h, t.Context(), map[string]any{"bucket": st.Bucket, "prefix": "big/", "runId": "run-1"})
 	if !rep.Queued || rep.TasksQueued != rep.Chunks || rep.Chunks < 10 || rep.RecordsSent != 0 {
 		t.Fatalf("report %+v: want every chunk queued as a task", rep)

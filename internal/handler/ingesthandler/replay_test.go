@@ -33,7 +33,7 @@ func TestIngestReplay(t *testing.T) {
 			replayQueue := localaws.CreateQueue(t, f.sqs, "-replay", nil)
 			runner, err := engine.New(t.Context(), f.s3, f.sqs, engine.Options{
 				Target: sqsbatch.Queue{URL: replayQueue}, FailureQueueURL: f.failure,
-				Mode: worktask.ModeNotification, NotificationFormat: format, Region: localaws.Region,
+				Mode: worktask.ModeNotification, Notification: engine.Notification{Format: format, Region: localaws.Region},
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -83,7 +83,7 @@ func TestReplayedAgainWithClaims(t *testing.T) {
 	replayQueue := localaws.CreateQueue(t, f.sqs, "-replay", nil)
 	runner, err := engine.New(t.Context(), f.s3, f.sqs, engine.Options{
 		Target: sqsbatch.Queue{URL: replayQueue}, FailureQueueURL: f.failure,
-		Mode: worktask.ModeNotification, Region: localaws.Region,
+		Mode: worktask.ModeNotification, Notification: engine.Notification{Region: localaws.Region},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@
 package lambdaenv
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -46,38 +47,28 @@ func (r *Reader) String(name string) string { return strings.TrimSpace(r.getenv(
 // that may begin or end with spaces.
 func (r *Reader) Raw(name string) string { return r.getenv(name) }
 
-// Get reads the variable of s with s's parser when it is set, and records
-// the parser's error under the variable's name; unset, or refused, means
-// the zero T.
+// Get reads the variable of s with s's parser, and records the parser's
+// error under the variable's name; unset means the table's default
+// (settings.Row.Default), and refused the zero T.
 func Get[T any](r *Reader, s settings.Setting[T]) T {
 	var zero T
-	name := s.Spec().Env
-	v := r.String(name)
+	row := s.Spec()
+	v := cmp.Or(r.String(row.Env), row.Default)
 	if v == "" {
 		return zero
 	}
 	out, err := s.Parse(v)
 	if err != nil {
-		r.Bad(name, "%v", err)
+		r.Bad(row.Env, "%v", err)
 		return zero
 	}
 	return out
 }
 
-// Bool reads the variable of b; unset means def.
-func (r *Reader) Bool(b settings.Bool, def bool) bool {
-	if r.String(b.Env) == "" {
-		return def
-	}
-	v, err := b.Parse(r.String(b.Env))
-	if err != nil {
-		r.Bad(b.Env, "%v", err)
-		return def
-	}
-	return v
-}
+// Bool reads the variable of b; unset means the table's default.
+func (r *Reader) Bool(b settings.Bool) bool { return Get(r, b) }
 
-// Int reads the variable of a count; unset means zero.
+// Int reads the variable of a count; unset means the table's default.
 func (r *Reader) Int(c settings.Count) int { return int(Get(r, c)) }
 
 // OneOf records a problem when more than one of the variables of rows is
@@ -102,21 +93,21 @@ func (r *Reader) OneOf(rows ...settings.Row) {
 func (r *Reader) Filter(deletions bool) s3event.Filter {
 	var f s3event.Filter
 	var errs []error
-	f.EventTypes, errs = awssetup.ParseEventTypes(r.String(settings.EventTypes.Env))
+	f.EventTypes, errs = awssetup.ParseEventTypes(cmp.Or(r.String(settings.EventTypes.Env), settings.EventTypes.Default))
 	for _, err := range errs {
 		r.Bad(settings.EventTypes.Env, "%v", err)
 	}
 	if deletions {
-		f.KeepDeletions = !r.Bool(settings.IgnoreDeletions, true)
+		f.KeepDeletions = !r.Bool(settings.IgnoreDeletions)
 	}
 	// Prefix and suffix are taken as written: a key may begin or end with
 	// spaces.
 	f.Prefix = r.Raw(settings.KeyPrefix.Env)
 	f.Suffix = r.Raw(settings.KeySuffix.Env)
 	f.MaxFileAge = Get(r, settings.MaxFileAge)
-	f.FileNameOnly = r.Bool(settings.DedupByFileName, false)
-	f.SortByTime = r.Bool(settings.SortByTime, false)
-	f.Options.EventBridgeKeysRaw = r.Bool(settings.EventBridgeKeysRaw, false)
+	f.FileNameOnly = r.Bool(settings.DedupByFileName)
+	f.SortByTime = r.Bool(settings.SortByTime)
+	f.Options.EventBridgeKeysRaw = r.Bool(settings.EventBridgeKeysRaw)
 	return f
 }
 
@@ -124,7 +115,7 @@ func (r *Reader) Filter(deletions bool) s3event.Filter {
 // dialect and header, and how Parquet bytes are written.
 func (r *Reader) Formats(p *dataset.PlanOptions) {
 	c := &p.CSV
-	c.NoQuotedNewlines = r.Bool(settings.CSVNoQuotedNewlines, false)
+	c.NoQuotedNewlines = r.Bool(settings.CSVNoQuotedNewlines)
 	c.Delimiter = Get(r, settings.CSVDelimiter)
 	if q := Get(r, settings.CSVQuote); q == settings.NoChar {
 		c.NoQuotes = true
@@ -132,8 +123,8 @@ func (r *Reader) Formats(p *dataset.PlanOptions) {
 		c.Quote = byte(q)
 	}
 	c.Escape = byte(Get(r, settings.CSVEscape))
-	c.NoHeader = !r.Bool(settings.CSVHeader, true)
-	p.Parquet.BinaryAsString = r.Bool(settings.ParquetBinaryAsString, false)
+	c.NoHeader = !r.Bool(settings.CSVHeader)
+	p.Parquet.BinaryAsString = r.Bool(settings.ParquetBinaryAsString)
 	if err := c.Check(); err != nil {
 		r.Bad(settings.CSVDelimiter.Env+", "+settings.CSVQuote.Env+", "+settings.CSVEscape.Env, "%v", err)
 	}
@@ -141,18 +132,18 @@ func (r *Reader) Formats(p *dataset.PlanOptions) {
 
 // Offload reads the offload variables into o.
 func (r *Reader) Offload(o *engine.Options) {
-	o.OffloadS3URI = Get(r, settings.OffloadS3URI)
-	if o.OffloadS3URI != "" {
-		if _, prefix, err := dataset.ParseS3URI(o.OffloadS3URI); err == nil {
+	o.Offload.S3URI = Get(r, settings.OffloadS3URI)
+	if o.Offload.S3URI != "" {
+		if _, prefix, err := dataset.ParseS3URI(o.Offload.S3URI); err == nil {
 			if err := sqsextended.CheckPrefix(prefix); err != nil {
 				r.Bad(settings.OffloadS3URI.Env, "%v", err)
 			}
 		}
 	}
-	o.OffloadMode = sqsextended.Mode(Get(r, settings.Offload))
-	o.OffloadKMSKeyID = Get(r, settings.OffloadKMSKeyID)
+	o.Offload.Mode = sqsextended.Mode(Get(r, settings.Offload))
+	o.Offload.KMSKeyID = Get(r, settings.OffloadKMSKeyID)
 	for _, name := range []string{settings.Offload.Env, settings.OffloadKMSKeyID.Env} {
-		if r.String(name) != "" && o.OffloadS3URI == "" {
+		if r.String(name) != "" && o.Offload.S3URI == "" {
 			r.Bad(name, "needs %s, the bucket and prefix the records go to", settings.OffloadS3URI.Env)
 		}
 	}

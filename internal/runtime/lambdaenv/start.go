@@ -40,7 +40,7 @@ type Function struct {
 	// ClaimsTTL is how long a claim is kept (CLAIMS_TTL); zero means
 	// claims.DefaultTTL.
 	ClaimsTTL time.Duration
-	// RunState keeps the runs' shared state (engine.Options.Runs) in the
+	// RunState keeps the runs' shared state (engine.Options.Control.Runs) in the
 	// claims table, when there is one: their control, rate budget,
 	// counters and parked tasks.
 	RunState bool
@@ -107,7 +107,7 @@ func Start(fn Function, cfgErr error, handler func(Parts) func(context.Context, 
 func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Client, fn Function, log *slog.Logger) (*engine.Runner, *claims.Table, error) {
 	if fn.ClaimsTable == "" {
 		log.Info("no " + settings.ClaimsTable.Env + ": tasks and notifications run at least once, and one delivered twice sends its records twice")
-		if fn.RunState && fn.Runner.MaxRate > 0 && fn.Runner.WorkQueueURL != "" {
+		if fn.RunState && fn.Runner.Control.MaxRate > 0 && fn.Runner.WorkQueueURL != "" {
 			log.Warn(settings.MaxRate.Env + " without " + settings.ClaimsTable.Env + " paces each invocation on its own: the rate of a queued run is this many messages per second per concurrent invocation, not for the whole run")
 		}
 		if fn.RunState && fn.Runner.WorkQueueURL != "" {

@@ -41,13 +41,19 @@ var (
 // with another number of cells, a variable cell that is not one name in
 // backticks, a variable listed twice, or an unknown function.
 func ConfigTable(path string) (map[string]string, error) {
+	table, _, err := readConfigTable(path)
+	return table, err
+}
+
+// readConfigTable is ConfigTable that also returns each variable's
+// default cell.
+func readConfigTable(path string) (table, defaults map[string]string, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("doccheck: %w", err)
+		return nil, nil, fmt.Errorf("doccheck: %w", err)
 	}
 	var (
 		errs    []error
-		table   map[string]string
 		where   = map[string]int{} // variable → line of its row
 		found   int                // header rows seen outside a table
 		inTable bool
@@ -84,7 +90,7 @@ func ConfigTable(path string) (map[string]string, error) {
 			i++ // the delimiter row
 			inTable = true
 			if table == nil {
-				table = map[string]string{}
+				table, defaults = map[string]string{}, map[string]string{}
 			}
 			continue
 		}
@@ -112,15 +118,15 @@ func ConfigTable(path string) (map[string]string, error) {
 			continue
 		}
 		where[name] = l.n
-		table[name] = fn
+		table[name], defaults[name] = fn, cells[2]
 	}
 	if found == 0 {
 		errs = append(errs, fmt.Errorf("%s: no table with the header | %s |", path, strings.Join(configHeader, " | ")))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return table, nil
+	return table, defaults, nil
 }
 
 // tableCells splits a table row into its trimmed cells. The outer pipes

@@ -39,6 +39,31 @@ func CheckRows(rows []settings.Row, table map[string]string) []error {
 	return errs
 }
 
+// CheckDefaults holds the default column of the configuration table at
+// path to the rows' defaults: a row with a Default must have its cell
+// begin with it in backticks; a row without one must not have a cell that
+// is only a value in backticks, a default the settings table lacks (a
+// default that depends on something else is written with the words that
+// say on what).
+func CheckDefaults(rows []settings.Row, path string) []error {
+	_, defaults, err := readConfigTable(path)
+	if err != nil {
+		return []error{err}
+	}
+	var errs []error
+	for _, r := range rows {
+		cell, ok := defaults[r.Env]
+		switch {
+		case r.Env == "" || !ok:
+		case r.Default != "" && !strings.HasPrefix(cell, "`"+r.Default+"`"):
+			errs = append(errs, fmt.Errorf("%s: the settings table's default is %q, the configuration table's %s", r.Env, r.Default, cell))
+		case r.Default == "" && strings.HasPrefix(cell, "`") && strings.Count(cell, "`") == 2 && strings.HasSuffix(cell, "`"):
+			errs = append(errs, fmt.Errorf("%s: the configuration table's default is %s, the settings table has none", r.Env, cell))
+		}
+	}
+	return errs
+}
+
 // CheckFlags reports each row's flag that the Markdown file at path (the
 // CLI's page) does not name as `-flag` (in backticks, as the page writes
 // flags), one error per flag.

@@ -26,6 +26,32 @@ func TestSettingsTable(t *testing.T) {
 	for _, err := range doccheck.CheckFlags(settings.Rows(), filepath.Join(root, "docs", "cli.md")) {
 		t.Error(err)
 	}
+	for _, err := range doccheck.CheckDefaults(settings.Rows(), filepath.Join(root, "docs", "configuration.md")) {
+		t.Error(err)
+	}
+}
+
+func TestCheckDefaults(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "configuration.md")
+	doc := "| variable | function | default | meaning |\n| --- | --- | --- | --- |\n" +
+		"| `A` | both | `8MiB` | a |\n| `B` | both | `4` | b |\n| `C` | both | `off` | c |\n| `D` | both | `,` (tab for `.tsv` keys) | d |\n| `E` | both | none | e |\n"
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows := []settings.Row{
+		{Env: "A", Default: "8MiB"}, {Env: "B", Default: "8"}, {Env: "C"}, {Env: "D"}, {Env: "E"}, {Flag: "cli-only", Default: "x"},
+	}
+	var got []string
+	for _, err := range doccheck.CheckDefaults(rows, path) {
+		got = append(got, err.Error())
+	}
+	want := []string{
+		"B: the settings table's default is \"8\", the configuration table's `4`",
+		"C: the configuration table's default is `off`, the settings table has none",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("CheckDefaults:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 func TestCheckRows(t *testing.T) {

@@ -86,9 +86,9 @@ func (w *world) setUpControl(opts *engine.Options) {
 	}
 	w.dynamo = NewDynamoModel(w.faults)
 	w.runs = runstate.NewTable(w.dynamo, "runs", runstate.TableOptions{})
-	opts.Runs = w.runs
-	opts.ControlEvery = time.Nanosecond
-	opts.HoldDelay = time.Second
+	opts.Control.Runs = w.runs
+	opts.Control.ReadEvery = time.Nanosecond
+	opts.Control.HoldDelay = time.Second
 }
 
 // act takes the actions of step. An action whose write fails is as an

@@ -325,7 +325,7 @@ func (w *world) setUp(ctx context.Context) error {
 		Plan:             dataset.PlanOptions{ChunkSize: s.ChunkSize},
 		Mode:             s.Mode,
 		Send:             sqsbatch.Options{MaxInFlight: s.MaxInFlight, FixedInFlight: w.sc.Seed%2 == 0, MaxBytesInFlight: int64(w.sc.Seed%3) << 18, MaxAttempts: 20, Backoff: func(int) time.Duration { return 0 }},
-		InlineMaxBytes:   s.InlineMax,
+		Planning:         engine.Planning{InlineMaxBytes: s.InlineMax},
 		ChunkConcurrency: 1 + w.rng.IntN(4),
 		// fanout's workers run the tasks s3ingest hands off.
 	}
@@ -347,8 +347,8 @@ func (w *world) setUp(ctx context.Context) error {
 		opts.ReportS3URI = "s3://" + auxBucket + "/" + repPrefix
 	}
 	if s.Offload {
-		opts.OffloadS3URI = "s3://" + auxBucket + "/" + offPrefix
-		opts.OffloadMode = sqsextended.ModeLarge
+		opts.Offload.S3URI = "s3://" + auxBucket + "/" + offPrefix
+		opts.Offload.Mode = sqsextended.ModeLarge
 	}
 	if s.Claims {
 		w.claims = NewClaimsModel(w.faults)
