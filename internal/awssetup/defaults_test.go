@@ -13,8 +13,9 @@ import (
 
 // TestLibraryDefaultsAreTheTables holds the defaults the libraries apply
 // to a zero Options field to the settings table's, which the functions,
-// the CLI and docs/configuration.md read: pkg/ cannot import the table's
-// settings table, so the two are written twice and kept equal here.
+// the CLI and docs/configuration.md read. The libraries do not import the
+// table (docs/packages.md's rules), so each default is written twice and
+// kept equal here.
 func TestLibraryDefaultsAreTheTables(t *testing.T) {
 	size := func(s settings.Size) int64 { n, _ := s.Parse(s.Default); return n }
 	count := func(c settings.Count) int64 { n, _ := c.Parse(c.Default); return n }

@@ -56,9 +56,9 @@ const (
 )
 
 // NotifiedOptions says how RunNotified sends the objects S3 event
-// notifications name. The zero value sends them as fanout does: each
-// object a run of its own, named after its event, with the run report's
-// manifest.
+// notifications name. The zero value takes the object-created events and
+// sends each object as fanout does: a run of its own, named after its
+// event, with the run report's manifest.
 type NotifiedOptions struct {
 	// Filter selects the objects of the notifications to send (event
 	// types, deletions, prefix, suffix, age, duplicates in the batch).
@@ -110,11 +110,12 @@ type ObjectResult struct {
 // MessageResult is what RunNotified did with one message.
 type MessageResult struct {
 	// Objects are the message's objects that the filter accepted, in the
-	// order they were sent, with what became of each.
+	// filter's order (by event time with SortByTime), with what became of
+	// each.
 	Objects []ObjectResult
 	// Failed, when set, says why the message must come back: FailParse, or
 	// the Failed of its first object not delivered. Err joins what
-	// happened: the parse errors, and each undelivered object's error
+	// happened: the parse errors, or else each undelivered object's error
 	// named by its URI and reason.
 	Failed string
 	Err    error
@@ -155,7 +156,10 @@ func (r *Runner) RunNotified(ctx context.Context, msgs []s3event.Message, o Noti
 	for j, or := range r.runItems(ctx, res.Accepted, o) {
 		m := &out.Messages[index[res.Accepted[j].MessageID]]
 		m.Objects = append(m.Objects, or)
-		if or.Failed != "" {
+		// A message that failed to parse fails for that alone: its
+		// objects' errors (a deadline, say) would change what its
+		// failure is counted as.
+		if or.Failed != "" && m.Failed != FailParse {
 			m.Failed = cmp.Or(m.Failed, or.Failed)
 			m.Err = errors.Join(m.Err, fmt.Errorf("%s: %s: %w", dataset.Notified(or.Object).URI(), or.Failed, or.Err))
 		}

@@ -31,7 +31,7 @@ func notificationChunk(obj dataset.Object) dataset.Chunk {
 // notificationEntries returns the encoder of a notification-mode task's
 // entries: the notification of s's object, or, for a Versions task, of the
 // version at the record's offset, in format (empty is the runner's
-// NotificationFormat), marked with run runID. Its eventTime is when it is
+// Notification.Format), marked with run runID. Its eventTime is when it is
 // encoded: the object is announced as if S3 had just announced it. Each
 // version's record id is the one its own task would give it.
 func (r *Runner) notificationEntries(runID string, format string, s *taskSpec, fifo bool) func(records.Record) (sqsbatch.Entry, error) {

@@ -178,7 +178,7 @@ func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) 
 	return rep, err
 }
 
-// list lists src from cursor from, pinning objects PlanConcurrency at once.
+// list lists src from cursor from, pinning objects Planning.Concurrency at once.
 func (r *Runner) list(ctx context.Context, src dataset.Source, from dataset.Cursor) iter.Seq2[dataset.Listed, error] {
 	return dataset.List(ctx, r.s3, src, from, dataset.ListOptions{PinConcurrency: r.opts.Planning.Concurrency})
 }

@@ -95,7 +95,7 @@ func newPlanRun(runID string, ov worktask.Overrides, step *worktask.Plan) *planR
 }
 
 // plan is the one planning loop: it plans objs into chunk tasks as it
-// lists them, PlanConcurrency objects at once, and hands them to to.
+// lists them, Planning.Concurrency objects at once, and hands them to to.
 func (r *Runner) plan(ctx context.Context, objs iter.Seq2[dataset.Listed, error], pr *planRun, to sink) (Report, error) {
 	if err := pr.ov.Validate(); err != nil {
 		return pr.rep, fmt.Errorf("fanout: bad request: %w", err)

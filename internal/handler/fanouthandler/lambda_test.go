@@ -460,6 +460,20 @@ func TestNotificationFilter(t *testing.T) {
 	}
 }
 
+// TestNotificationRepeatedID sends a batch that holds one message twice
+// (one id), whose bad record fails it: the failure is reported, though
+// the engine answers for the first copy only.
+func TestNotificationRepeatedID(t *testing.T) {
+	st := fanoutstack.New(t, "")
+	st.Put(t, "in/b.jsonl", `{"value":"b","p":"xx"}`+"\n")
+	h, logs := st.Handler(t, engine.Options{}, nil)
+	m := events.SQSMessage{MessageId: "mixed", Body: s3Event("ObjectCreated:Put", "in/bad%zz.jsonl", "in/b.jsonl"), EventSource: "aws:sqs"}
+	resp := fanoutstack.Invoke[events.SQSEventResponse](t, h, t.Context(), events.SQSEvent{Records: []events.SQSMessage{m, m}})
+	if len(resp.BatchItemFailures) == 0 || resp.BatchItemFailures[0].ItemIdentifier != "mixed" {
+		t.Errorf("batch item failures %v; want the repeated message's\n%s", resp.BatchItemFailures, logs)
+	}
+}
+
 // TestInlineDeadline gives a direct request more than its invocation's
 // time: what is not sent by the deadline goes to the work queue as
 // continuations, in the time the send context leaves, and they finish it.

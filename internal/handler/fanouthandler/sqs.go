@@ -84,6 +84,11 @@ func (h *Handler) messages(inv *Invocation) partialbatch.Handler {
 		defer h.planSteps(ctx, inv, b, errs)()
 		h.runTasks(ctx, inv, b, errs)
 		for _, r := range h.notifications(ctx, inv, b.notes) {
+			if r.err == nil {
+				// A repeated id's result is on its first copy: the
+				// others' must not clear it.
+				continue
+			}
 			for _, i := range b.noteMsg[r.messageID] {
 				errs[i] = r.err
 			}
