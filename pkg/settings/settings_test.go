@@ -129,44 +129,18 @@ func TestParseSize(t *testing.T) {
 // TestDefaultsParse: every row's default is a value its own parser takes,
 // since the functions and the CLI read an unset setting as its default.
 func TestDefaultsParse(t *testing.T) {
-	check := func(row settings.Row, err error) {
-		if err != nil {
-			t.Errorf("%s: the default %q: %v", row.Env, row.Default, err)
-		}
+	checks := []func() (settings.Row, error){
+		parsed(settings.Mode), parsed(settings.NotificationFormat), parsed(settings.Format), parsed(settings.Offload),
+		parsed(settings.PartitionColumns), parsed(settings.OnBadRecord), parsed(settings.Tracing), parsed(settings.ChunkSize),
+		parsed(settings.InlineMaxBytes), parsed(settings.MaxInFlight), parsed(settings.MaxAttempts), parsed(settings.ChunkConcurrency),
+		parsed(settings.ReadConcurrency), parsed(settings.IgnoreDeletions), parsed(settings.FileMetadata), parsed(settings.ReplaceInvalidCharacters),
+		parsed(settings.CSVNoQuotedNewlines), parsed(settings.CSVHeader), parsed(settings.ParquetBinaryAsString), parsed(settings.FixedInFlight),
+		parsed(settings.FailOnError), parsed(settings.SkipGroupOnError), parsed(settings.S3PathStyle), parsed(settings.DedupByFileName),
+		parsed(settings.SortByTime), parsed(settings.EventBridgeKeysRaw), parsed(settings.ClaimsTTL), parsed(settings.MaxFileAge), parsed(settings.EventTypes),
 	}
-	checked := 0
-	for _, s := range []any{
-		settings.Mode, settings.NotificationFormat, settings.Format, settings.Offload, settings.PartitionColumns, settings.OnBadRecord, settings.Tracing,
-		settings.ChunkSize, settings.InlineMaxBytes, settings.MaxInFlight, settings.MaxAttempts, settings.ChunkConcurrency, settings.ReadConcurrency,
-		settings.IgnoreDeletions, settings.FileMetadata, settings.ReplaceInvalidCharacters, settings.CSVNoQuotedNewlines, settings.CSVHeader,
-		settings.ParquetBinaryAsString, settings.FixedInFlight, settings.FailOnError, settings.SkipGroupOnError, settings.S3PathStyle,
-		settings.DedupByFileName, settings.SortByTime, settings.EventBridgeKeysRaw, settings.ClaimsTTL, settings.MaxFileAge, settings.EventTypes,
-	} {
-		checked++
-		switch s := s.(type) {
-		case settings.Choice:
-			_, err := s.Parse(s.Default)
-			check(s.Row, err)
-		case settings.Size:
-			_, err := s.Parse(s.Default)
-			check(s.Row, err)
-		case settings.Count:
-			_, err := s.Parse(s.Default)
-			check(s.Row, err)
-		case settings.Bool:
-			_, err := s.Parse(s.Default)
-			check(s.Row, err)
-		case settings.TTL:
-			_, err := s.Parse(s.Default)
-			check(s.Row, err)
-		case settings.Age:
-			_, err := s.Parse(s.Default)
-			check(s.Row, err)
-		case settings.Text:
-			_, err := s.Parse(s.Default)
-			check(s.Row, err)
-		default:
-			t.Errorf("%T: no case", s)
+	for _, check := range checks {
+		if row, err := check(); err != nil || row.Default == "" {
+			t.Errorf("%s: the default %q: %v", row.Env, row.Default, err)
 		}
 	}
 	withDefault := 0
@@ -175,7 +149,15 @@ func TestDefaultsParse(t *testing.T) {
 			withDefault++
 		}
 	}
-	if withDefault != checked {
-		t.Errorf("%d rows have a default and %d are checked here: add the new one", withDefault, checked)
+	if withDefault != len(checks) {
+		t.Errorf("%d rows have a default and %d are checked here: add the new one", withDefault, len(checks))
+	}
+}
+
+// parsed returns the check that s's parser takes its default.
+func parsed[T any](s settings.Setting[T]) func() (settings.Row, error) {
+	return func() (settings.Row, error) {
+		_, err := s.Parse(s.Spec().Default)
+		return s.Spec(), err
 	}
 }
