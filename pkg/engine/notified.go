@@ -138,10 +138,10 @@ type Notifications struct {
 // read, fails, after its good objects are sent: a record that cannot be
 // read now never can, and its retries would hold them back until the
 // message is on its DLQ (a retry finds them done by their claims, or
-// sends them again without). Without Ingest an
-// object that was not sent is FailRead; with it, an object is delivered,
-// skipped or failed (see ObjectResult). Messages are told apart by id: a
-// batch that repeats an id has its results on the first.
+// sends them again without). Without Ingest an object that was not sent
+// is FailRead; with it, an object is delivered, skipped or failed (see
+// ObjectResult). Messages are told apart by id: a batch that repeats an
+// id has its results on the first.
 func (r *Runner) RunNotified(ctx context.Context, msgs []s3event.Message, o NotifiedOptions) Notifications {
 	res := o.Filter.Apply(msgs)
 	out := Notifications{Messages: make([]MessageResult, len(msgs)), Skipped: res.Skipped, TestEvents: res.TestEvents}

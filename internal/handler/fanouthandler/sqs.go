@@ -40,6 +40,8 @@ type batch struct {
 	// plans are the indexes of the planning steps, in steps.
 	plans []int
 	steps []worktask.Plan
+	// notes has one message per id: RunNotified answers by id, and the
+	// answer is every copy's.
 	notes []s3event.Message
 	// noteMsg maps a notification's message id to its messages.
 	noteMsg map[string][]int
@@ -65,7 +67,9 @@ func sortMessages(msgs []events.SQSMessage, errs []error) batch {
 			b.tasks = append(b.tasks, t)
 			b.taskMsg = append(b.taskMsg, i)
 		case errors.Is(err, worktask.ErrNotTask):
-			b.notes = append(b.notes, s3event.Message{ID: m.MessageId, Body: m.Body})
+			if len(b.noteMsg[m.MessageId]) == 0 {
+				b.notes = append(b.notes, s3event.Message{ID: m.MessageId, Body: m.Body})
+			}
 			b.noteMsg[m.MessageId] = append(b.noteMsg[m.MessageId], i)
 		default:
 			errs[i] = err
@@ -84,11 +88,6 @@ func (h *Handler) messages(inv *Invocation) partialbatch.Handler {
 		defer h.planSteps(ctx, inv, b, errs)()
 		h.runTasks(ctx, inv, b, errs)
 		for _, r := range h.notifications(ctx, inv, b.notes) {
-			if r.err == nil {
-				// A repeated id's result is on its first copy: the
-				// others' must not clear it.
-				continue
-			}
 			for _, i := range b.noteMsg[r.messageID] {
 				errs[i] = r.err
 			}
