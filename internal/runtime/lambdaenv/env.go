@@ -93,7 +93,7 @@ func (r *Reader) OneOf(rows ...settings.Row) {
 func (r *Reader) Filter(deletions bool) s3event.Filter {
 	var f s3event.Filter
 	var errs []error
-	f.EventTypes, errs = awssetup.ParseEventTypes(cmp.Or(r.String(settings.EventTypes.Env), settings.EventTypes.Default))
+	f.EventTypes, errs = awssetup.ParseEventTypes(Get(r, settings.EventTypes))
 	for _, err := range errs {
 		r.Bad(settings.EventTypes.Env, "%v", err)
 	}
