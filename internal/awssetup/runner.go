@@ -1,19 +1,17 @@
 package awssetup
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/settings"
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
 // RunnerConfig is what NewRunner builds a Runner from: the engine's
@@ -21,7 +19,7 @@ import (
 // the claims table.
 type RunnerConfig struct {
 	// Options are the engine's. NewRunner sets Claims and Runs from the
-	// claims table, and Region, when empty, to the S3 client's.
+	// claims table.
 	Options engine.Options
 	// ClaimsTable, when set, is the DynamoDB table of the claims store.
 	ClaimsTable string
@@ -39,7 +37,16 @@ type RunnerConfig struct {
 	Name func(settings.Row) string
 }
 
-// NewRunner is the one way the functions and the commands build a Runner.
+// S3API is the part of the S3 client NewRunner uses: the engine's, and
+// HeadBucket for its check of the outputs' buckets. An *s3.Client is one;
+// a test may wrap one to inject faults.
+type S3API interface {
+	engine.S3API
+	HeadBucketAPI
+}
+
+// NewRunner is the one way the functions, the commands and the tests'
+// stacks build a Runner.
 // Before a record is read, it asks S3 for the buckets of the failure
 // output, the run report and the offload, and reads the claims table once,
 // so that a mistyped name fails here, named by its setting, rather than
@@ -47,7 +54,7 @@ type RunnerConfig struct {
 // without a table), for what else reads the table, such as s3ingest's
 // ingested markers. A queue that cannot be used is an *engine.QueueError,
 // which the caller words with its own setting (QueueError, FlagQueueError).
-func NewRunner(ctx context.Context, s3c *s3.Client, sqsc *sqs.Client, rc RunnerConfig) (*engine.Runner, *claims.Table, error) {
+func NewRunner(ctx context.Context, s3c S3API, sqsc sqsbatch.API, rc RunnerConfig) (*engine.Runner, *claims.Table, error) {
 	o := rc.Options
 	if err := CheckBuckets(ctx, s3c, S3Output{Setting: rc.Name(settings.FailureS3URI.Row), URI: o.FailureS3URI},
 		S3Output{Setting: rc.Name(settings.ReportS3URI.Row), URI: o.ReportS3URI},
@@ -72,9 +79,6 @@ func NewRunner(ctx context.Context, s3c *s3.Client, sqsc *sqs.Client, rc RunnerC
 			o.Control.Runs = runstate.NewTable(ddb, rc.ClaimsTable, runstate.TableOptions{})
 		}
 	}
-	// Notification mode names the region the runner runs in, its
-	// buckets'.
-	o.Notification.Region = cmp.Or(o.Notification.Region, s3c.Options().Region)
 	runner, err := engine.New(ctx, s3c, sqsc, o)
 	if err != nil {
 		return nil, nil, err

@@ -21,7 +21,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/s3sqs/s3sqs/internal/awssetup"
 	"github.com/s3sqs/s3sqs/internal/runtime/summary"
+	"github.com/s3sqs/s3sqs/internal/testenv/fanoutstack"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/engine"
@@ -91,9 +93,9 @@ func (f *fixture) handler(o options, client sqsbatch.API, s3c engine.S3API) *Han
 	log := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	o.runner.Send.Backoff = func(int) time.Duration { return time.Millisecond }
 	o.runner.Logger = log
-	runner, err := engine.New(f.t.Context(), s3c, client, o.runner)
+	runner, _, err := awssetup.NewRunner(f.t.Context(), fanoutstack.Wrapped{S3API: s3c, HeadBucketAPI: f.s3}, client, awssetup.RunnerConfig{Options: o.runner, Name: awssetup.Variable})
 	if err != nil {
-		f.t.Fatalf("engine.New: %v", err)
+		f.t.Fatalf("NewRunner: %v", err)
 	}
 	o.ingest.Logger, o.ingest.Out = log, f.summary
 	return New(runner, o.ingest)

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/s3sqs/s3sqs/internal/awssetup"
 	"github.com/s3sqs/s3sqs/internal/handler/fanouthandler"
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
 	"github.com/s3sqs/s3sqs/pkg/claims"
@@ -98,17 +99,24 @@ func (st *Stack) Handler(t *testing.T, opts engine.Options, wrap func(sqsbatch.A
 	if wrap != nil {
 		api = wrap(api)
 	}
-	var s3api engine.S3API = st.S3
+	var s3api awssetup.S3API = st.S3
 	if st.S3API != nil {
-		s3api = st.S3API
+		s3api = Wrapped{st.S3API, st.S3}
 	}
-	r, err := engine.New(t.Context(), s3api, api, opts)
+	r, _, err := awssetup.NewRunner(t.Context(), s3api, api, awssetup.RunnerConfig{Options: opts, Name: awssetup.Variable})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hopts := st.Options
 	hopts.Logger, hopts.Out = log, logs
 	return fanouthandler.New(r, s3api, hopts), &logs.Buffer
+}
+
+// Wrapped is an S3 client whose reads and writes go through a test's
+// wrapper (engine.S3API) and whose bucket checks go to the client itself.
+type Wrapped struct {
+	engine.S3API
+	awssetup.HeadBucketAPI
 }
 
 // lockedBuffer is a buffer that the handler's goroutines write to at once.
