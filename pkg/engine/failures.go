@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -147,4 +148,25 @@ func failureFrom(f Failure, e *sqsbatch.EntryError) Failure {
 	f.RecordID = aws.ToString(e.Entry.Attributes[AttrRecordID].StringValue)
 	f.Code, f.Message, f.SenderFault, f.Attempts, f.Body = e.Code, e.Message, e.SenderFault, e.Attempts, e.Entry.Body
 	return f
+}
+
+// unreadable returns the failure code of a read error that no retry
+// fixes, the same bytes giving the same error: a corrupt or truncated
+// object, one in a part of its format s3sqs does not read, one changed
+// since it was planned, or a compressed one planned as byte ranges. ok is false for any other error, and, for s3ingest's
+// objects (ingest), for a changed one: the notified version is then
+// superseded, and a later notification names the new one.
+func unreadable(err error, ingest bool) (code string, ok bool) {
+	var enc *dataset.EncodingError
+	switch {
+	case errors.Is(err, dataset.ErrCorrupt):
+		return "CorruptObject", true
+	case errors.Is(err, dataset.ErrUnsupported):
+		return "UnsupportedObject", true
+	case errors.Is(err, dataset.ErrChanged):
+		return "ObjectChanged", !ingest
+	case errors.As(err, &enc):
+		return "ObjectEncoded", true
+	}
+	return "", false
 }

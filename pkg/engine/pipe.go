@@ -5,6 +5,8 @@ import (
 	"iter"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
 )
 
 // Bounds of what waits between a group's readers and its sender (see
@@ -81,4 +83,26 @@ func (q *entryPipe) all() iter.Seq[pending] {
 			}
 		}
 	}
+}
+
+// pending is an entry on its way to the sender. Its Entry.Ref leads it
+// back to the task of its group that read it (Source, the task's place in
+// the group) and the records it carries. The entry carries it to the send
+// and back in a failure, so that a send keeps nothing per entry: one
+// object in record mode is a million entries.
+type pending struct {
+	entry  sqsbatch.Entry
+	weight int64 // of the pipe's bytes it holds
+}
+
+// refOf is the Ref of an entry of the group's task-th task that carries
+// the records held.
+func refOf(task int, held span) sqsbatch.Ref {
+	return sqsbatch.Ref{Offset: held.offset, Source: int32(task), Count: int32(held.count)}
+}
+
+// span is the records an entry carries: from offset, count of them.
+type span struct {
+	offset int64
+	count  int
 }

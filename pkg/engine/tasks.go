@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.opentelemetry.io/otel"
 
@@ -255,23 +256,50 @@ func (r *Runner) sender(ctx context.Context, ov *worktask.Overrides) (*sqsbatch.
 	return s, mode, err
 }
 
-// unreadable returns the failure code of a read error that no retry
-// fixes, the same bytes giving the same error: a corrupt or truncated
-// object, one in a part of its format s3sqs does not read, one changed
-// since it was planned, or a compressed one planned as byte ranges. ok is false for any other error, and, for s3ingest's
-// objects (ingest), for a changed one: the notified version is then
-// superseded, and a later notification names the new one.
-func unreadable(err error, ingest bool) (code string, ok bool) {
-	var enc *dataset.EncodingError
-	switch {
-	case errors.Is(err, dataset.ErrCorrupt):
-		return "CorruptObject", true
-	case errors.Is(err, dataset.ErrUnsupported):
-		return "UnsupportedObject", true
-	case errors.Is(err, dataset.ErrChanged):
-		return "ObjectChanged", !ingest
-	case errors.As(err, &enc):
-		return "ObjectEncoded", true
+// RunRecords runs t for the records at offsets only, as RunTasks runs a
+// task: they are encoded by t's overrides, carry the record ids and FIFO
+// group and deduplication ids the engine gives them, and go to t's target;
+// those SQS refuses, or that cannot be read or mapped, go to the failure
+// output. It is how a redrive sends again only the failed records that a
+// run report or the failure output lists. The claims store is not asked:
+// these records are not the task.
+//
+// In chunk mode an offset is the first record of a message, whose other
+// records a run report does not list: the chunk is then read from the first
+// of offsets to its end, and messages packed from there again hold the same
+// records, and the same record ids, as the ones that failed when the
+// target's size limit is the same.
+//
+// missing lists, in record mode, the offsets at which no record of the
+// chunk starts (or only before t.ResumeAt): the offset is not a record's,
+// or the object is not what the caller took it for. It is nil when the
+// task failed (res.Err) or stopped at ctx's end (res.Continuation).
+func (r *Runner) RunRecords(ctx context.Context, t worktask.Task, offsets []int64) (res TaskResult, missing []int64) {
+	if len(offsets) == 0 {
+		return TaskResult{}, nil
 	}
-	return "", false
+	s, err := r.prepare(ctx, 0, t)
+	if err != nil {
+		return TaskResult{Err: err}, nil
+	}
+	s.from = max(s.from, slices.Min(offsets))
+	if s.chunkMax == 0 {
+		s.only = make(map[int64]bool, len(offsets))
+		for _, o := range offsets {
+			s.only[o] = true
+		}
+		s.last = slices.Max(offsets)
+	}
+	tr := r.runGroup(ctx, []*taskSpec{s}, 1)[0]
+	res = r.result(ctx, tr)
+	if tr.only != nil && res.Err == nil && res.Continuation == nil {
+		for _, o := range offsets {
+			if !tr.found[o] {
+				missing = append(missing, o)
+			}
+		}
+		slices.Sort(missing)
+		missing = slices.Compact(missing)
+	}
+	return res, missing
 }
