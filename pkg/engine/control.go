@@ -427,3 +427,26 @@ func taskCounters(res TaskResult) runstate.Counters {
 	}
 	return c
 }
+
+// counters is what pr's planning adds to its run's counters: the chunks
+// and objects it planned, and, when it is a planning step, itself done
+// and the steps it queued. A run's first step, the request, counts itself
+// queued too, so that the steps left are those queued less those done.
+func (pr *planRun) counters() runstate.Counters {
+	c := runstate.Counters{TasksPlanned: int64(pr.rep.Chunks), Objects: int64(pr.rep.Objects), BytesPlanned: pr.rep.BytesPlanned,
+		ObjectsArchived: int64(pr.rep.ObjectsArchived), BytesArchived: pr.rep.BytesArchived,
+		ObjectsFiltered: int64(pr.rep.ObjectsFiltered), BytesFiltered: pr.rep.BytesFiltered}
+	for by, n := range pr.rep.FilteredBy {
+		if c.FilteredBy == nil {
+			c.FilteredBy = map[string]int64{}
+		}
+		c.FilteredBy[by] = int64(n)
+	}
+	if pr.step != nil {
+		c.StepsQueued, c.StepsDone = int64(pr.steps), 1
+		if pr.step.Step == 1 {
+			c.StepsQueued++
+		}
+	}
+	return c
+}

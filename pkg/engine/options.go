@@ -406,3 +406,14 @@ func NewRunID() string {
 	rand.Read(b)
 	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
 }
+
+// sender returns the sender of a run's records and the mode they are sent
+// in, by its overrides.
+func (r *Runner) sender(ctx context.Context, ov *worktask.Overrides) (*sqsbatch.Sender, worktask.Mode, error) {
+	mode := cmp.Or(ov.Mode, r.opts.Mode)
+	if ov.Ingest != nil {
+		mode = worktask.ModeRecord
+	}
+	s, err := r.target(ctx, ov, mode)
+	return s, mode, err
+}

@@ -12,7 +12,6 @@ import (
 	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/internal/inorder"
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
-	"github.com/s3sqs/s3sqs/pkg/runstate"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -57,29 +56,6 @@ type planRun struct {
 	// extent, when set, is where an earlier delivery of the step, whose
 	// planning was counted, stopped: this one plans to it exactly.
 	extent *extent
-}
-
-// counters is what pr's planning adds to its run's counters: the chunks
-// and objects it planned, and, when it is a planning step, itself done
-// and the steps it queued. A run's first step, the request, counts itself
-// queued too, so that the steps left are those queued less those done.
-func (pr *planRun) counters() runstate.Counters {
-	c := runstate.Counters{TasksPlanned: int64(pr.rep.Chunks), Objects: int64(pr.rep.Objects), BytesPlanned: pr.rep.BytesPlanned,
-		ObjectsArchived: int64(pr.rep.ObjectsArchived), BytesArchived: pr.rep.BytesArchived,
-		ObjectsFiltered: int64(pr.rep.ObjectsFiltered), BytesFiltered: pr.rep.BytesFiltered}
-	for by, n := range pr.rep.FilteredBy {
-		if c.FilteredBy == nil {
-			c.FilteredBy = map[string]int64{}
-		}
-		c.FilteredBy[by] = int64(n)
-	}
-	if pr.step != nil {
-		c.StepsQueued, c.StepsDone = int64(pr.steps), 1
-		if pr.step.Step == 1 {
-			c.StepsQueued++
-		}
-	}
-	return c
 }
 
 // newPlanRun starts the planning of run runID (a new id when empty).

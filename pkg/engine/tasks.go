@@ -245,17 +245,6 @@ func (r *Runner) prepare(ctx context.Context, index int, t worktask.Task) (*task
 	return s, nil
 }
 
-// sender returns the sender of a run's records and the mode they are sent
-// in, by its overrides.
-func (r *Runner) sender(ctx context.Context, ov *worktask.Overrides) (*sqsbatch.Sender, worktask.Mode, error) {
-	mode := cmp.Or(ov.Mode, r.opts.Mode)
-	if ov.Ingest != nil {
-		mode = worktask.ModeRecord
-	}
-	s, err := r.target(ctx, ov, mode)
-	return s, mode, err
-}
-
 // RunRecords runs t for the records at offsets only, as RunTasks runs a
 // task: they are encoded by t's overrides, carry the record ids and FIFO
 // group and deduplication ids the engine gives them, and go to t's target;
