@@ -178,11 +178,6 @@ func (r *Runner) PlanStep(ctx context.Context, p worktask.Plan) (Report, error) 
 	return rep, err
 }
 
-// list lists src from cursor from, pinning objects Planning.Concurrency at once.
-func (r *Runner) list(ctx context.Context, src dataset.Source, from dataset.Cursor) iter.Seq2[dataset.Listed, error] {
-	return dataset.List(ctx, r.s3, src, from, dataset.ListOptions{PinConcurrency: r.opts.Planning.Concurrency})
-}
-
 // listed turns objects into a listing that cannot resume.
 func listed(objs iter.Seq2[dataset.Object, error]) iter.Seq2[dataset.Listed, error] {
 	return func(yield func(dataset.Listed, error) bool) {

@@ -255,3 +255,8 @@ func (r *Runner) planner(ctx context.Context, runID string, ov worktask.Override
 		return tasks, len(chunks), nil
 	}, nil
 }
+
+// list lists src from cursor from, pinning objects Planning.Concurrency at once.
+func (r *Runner) list(ctx context.Context, src dataset.Source, from dataset.Cursor) iter.Seq2[dataset.Listed, error] {
+	return dataset.List(ctx, r.s3, src, from, dataset.ListOptions{PinConcurrency: r.opts.Planning.Concurrency})
+}
