@@ -39,6 +39,9 @@ type Row struct {
 	Default string
 }
 
+// Spec returns the row, for every kind of setting, which embeds it.
+func (r Row) Spec() Row { return r }
+
 // Setting is a row whose values are read by Parse into a T.
 type Setting[T any] interface {
 	Spec() Row
@@ -57,9 +60,6 @@ type Size struct {
 	// value out of range ("is not a chunk size from 1KiB to 1GiB").
 	Range string
 }
-
-// Spec returns the row.
-func (s Size) Spec() Row { return s.Row }
 
 // Parse reads a size such as "8MiB" and checks it.
 func (s Size) Parse(v string) (int64, error) {
@@ -83,9 +83,6 @@ type Count struct {
 	Row
 	Min, Max int64
 }
-
-// Spec returns the row.
-func (c Count) Spec() Row { return c.Row }
 
 // Parse reads a whole number and checks it.
 func (c Count) Parse(v string) (int64, error) {
@@ -114,9 +111,6 @@ type Choice struct {
 	Want string
 }
 
-// Spec returns the row.
-func (c Choice) Spec() Row { return c.Row }
-
 // Parse returns the value the word v means.
 func (c Choice) Parse(v string) (string, error) {
 	if out, ok := c.Values[strings.ToLower(strings.TrimSpace(v))]; ok {
@@ -127,9 +121,6 @@ func (c Choice) Parse(v string) (string, error) {
 
 // Bool is true or false.
 type Bool struct{ Row }
-
-// Spec returns the row.
-func (b Bool) Spec() Row { return b.Row }
 
 // Parse reads true or false (and what strconv.ParseBool reads).
 func (b Bool) Parse(v string) (bool, error) {
@@ -142,9 +133,6 @@ func (b Bool) Parse(v string) (bool, error) {
 
 // Duration is a positive Go duration such as 10s.
 type Duration struct{ Row }
-
-// Spec returns the row.
-func (d Duration) Spec() Row { return d.Row }
 
 // Parse reads a positive duration.
 func (d Duration) Parse(v string) (time.Duration, error) {
@@ -166,9 +154,6 @@ type Char struct {
 
 // NoChar is what a Char that allows it reads "none" as.
 const NoChar = rune(-1)
-
-// Spec returns the row.
-func (c Char) Spec() Row { return c.Row }
 
 // Parse reads one character, "tab" or `\t` for a tab, and, when None is
 // set, "none" as NoChar. A line end is never a character here.
@@ -198,9 +183,6 @@ type Text struct {
 	Row
 	Check func(string) error
 }
-
-// Spec returns the row.
-func (t Text) Spec() Row { return t.Row }
 
 // Parse returns v once Check accepts it.
 func (t Text) Parse(v string) (string, error) {
@@ -299,9 +281,6 @@ type LimitValue struct {
 	Percent float64
 }
 
-// Spec returns the row.
-func (l Limit) Spec() Row { return l.Row }
-
 // Parse reads a count, a percentage from 0 to 100 (0 excluded), or off.
 func (l Limit) Parse(v string) (LimitValue, error) {
 	s := strings.TrimSpace(v)
@@ -326,9 +305,6 @@ func (l Limit) Parse(v string) (LimitValue, error) {
 // or not UTC), or a date ("2024-01-31"), which is its midnight UTC.
 type Time struct{ Row }
 
-// Spec returns the row.
-func (t Time) Spec() Row { return t.Row }
-
 // Parse reads an RFC 3339 time or a date.
 func (t Time) Parse(v string) (time.Time, error) {
 	s := strings.TrimSpace(v)
@@ -344,9 +320,6 @@ func (t Time) Parse(v string) (time.Time, error) {
 // List is a comma-separated list of names, each taken as written once
 // spaces around it are removed; an empty name is refused.
 type List struct{ Row }
-
-// Spec returns the row.
-func (l List) Spec() Row { return l.Row }
 
 // Parse splits v at its commas.
 func (l List) Parse(v string) ([]string, error) {

@@ -153,9 +153,6 @@ func checkTableName(s string) error {
 // duration ("36h").
 type TTL struct{ Row }
 
-// Spec returns the row.
-func (t TTL) Spec() Row { return t.Row }
-
 // Parse reads a positive time as Age does, without Age's "off".
 func (t TTL) Parse(s string) (time.Duration, error) {
 	d, err := Age{t.Row}.Parse(s)
@@ -169,9 +166,6 @@ func (t TTL) Parse(s string) (time.Duration, error) {
 // ("36h", "90m"), or "0", "off" or "none" to turn the check off, which
 // Parse returns as -1.
 type Age struct{ Row }
-
-// Spec returns the row.
-func (a Age) Spec() Row { return a.Row }
 
 // Parse reads an age. Unset, the check is off as well: no notification is
 // skipped for its age unless asked, since a DLQ redriven late holds old ones.
