@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -179,8 +177,7 @@ func (r *Redriver) FailureFile(ctx context.Context, path string) (*Summary, erro
 type failureFiles interface {
 	name(key string) string
 	read(ctx context.Context, key string) ([]byte, error)
-	marker(ctx context.Context, key string) (*Marker, error)
-	putMarker(ctx context.Context, key string, m *Marker) error
+	write(ctx context.Context, key string, b []byte) error
 	remove(ctx context.Context, key string) error
 }
 
@@ -194,11 +191,10 @@ func (f s3Files) name(key string) string { return "s3://" + f.bucket + "/" + key
 func (f s3Files) read(ctx context.Context, key string) ([]byte, error) {
 	return getObject(ctx, f.c, f.bucket, key)
 }
-func (f s3Files) marker(ctx context.Context, key string) (*Marker, error) {
-	return getMarker(ctx, f.c, f.bucket, key)
-}
-func (f s3Files) putMarker(ctx context.Context, key string, m *Marker) error {
-	return putMarker(ctx, f.c, f.bucket, key, m)
+func (f s3Files) write(ctx context.Context, key string, b []byte) error {
+	_, err := f.c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(f.bucket), Key: aws.String(key),
+		Body: bytes.NewReader(b), ContentType: aws.String("application/json")})
+	return err
 }
 func (f s3Files) remove(ctx context.Context, key string) error {
 	_, err := f.c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(f.bucket), Key: aws.String(key)})
@@ -212,31 +208,8 @@ func (localFiles) name(path string) string { return path }
 func (localFiles) read(_ context.Context, path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
-func (localFiles) marker(_ context.Context, path string) (*Marker, error) {
-	m := &Marker{}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return m, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(b, m); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	slices.Sort(m.Sent)
-	return m, nil
-}
-func (localFiles) putMarker(_ context.Context, path string, m *Marker) error {
-	m.UpdatedAt = time.Now().UTC()
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		return fmt.Errorf("write the marker %s: %w", path, err)
-	}
-	return nil
+func (localFiles) write(_ context.Context, path string, b []byte) error {
+	return os.WriteFile(path, b, 0o644)
 }
 func (localFiles) remove(_ context.Context, path string) error { return os.Remove(path) }
 
@@ -251,7 +224,7 @@ func (r *Redriver) failureFile(ctx context.Context, t *tally, files failureFiles
 		return err
 	}
 	markerKey := key + ".redriven"
-	m, err := files.marker(ctx, markerKey)
+	m, err := readMarker(ctx, files, markerKey)
 	if err != nil {
 		return err
 	}
@@ -297,23 +270,25 @@ func (r *Redriver) failureFile(ctx context.Context, t *tally, files failureFiles
 		for _, k := range []string{key, markerKey} {
 			if err := files.remove(ctx, k); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				r.log.WarnContext(ctx, "the failure file's records are all sent, but it was not deleted", "file", files.name(k), "err", err)
-				r.markFile(ctx, files, markerKey, m, sent)
+				r.markFile(ctx, files, markerKey, m, r.opts.TargetQueueURL, sent)
 				return nil
 			}
 		}
 		return nil
 	}
-	r.markFile(ctx, files, markerKey, m, sent)
+	r.markFile(ctx, files, markerKey, m, r.opts.TargetQueueURL, sent)
 	return nil
 }
 
-// markFile is mark for a failure file's marker, in S3 or on this machine.
-func (r *Redriver) markFile(ctx context.Context, files failureFiles, key string, m *Marker, sent []string) {
+// markFile adds the record ids sent to the marker at key and writes it.
+// When it cannot be written, the records were sent all the same: a
+// warning says that the next redrive will send them again.
+func (r *Redriver) markFile(ctx context.Context, files failureFiles, key string, m *Marker, to string, sent []string) {
 	if len(sent) == 0 || r.opts.DryRun {
 		return
 	}
-	m.add(r.opts.TargetQueueURL, sent...)
-	if err := files.putMarker(ctx, key, m); err != nil {
+	m.add(to, sent...)
+	if err := writeMarker(ctx, files, key, m); err != nil {
 		r.log.WarnContext(ctx, "records sent, but the marker that keeps the next redrive from sending them again was not written", "marker", files.name(key), "records", len(sent), "err", err)
 	}
 }

@@ -1,11 +1,12 @@
 package redrive
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"time"
 
@@ -47,30 +48,32 @@ func (m *Marker) add(queue string, ids ...string) {
 	}
 }
 
-// getMarker reads the marker at key; a missing one is empty.
-func getMarker(ctx context.Context, c S3API, bucket, key string) (*Marker, error) {
+// readMarker reads the marker at key; a missing one is empty.
+func readMarker(ctx context.Context, files failureFiles, key string) (*Marker, error) {
 	m := &Marker{}
-	found, err := getJSON(ctx, c, bucket, key, m)
-	if err != nil {
+	b, err := files.read(ctx, key)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || awserr.Missing(err) == awserr.Key:
+		return m, nil
+	case err != nil:
 		return nil, err
 	}
-	if !found {
-		return &Marker{}, nil
+	if err := json.Unmarshal(b, m); err != nil {
+		return nil, fmt.Errorf("%s: %w", files.name(key), err)
 	}
 	slices.Sort(m.Sent)
 	return m, nil
 }
 
-func putMarker(ctx context.Context, c S3API, bucket, key string, m *Marker) error {
+// writeMarker writes m at key, stamped with the time.
+func writeMarker(ctx context.Context, files failureFiles, key string, m *Marker) error {
 	m.UpdatedAt = time.Now().UTC()
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	_, err = c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
-		Body: bytes.NewReader(b), ContentType: aws.String("application/json")})
-	if err != nil {
-		return fmt.Errorf("write the marker s3://%s/%s: %w", bucket, key, err)
+	if err := files.write(ctx, key, b); err != nil {
+		return fmt.Errorf("write the marker %s: %w", files.name(key), err)
 	}
 	return nil
 }

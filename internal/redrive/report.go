@@ -124,7 +124,7 @@ func (r *Redriver) reportTask(ctx context.Context, t *tally, bucket, key, marker
 	for _, fr := range ft.Failures {
 		items = append(items, Item{ID: engine.RecordID(obj, fr.Offset), From: from, Source: obj.URI(), Offset: ptr(fr.Offset), Code: fr.Code})
 	}
-	m, err := getMarker(ctx, r.s3, bucket, markerKey)
+	m, err := readMarker(ctx, s3Files{c: r.s3, bucket: bucket}, markerKey)
 	if err != nil {
 		for _, it := range items {
 			it.Outcome, it.Reason = Failed, "the redrive marker cannot be read: "+err.Error()
@@ -147,7 +147,7 @@ func (r *Redriver) reportTask(ctx context.Context, t *tally, bucket, key, marker
 	task.Chain = nil
 	if r.opts.WorkQueueURL != "" {
 		sent := r.requeue(ctx, t, task, run, slices.Min(offsets), items, picked, m)
-		r.mark(ctx, t, bucket, markerKey, m, r.opts.WorkQueueURL, sent)
+		r.markFile(ctx, s3Files{c: r.s3, bucket: bucket}, markerKey, m, r.opts.WorkQueueURL, sent)
 		return
 	}
 	to := taskTarget(task, r.opts.TargetQueueURL)
@@ -169,7 +169,7 @@ func (r *Redriver) reportTask(ctx context.Context, t *tally, bucket, key, marker
 	for _, p := range picked {
 		t.add(items[p])
 	}
-	r.mark(ctx, t, bucket, markerKey, m, to, sent)
+	r.markFile(ctx, s3Files{c: r.s3, bucket: bucket}, markerKey, m, to, sent)
 }
 
 // pick returns the places in items of the records to send, one per
@@ -226,19 +226,6 @@ func (r *Redriver) requeue(ctx context.Context, t *tally, task worktask.Task, ru
 		t.add(it)
 	}
 	return sent
-}
-
-// mark adds the record ids sent to the marker and writes it. When it
-// cannot be written, the records were sent all the same: a warning says
-// that the next redrive will send them again.
-func (r *Redriver) mark(ctx context.Context, t *tally, bucket, key string, m *Marker, to string, sent []string) {
-	if len(sent) == 0 || r.opts.DryRun {
-		return
-	}
-	m.add(to, sent...)
-	if err := putMarker(ctx, r.s3, bucket, key, m); err != nil {
-		r.log.WarnContext(ctx, "records sent, but the marker that keeps the next redrive from sending them again was not written", "marker", "s3://"+bucket+"/"+key, "records", len(sent), "err", err)
-	}
 }
 
 // taskTarget returns the queue a task's records go to: its request's own
