@@ -55,17 +55,11 @@ func (d *dryRunCmd) check(given map[string]bool) (string, bool) {
 // dryRun runs a dry run of the request, prints its report as JSON on
 // stdout and a summary on stderr, and returns the exit code.
 func (c *fanoutCmd) dryRun(ctx context.Context, runner *engine.Runner, stdout, stderr io.Writer, tty bool) int {
-	done := make(chan struct{})
-	shown := make(chan struct{})
-	go func() {
-		defer close(shown)
-		showProgress(stderr, func(elapsed time.Duration, bar bool) string { return dryRunLine(c.opts.Progress, elapsed, bar) }, tty, c.interval, done)
-	}()
+	stop := showProgress(stderr, func(elapsed time.Duration, bar bool) string { return dryRunLine(c.opts.Progress, elapsed, bar) }, tty, c.interval)
 	o := c.dry.opts
 	o.Queue = c.queue()
 	rep, err := runner.DryRun(ctx, c.req, o)
-	close(done)
-	<-shown
+	stop()
 	if d := rep.DryRun; d != nil && !d.Queued {
 		// Sent from this process, the run uses no function: its estimate
 		// has no invocations, Lambda time or Lambda cost.

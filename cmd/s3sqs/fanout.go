@@ -251,20 +251,13 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*engine.Runner
 
 // send runs or queues the request, showing its progress.
 func (c *fanoutCmd) send(ctx context.Context, runner *engine.Runner, stderr io.Writer, tty bool) (engine.Report, error) {
-	done := make(chan struct{})
-	shown := make(chan struct{})
-	go func() {
-		defer close(shown)
-		line := progressLine
-		if c.queue() {
-			line = planningLine
-		}
-		showProgress(stderr, func(elapsed time.Duration, bar bool) string { return line(c.opts.Progress, elapsed, bar) }, tty, c.interval, done)
-	}()
-	rep, err := runner.Run(ctx, c.req)
-	close(done)
-	<-shown
-	return rep, err
+	line := progressLine
+	if c.queue() {
+		line = planningLine
+	}
+	stop := showProgress(stderr, func(elapsed time.Duration, bar bool) string { return line(c.opts.Progress, elapsed, bar) }, tty, c.interval)
+	defer stop()
+	return runner.Run(ctx, c.req)
 }
 
 // finish writes the run's account on stderr and returns the exit code.
@@ -372,32 +365,41 @@ func (l *lazyFile) Close() error {
 }
 
 // showProgress draws a live bar on a terminal, or writes a line every
-// interval otherwise, until done closes. line describes the progress after
-// elapsed, as a bar or as key=value pairs.
-func showProgress(w io.Writer, line func(elapsed time.Duration, bar bool) string, tty bool, interval time.Duration, done <-chan struct{}) {
+// interval otherwise, until the function it returns is called, which
+// returns once the last line is written. line describes the progress
+// after elapsed, as a bar or as key=value pairs.
+func showProgress(w io.Writer, line func(elapsed time.Duration, bar bool) string, tty bool, interval time.Duration) (stop func()) {
 	if interval <= 0 {
 		interval = 5 * time.Second
 		if tty {
 			interval = 200 * time.Millisecond
 		}
 	}
-	start := time.Now()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			if tty {
-				fmt.Fprintf(w, "\r%s\n", line(time.Since(start), true))
-			}
-			return
-		case <-t.C:
-			if tty {
-				fmt.Fprintf(w, "\r%s", line(time.Since(start), true))
-			} else {
-				fmt.Fprintf(w, "progress %s\n", line(time.Since(start), false))
+	done, shown := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(shown)
+		start := time.Now()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				if tty {
+					fmt.Fprintf(w, "\r%s\n", line(time.Since(start), true))
+				}
+				return
+			case <-t.C:
+				if tty {
+					fmt.Fprintf(w, "\r%s", line(time.Since(start), true))
+				} else {
+					fmt.Fprintf(w, "progress %s\n", line(time.Since(start), false))
+				}
 			}
 		}
+	}()
+	return func() {
+		close(done)
+		<-shown
 	}
 }
 

@@ -300,12 +300,7 @@ func (c *redriveCmd) start(ctx context.Context, stderr io.Writer) (*redrive.Redr
 
 // send redrives the source, showing its progress.
 func (c *redriveCmd) send(ctx context.Context, r *redrive.Redriver, stderr io.Writer, tty bool) (sum *redrive.Summary, err error) {
-	done := make(chan struct{})
-	shown := make(chan struct{})
-	go func() {
-		defer close(shown)
-		showProgress(stderr, func(elapsed time.Duration, bar bool) string { return redriveLine(c.opts.Progress, elapsed, bar) }, tty, c.interval, done)
-	}()
+	defer showProgress(stderr, func(elapsed time.Duration, bar bool) string { return redriveLine(c.opts.Progress, elapsed, bar) }, tty, c.interval)()
 	switch c.source {
 	case "report", "report-s3-uri":
 		sum, err = r.Report(ctx, c.report)
@@ -318,8 +313,6 @@ func (c *redriveCmd) send(ctx context.Context, r *redrive.Redriver, stderr io.Wr
 	case "dlq":
 		sum, err = r.DLQ(ctx, c.dlq, c.to, c.native)
 	}
-	close(done)
-	<-shown
 	return sum, err
 }
 
