@@ -127,12 +127,13 @@ func (r *Runner) pacer(runID string, rate int64) *runstate.Pacer {
 	return p
 }
 
-// control checks the run's control record: nil while it runs, the
-// *runstate.StopError of a run paused or cancelled (in place: cancelled
-// only; a paused run waits until it runs again), or ctx's error.
-func (g *gate) control(ctx context.Context) error {
+// control checks the run's control record and waits for n messages of
+// its rate: nil while it runs, the *runstate.StopError of a run paused or
+// cancelled (in place: cancelled only; a paused run waits until it runs
+// again), or ctx's error.
+func (g *gate) control(ctx context.Context, n int) error {
 	for {
-		err := busy(ctx, g.pacer.Wait(ctx, 0))
+		err := busy(ctx, g.pacer.Wait(ctx, n))
 		if err == nil || !g.inPlace || !holds(err) || cancelled(err) {
 			return err
 		}
@@ -145,7 +146,7 @@ func (g *gate) control(ctx context.Context) error {
 // check is the gate before a task's read starts: the run's control, then
 // the target's backlog.
 func (g *gate) check(ctx context.Context) error {
-	if err := g.control(ctx); err != nil {
+	if err := g.control(ctx, 0); err != nil {
 		return err
 	}
 	return g.drained(ctx)
@@ -160,15 +161,7 @@ func (g *gate) take(ctx context.Context) error {
 	if err := g.drained(ctx); err != nil {
 		return err
 	}
-	for {
-		err := busy(ctx, g.pacer.Wait(ctx, 1))
-		if err == nil || !g.inPlace || !holds(err) || cancelled(err) {
-			return err
-		}
-		if err := sleep(ctx, g.every); err != nil {
-			return err
-		}
-	}
+	return g.control(ctx, 1)
 }
 
 // drained returns nil once the target's backlog is at most the limit. It

@@ -122,7 +122,7 @@ func (r *Runner) admit(ctx context.Context, index int, t worktask.Task, res *Tas
 		ov := overridesOf(t.Overrides)
 		if s.gate = r.gateOf(t.RunID, &ov, s.sender); s.gate != nil {
 			// Before the claim, so that a task of a stopped run takes none.
-			switch err = s.gate.control(ctx); {
+			switch err = s.gate.control(ctx, 0); {
 			case holds(err):
 				res.Continuation, res.Held = &t, err
 				return nil, nil
