@@ -127,14 +127,7 @@ func bucketFromARN(arn string) (string, error) {
 // number as its digits, a size such as "8MiB"). An unknown name or a bad
 // value is an *ArgumentError naming it.
 func batchArguments(args map[string]string) (worktask.Overrides, string, error) {
-	raw := make(map[string]json.RawMessage, len(args))
-	for k, v := range args {
-		raw[k] = jsonString(v)
-	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return worktask.Overrides{}, "", err
-	}
+	b, _ := json.Marshal(args) // strings: it cannot fail
 	var a runArguments
 	if err := decodeArguments("userArguments", b, &a); err != nil {
 		return worktask.Overrides{}, "", err

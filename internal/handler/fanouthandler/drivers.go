@@ -213,9 +213,3 @@ func (a *runArguments) validate() error {
 	}
 	return engine.CheckRunID(a.RunID)
 }
-
-// jsonString marshals s; it cannot fail.
-func jsonString(s string) json.RawMessage {
-	b, _ := json.Marshal(s)
-	return b
-}
