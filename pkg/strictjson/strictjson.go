@@ -12,6 +12,8 @@ import (
 	"io"
 	"reflect"
 	"strings"
+
+	"github.com/agnivade/levenshtein"
 )
 
 // Decode decodes one JSON value into v, refusing unknown fields, trailing
@@ -117,7 +119,7 @@ func Kind(b []byte) string {
 func nearestField(name string, t reflect.Type) string {
 	best, bestDist := "", 3
 	for _, f := range jsonFields(t) {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(f)); d < bestDist {
+		if d := levenshtein.ComputeDistance(strings.ToLower(name), strings.ToLower(f)); d < bestDist {
 			best, bestDist = f, d
 		}
 	}
@@ -143,27 +145,6 @@ func jsonFields(t reflect.Type) []string {
 		}
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // withArticle puts "a" or "an" before the decoder's name of a JSON value
