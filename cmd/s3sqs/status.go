@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -211,9 +212,7 @@ func recent(reads []runView, now time.Time) []runView {
 // viewOf derives what status shows of run, read at now; since is the
 // earlier read of a watch to measure the rate from, nil for the first.
 func viewOf(run runstate.Run, since *runView, now time.Time) runView {
-	if run.State == "" {
-		run.State = runstate.StateRunning
-	}
+	run.State = cmp.Or(run.State, runstate.StateRunning)
 	v := runView{Run: run, ReadAt: now}
 	v.TasksParkedNow = max(run.Parked-run.Unparked, 0)
 	v.TasksInProgress = max(run.TasksPlanned-run.TasksDone-v.TasksParkedNow, 0)

@@ -164,9 +164,7 @@ func Run(ctx context.Context, s3c ListAPI, ingested Ingested, o Options) (Report
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.MaxAge == 0 {
-		o.MaxAge = claims.DefaultTTL
-	}
+	o.MaxAge = cmp.Or(o.MaxAge, claims.DefaultTTL)
 	if o.Manifest != "" && o.MaxAge > 0 {
 		return Report{}, errors.New("reconcile: a manifest's objects carry no date to skip the ones older than the claims' TTL by: compare them all (a negative MaxAge, -max-age off) and reconcile a report of recent objects")
 	}
@@ -349,10 +347,7 @@ func (c *comparison) check(obj Object) {
 	c.wg.Add(1)
 	go func() {
 		defer func() { <-c.sem; c.wg.Done() }()
-		pin := obj.VersionID
-		if pin == "" {
-			pin = obj.ETag
-		}
+		pin := cmp.Or(obj.VersionID, obj.ETag)
 		// In the send context: a version listed before the work context
 		// ended is looked up and, missing, sent.
 		done, err := c.ingested.IsDone(partialbatch.SendContext(c.ctx), claims.ObjectKey(cmp.Or(obj.Bucket, c.o.Bucket), obj.Key, pin))

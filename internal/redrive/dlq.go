@@ -1,6 +1,7 @@
 package redrive
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -251,10 +252,7 @@ func moved(m types.Message, fifo bool) sqsbatch.Entry {
 	}
 	if fifo {
 		e.GroupID = m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
-		e.DeduplicationID = m.Attributes[string(types.MessageSystemAttributeNameMessageDeduplicationId)]
-		if e.DeduplicationID == "" {
-			e.DeduplicationID = aws.ToString(m.MessageId)
-		}
+		e.DeduplicationID = cmp.Or(m.Attributes[string(types.MessageSystemAttributeNameMessageDeduplicationId)], aws.ToString(m.MessageId))
 	}
 	return e
 }

@@ -53,9 +53,7 @@ func (p *pending) delivered() bool {
 func newPending(body []byte, from string) *pending {
 	p := &pending{item: Item{From: from}}
 	if err := json.Unmarshal(body, &p.f); err != nil || p.f.Source == "" {
-		if err == nil {
-			err = errors.New("no source")
-		}
+		err = cmp.Or(err, errors.New("no source"))
 		p.item.Outcome, p.item.Reason = Skipped, "not a failure record: "+err.Error()
 		return p
 	}

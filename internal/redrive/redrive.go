@@ -2,6 +2,7 @@ package redrive
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -133,10 +134,7 @@ func New(ctx context.Context, s3c S3API, sqsc SQSAPI, opts Options) (*Redriver, 
 	if opts.Visibility <= 0 {
 		opts.Visibility = DefaultVisibility
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	r := &Redriver{s3: s3c, sqs: sqsc, opts: opts, log: log, failed: &collector{}}
 	if opts.TargetQueueURL != "" {
 		s, err := sqsbatch.New(ctx, sqsc, sqsbatch.Queue{URL: opts.TargetQueueURL}, opts.Send)
@@ -245,11 +243,7 @@ type tally struct {
 }
 
 func newTally(o Options, from, to string) *tally {
-	p := o.Progress
-	if p == nil {
-		p = &Progress{}
-	}
-	return &tally{sum: Summary{From: from, To: to, DryRun: o.DryRun, Items: []Item{}}, prog: p}
+	return &tally{sum: Summary{From: from, To: to, DryRun: o.DryRun, Items: []Item{}}, prog: cmp.Or(o.Progress, &Progress{})}
 }
 
 // expect adds n items to the progress's total.

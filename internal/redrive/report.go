@@ -1,6 +1,7 @@
 package redrive
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,10 +104,7 @@ func (r *Redriver) Report(ctx context.Context, uri string) (*Summary, error) {
 		}
 		t.expect(len(tasks[i].Failures))
 	}
-	run := r.opts.RunID
-	if run == "" {
-		run = RedriveRunID(runID)
-	}
+	run := cmp.Or(r.opts.RunID, RedriveRunID(runID))
 	for i, key := range keys {
 		if err := ctx.Err(); err != nil {
 			return t.summary(), err

@@ -188,9 +188,7 @@ func Objects(ctx context.Context, client ListAPI, src Source) iter.Seq2[Object, 
 			if err == nil && l.Mark() {
 				continue
 			}
-			if err == nil {
-				err = l.Err
-			}
+			err = cmp.Or(err, l.Err)
 			if err != nil || len(l.Versions) == 0 {
 				if !yield(l.Object, err) || err != nil {
 					return

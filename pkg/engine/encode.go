@@ -380,9 +380,7 @@ func mappedEntries(rm *recordMapper, c dataset.Chunk, fifo bool) func(records.Re
 		if !fifo {
 			e.DeduplicationID = ""
 		}
-		if e.GroupID == "" {
-			e.GroupID = group
-		}
+		e.GroupID = cmp.Or(e.GroupID, group)
 		return e, nil
 	}
 }

@@ -262,19 +262,14 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 	if opts.Planning.Concurrency <= 0 {
 		opts.Planning.Concurrency = defaultPlanConcurrency
 	}
-	if opts.Mode == "" {
-		opts.Mode = worktask.ModeRecord
-	}
+	opts.Mode = cmp.Or(opts.Mode, worktask.ModeRecord)
 	if opts.Mode != worktask.ModeRecord && opts.Mode != worktask.ModeChunk && opts.Mode != worktask.ModeNotification {
 		return nil, fmt.Errorf("fanout: unknown mode %q (want record, chunk or notification)", opts.Mode)
 	}
 	if _, err := s3event.ParseFormat(string(opts.Notification.Format)); err != nil {
 		return nil, fmt.Errorf("fanout: %w", err)
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	r := &Runner{s3: s3c, sqs: sqsc, opts: opts, log: log, targets: map[string]*sqsbatch.Sender{}, offloaders: map[*sqsbatch.Sender]*sqsextended.Offloader{},
 		pacers: map[string]*runstate.Pacer{}, backlogs: map[string]*backlog{}}
 	r.failures = failureSink{s3: s3c, log: log, w: opts.FailureWriter}

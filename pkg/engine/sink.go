@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -113,9 +114,7 @@ func (r *Runner) queued(ctx context.Context, pr *planRun, tasks iter.Seq[worktas
 		rep.PlanContinued = true
 		rep.TasksQueued -= steps
 	}
-	if err == nil {
-		err = stop
-	}
+	err = cmp.Or(err, stop)
 	pr.planned = err == nil && pr.err == nil
 	return *rep, errors.Join(err, pr.err)
 }

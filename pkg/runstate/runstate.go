@@ -1,6 +1,7 @@
 package runstate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -382,9 +383,7 @@ func decodeRun(runID string, item map[string]types.AttributeValue) Run {
 		Parked:   ddbattr.Int(item[parkedAttr]),
 		Unparked: ddbattr.Int(item[unparkedAttr]),
 	}
-	if r.State == "" {
-		r.State = StateRunning
-	}
+	r.State = cmp.Or(r.State, StateRunning)
 	v := reflect.ValueOf(&r.Counters).Elem()
 	for i, attr := range counterAttrs {
 		if attr != "" {

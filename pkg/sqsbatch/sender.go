@@ -1,6 +1,7 @@
 package sqsbatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -116,9 +117,7 @@ func New(ctx context.Context, client API, q Queue, opts Options) (*Sender, error
 	if s.backoff == nil {
 		s.backoff = jitterBackoff
 	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
+	s.log = cmp.Or(s.log, slog.New(slog.DiscardHandler))
 	return s, nil
 }
 

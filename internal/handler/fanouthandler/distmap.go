@@ -1,6 +1,7 @@
 package fanouthandler
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -123,10 +124,7 @@ func (it MapItem) object(bucket string) (obj dataset.Object, head bool, err erro
 	if it.Err != nil {
 		return dataset.Object{Bucket: it.Bucket, Key: it.Key}, false, it.Err
 	}
-	obj = dataset.Object{Bucket: it.Bucket, Key: it.Key, ETag: strings.Trim(it.Etag, `"`), VersionID: it.VersionID}
-	if obj.Bucket == "" {
-		obj.Bucket = bucket
-	}
+	obj = dataset.Object{Bucket: cmp.Or(it.Bucket, bucket), Key: it.Key, ETag: strings.Trim(it.Etag, `"`), VersionID: it.VersionID}
 	if obj.Bucket == "" {
 		return obj, false, errNoBucket
 	}

@@ -66,17 +66,12 @@ type Handler struct {
 // New returns the Handler that runs invocations with r, and pins the
 // objects a driver names by reading their metadata with s3c.
 func New(r *engine.Runner, s3c dataset.ListAPI, opts Options) *Handler {
-	if opts.Out == nil {
-		opts.Out = io.Discard
-	}
+	opts.Out = cmp.Or(opts.Out, io.Discard)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	opts.Concurrency = cmp.Or(opts.Concurrency, partialbatch.DefaultConcurrency)
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	opts.Filter.Now = opts.Now
 	proc := partialbatch.New(partialbatch.Options{SkipGroupOnError: opts.SkipGroupOnError, DeadlineMargin: opts.DeadlineMargin, Now: opts.Now})
 	return &Handler{runner: r, s3: s3c, opts: opts, proc: proc, log: log}

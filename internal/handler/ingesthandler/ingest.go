@@ -14,6 +14,7 @@
 package ingesthandler
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,16 +93,11 @@ type Handler struct {
 // New returns a Handler that reads and sends with runner, whose target is
 // the output queue (and whose work queue, with HandoffBytes, is fanout's).
 func New(runner *engine.Runner, opts Options) *Handler {
-	if opts.Out == nil {
-		opts.Out = io.Discard
-	}
+	opts.Out = cmp.Or(opts.Out, io.Discard)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	opts.Filter.Now = opts.Now
 	proc := partialbatch.New(partialbatch.Options{SkipGroupOnError: opts.SkipGroupOnError, DeadlineMargin: opts.DeadlineMargin, Now: opts.Now})
 	return &Handler{runner: runner, opts: opts, send: sendOptions(opts), proc: proc, log: log}
