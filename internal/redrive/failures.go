@@ -67,7 +67,7 @@ func newPending(body []byte, from string) *pending {
 	// before failures named it has the id the engine gave then, from the
 	// version id (or ETag) Version holds.
 	p.item.ID = cmp.Or(p.f.RecordID, engine.RecordID(p.obj, p.f.Offset))
-	p.item.Source, p.item.Offset, p.item.Code = p.f.Source, ptr(p.f.Offset), p.f.Code
+	p.item.Source, p.item.Offset, p.item.Code = p.f.Source, new(p.f.Offset), p.f.Code
 	return p
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -111,21 +112,17 @@ func getObject(ctx context.Context, c S3API, bucket, key string) ([]byte, error)
 // suffix.
 func listKeys(ctx context.Context, c S3API, bucket, prefix, suffix string) ([]string, error) {
 	var keys []string
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)}
-	for {
-		out, err := c.ListObjectsV2(ctx, in)
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("list s3://%s/%s: %w", bucket, prefix, err)
 		}
 		for _, o := range out.Contents {
-			if k := aws.ToString(o.Key); len(k) >= len(suffix) && k[len(k)-len(suffix):] == suffix {
+			if k := aws.ToString(o.Key); strings.HasSuffix(k, suffix) {
 				keys = append(keys, k)
 			}
 		}
-		if !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
-			break
-		}
-		in.ContinuationToken = out.NextContinuationToken
 	}
 	slices.Sort(keys)
 	return keys, nil

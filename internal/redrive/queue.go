@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -63,12 +65,11 @@ func (q *queueReader) receive(ctx context.Context) iter.Seq2[[]types.Message, er
 			var fresh []types.Message
 			for _, m := range out.Messages {
 				id := aws.ToString(m.MessageId)
-				if _, ok := q.held[id]; ok {
-					q.held[id] = aws.ToString(m.ReceiptHandle)
-					continue
-				}
+				_, seen := q.held[id]
 				q.held[id] = aws.ToString(m.ReceiptHandle)
-				fresh = append(fresh, m)
+				if !seen {
+					fresh = append(fresh, m)
+				}
 			}
 			if len(fresh) > 0 {
 				empty, lastNew = 0, time.Now()
@@ -114,7 +115,7 @@ func (q *queueReader) left(ctx context.Context) *int64 {
 	if err != nil {
 		return nil
 	}
-	return ptr(v + f)
+	return new(v + f)
 }
 
 // deleteAttempts bounds the DeleteMessageBatch requests per message.
@@ -168,10 +169,7 @@ func (q *queueReader) delete(ctx context.Context, ids []string) map[string]strin
 // the next run, or another consumer, finds them without waiting for their
 // visibility timeout.
 func (q *queueReader) release(ctx context.Context) {
-	var ids []string
-	for id := range q.held {
-		ids = append(ids, id)
-	}
+	ids := slices.Collect(maps.Keys(q.held))
 	for start := 0; start < len(ids); start += 10 {
 		batch := ids[start:min(start+10, len(ids))]
 		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(batch))

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -298,18 +299,11 @@ func ParseCodes(s string) ([]string, error) {
 
 // allows reports whether code is selected, and if not, why.
 func (f CodeFilter) allows(code string) (bool, string) {
-	for _, c := range f.Skip {
-		if c == code {
-			return false, fmt.Sprintf("code %s is skipped (-skip-code)", code)
-		}
+	if slices.Contains(f.Skip, code) {
+		return false, fmt.Sprintf("code %s is skipped (-skip-code)", code)
 	}
-	if len(f.Only) == 0 {
+	if len(f.Only) == 0 || slices.Contains(f.Only, code) {
 		return true, ""
-	}
-	for _, c := range f.Only {
-		if c == code {
-			return true, ""
-		}
 	}
 	return false, fmt.Sprintf("code %s is not selected (-code %s)", code, strings.Join(f.Only, ","))
 }
@@ -397,5 +391,3 @@ func (c *collector) take() map[int64]engine.Failure {
 func readError(code string) bool {
 	return code == "UnreadableRecord" || code == "UnmappableRecord"
 }
-
-func ptr[T any](v T) *T { return &v }

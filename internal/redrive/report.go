@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -120,7 +121,7 @@ func (r *Redriver) reportTask(ctx context.Context, t *tally, bucket, key, marker
 	obj := ft.Task.Chunk.Object
 	items := make([]Item, 0, len(ft.Failures))
 	for _, fr := range ft.Failures {
-		items = append(items, Item{ID: engine.RecordID(obj, fr.Offset), From: from, Source: obj.URI(), Offset: ptr(fr.Offset), Code: fr.Code})
+		items = append(items, Item{ID: engine.RecordID(obj, fr.Offset), From: from, Source: obj.URI(), Offset: new(fr.Offset), Code: fr.Code})
 	}
 	m, err := readMarker(ctx, s3Files{c: r.s3, bucket: bucket}, markerKey)
 	if err != nil {
@@ -241,12 +242,7 @@ func taskTarget(t worktask.Task, def string) string {
 // failed.
 func (r *Redriver) settleRun(items map[int64]*Item, res engine.TaskResult, missing []int64, obj dataset.Object) (sent []string) {
 	fails := r.failed.take()
-	offsets := make([]int64, 0, len(items))
-	for o := range items {
-		offsets = append(offsets, o)
-	}
-	slices.Sort(offsets)
-	for _, o := range offsets {
+	for _, o := range slices.Sorted(maps.Keys(items)) {
 		it := items[o]
 		f, failed := fails[o]
 		switch {
