@@ -90,10 +90,10 @@ func newControlCmd(name string, stderr io.Writer) *controlCmd {
 	switch name {
 	case "resume":
 		c.flags.text(settings.WorkQueueURL, &c.work, "the work queue `URL` (the fanout function's WORK_QUEUE_URL) the parked tasks go back on")
-		c.flags.limit(settings.MaxFailures, &c.maxFailures)
-		c.flags.limit(settings.MaxFailedObjects, &c.maxFailedObjects)
+		parsedText(c.flags, settings.MaxFailures, &c.maxFailures, "")
+		parsedText(c.flags, settings.MaxFailedObjects, &c.maxFailedObjects, "")
 	case "set":
-		c.flags.optionalCount(settings.MaxRate, &c.maxRate, "the run's new run-wide ceiling of `messages` per second, across all its invocations (required)")
+		parsedText(c.flags, settings.MaxRate, &c.maxRate, "the run's new run-wide ceiling of `messages` per second, across all its invocations (required)")
 	}
 	return c
 }
@@ -179,7 +179,7 @@ func (c *controlCmd) resume(ctx context.Context, runs *runstate.Table, before ru
 	if c.work == "" {
 		return nil
 	}
-	sqsc, err := sqsClient(ctx)
+	_, sqsc, err := awssetup.Clients(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -219,12 +219,6 @@ type sqsAPI interface {
 }
 
 var _ sqsAPI = (*sqs.Client)(nil)
-
-// sqsClient returns an SQS client from the SDK's standard configuration.
-func sqsClient(ctx context.Context) (*sqs.Client, error) {
-	_, sqsc, err := awssetup.Clients(ctx, false)
-	return sqsc, err
-}
 
 // sendTask sends runID's n-th parked work-queue message back to queue
 // (see worktask.ParkedEntry).

@@ -130,10 +130,10 @@ func newFanoutCmd(stderr io.Writer) *fanoutCmd {
 	fs.count(settings.MaxInFlight, &o.Send.MaxInFlight, "")
 	fs.boolean(settings.FixedInFlight, &o.Send.FixedInFlight, "")
 	fs.count(settings.MaxAttempts, &o.Send.MaxAttempts, "")
-	fs.optionalCount(settings.MaxRate, &c.maxRate, "")
-	fs.optionalCount(settings.TargetMaxBacklog, &c.maxBacklog, "")
-	fs.limit(settings.MaxFailures, &c.maxFailures)
-	fs.limit(settings.MaxFailedObjects, &c.maxFailedObjects)
+	parsedText(fs, settings.MaxRate, &c.maxRate, "")
+	parsedText(fs, settings.TargetMaxBacklog, &c.maxBacklog, "")
+	parsedText(fs, settings.MaxFailures, &c.maxFailures, "")
+	parsedText(fs, settings.MaxFailedObjects, &c.maxFailedObjects, "")
 	fs.count(settings.ChunkConcurrency, &o.ChunkConcurrency, "")
 	fs.boolean(settings.S3PathStyle, &c.pathStyle, "")
 	fs.DurationVar(&c.interval, "progress-interval", 0, "`interval` of progress lines (default: live bar on a terminal, 5s lines otherwise)")
@@ -223,11 +223,7 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*engine.Runner
 	if err != nil {
 		return nil, nil, err
 	}
-	var failures *lazyFile
-	if c.failureFile != "" {
-		failures = &lazyFile{path: c.failureFile}
-		c.opts.FailureWriter = failures
-	}
+	failures := failureFile(c.failureFile, &c.opts)
 	c.opts.Progress = &engine.Progress{}
 	c.opts.Logger = c.flags.logger(stderr)
 	// Notification mode names the region the runner runs in, its buckets'.

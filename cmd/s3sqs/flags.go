@@ -69,7 +69,9 @@ func (f *cmdFlags) text(row settings.Text, p *string, usage string) {
 }
 
 // parsedText defines the flag of setting s written as text into p,
-// checked by s's Parse when given, so that the text goes on as written.
+// checked by s's Parse when given, so that the text goes on as written:
+// a whole number or a failure budget's limit that is not given by
+// default (worktask.SettingOf, worktask.LimitOf).
 func parsedText[T any](f *cmdFlags, s settings.Setting[T], p *string, usage string) {
 	f.checkedText(s.Spec(), p, usage, func(v string) error { _, err := s.Parse(v); return err })
 }
@@ -106,19 +108,6 @@ func (f *cmdFlags) count(row settings.Count, p *int, usage string) {
 	def, _ := row.Parse(row.Default) // TestDefaultsParse parses every default
 	f.IntVar(p, row.Flag, int(def), usageOf(row.Row, usage))
 	f.onCheck(row.Flag, func() error { return row.Check(int64(*p)) })
-}
-
-// optionalCount defines the flag of a whole number that is not given by
-// default: written as text into p, checked against its range when given,
-// so that the text goes on as written (worktask.SettingOf).
-func (f *cmdFlags) optionalCount(row settings.Count, p *string, usage string) {
-	parsedText(f, row, p, usage)
-}
-
-// limit defines the flag of a failure budget's limit that is not given by
-// default: written as text into p, checked when given.
-func (f *cmdFlags) limit(row settings.Limit, p *string) {
-	parsedText(f, row, p, "")
 }
 
 // choice defines the flag of a choice, written as a word (the table's

@@ -62,7 +62,7 @@ func runIngest(ctx context.Context, args []string, s streams) int {
 	case err != nil:
 		return failed(err)
 	}
-	failures := c.failures()
+	failures := failureFile(c.failureFile, &c.opts)
 	if failures != nil {
 		defer failures.Close()
 	}
@@ -229,14 +229,14 @@ func (c *ingestCmd) event(ctx context.Context, s3c *s3.Client, stdin io.Reader) 
 	return ev, nil
 }
 
-// failures returns the local failure file, when there is one, and makes
-// it the runner's failure output.
-func (c *ingestCmd) failures() *lazyFile {
-	if c.failureFile == "" {
+// failureFile returns the local failure file at path, when there is one,
+// and makes it o's failure output.
+func failureFile(path string, o *engine.Options) *lazyFile {
+	if path == "" {
 		return nil
 	}
-	f := &lazyFile{path: c.failureFile}
-	c.opts.FailureWriter = f
+	f := &lazyFile{path: path}
+	o.FailureWriter = f
 	return f
 }
 
