@@ -229,12 +229,7 @@ func (rm *recordMapper) noteLeftOut() {
 		if len(rm.leftOut) == maxFieldsLeftOut {
 			return
 		}
-		known := false
-		for _, name := range rm.leftOut {
-			if known = jsonfields.KeyIs(k, name); known {
-				break
-			}
-		}
+		known := slices.ContainsFunc(rm.leftOut, func(name string) bool { return jsonfields.KeyIs(k, name) })
 		if name, ok := jsonfields.Unquote(k); ok && !known {
 			rm.leftOut = append(rm.leftOut, name)
 		}

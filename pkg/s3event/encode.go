@@ -1,6 +1,7 @@
 package s3event
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -127,12 +128,7 @@ func trimQuotes(s string) string {
 
 func (e Encoder) marker() string { return ReplayMarker + ":" + e.RunID }
 
-func (e Encoder) account() string {
-	if e.Account == "" {
-		return "000000000000"
-	}
-	return e.Account
-}
+func (e Encoder) account() string { return cmp.Or(e.Account, "000000000000") }
 
 // id derives a stable identifier from the replay and the object version, so
 // that encoding the same version twice gives the same bytes.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -457,11 +458,7 @@ func jsonKind(first byte) string {
 
 // keysOf returns up to 8 keys of an object, sorted, for an error message.
 func keysOf(fields map[string]json.RawMessage) []string {
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(fields))
 	if len(keys) > 8 {
 		keys = append(keys[:8], "...")
 	}

@@ -116,14 +116,9 @@ func (h *Handler) report(ctx context.Context, inv *invocation, err error) Summar
 		{Name: "PeakInFlight", Unit: emf.Count, Value: float64(s.PeakInFlight)},
 		{Name: "Duration", Unit: emf.Milliseconds, Value: float64(s.DurationMs)},
 	}
-	reasons := slices.Sorted(maps.Keys(s.Skipped))
-	for _, r := range skipReasons {
-		if !slices.Contains(reasons, r) {
-			reasons = append(reasons, r)
-		}
-	}
+	reasons := append(slices.Collect(maps.Keys(s.Skipped)), skipReasons...)
 	slices.Sort(reasons)
-	for _, r := range reasons {
+	for _, r := range slices.Compact(reasons) {
 		metrics = append(metrics, emf.Metric{Name: "Skipped" + metricName(r), Unit: emf.Count, Value: float64(s.Skipped[r])})
 	}
 	if werr := summary.Write(ctx, h.opts.Out, "s3ingest", s, metrics, h.opts.Now(), err); werr != nil {

@@ -59,11 +59,7 @@ const bytesInFlightShare = 32
 // memory Lambda gives it, read with getenv: 1/32 of it. It returns 0, the
 // sender's default, when the memory is not given, as outside Lambda.
 func BytesInFlight(getenv func(string) string) int64 {
-	mb, ok := functionMemory(getenv)
-	if !ok {
-		return 0
-	}
-	return mb << 20 / bytesInFlightShare
+	return int64(MemoryMB(getenv)) << 20 / bytesInFlightShare
 }
 
 // MemoryMB returns the function's memory in MiB as Lambda gives it, read

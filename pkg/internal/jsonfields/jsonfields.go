@@ -46,21 +46,6 @@ func Each(obj []byte, fn func(key, value []byte) bool) {
 	}
 }
 
-// Get returns the raw value of the top-level field name of obj, and
-// whether it is there. obj must be valid JSON.
-func Get(obj []byte, name string) ([]byte, bool) {
-	var out []byte
-	found := false
-	Each(obj, func(key, value []byte) bool {
-		if KeyIs(key, name) {
-			out, found = value, true
-			return false
-		}
-		return true
-	})
-	return out, found
-}
-
 // KeyIs reports whether the quoted key, as Each gives it, is name.
 func KeyIs(key []byte, name string) bool {
 	if len(key) == len(name)+2 && string(key[1:len(key)-1]) == name {
