@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/s3sqs/s3sqs/pkg/claims"
@@ -207,6 +208,6 @@ func (r *Runner) tasks(ctx context.Context, runID string, obj dataset.Object, ov
 // Enqueue sends tasks to the work queue, such as the continuation of a task
 // that ran out of time.
 func (r *Runner) Enqueue(ctx context.Context, tasks ...worktask.Task) error {
-	_, err := r.enqueue(ctx, messagesOf(tasks))
+	_, err := enqueue(ctx, r, slices.Values(tasks))
 	return err
 }

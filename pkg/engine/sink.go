@@ -78,7 +78,7 @@ func (r *Runner) runKept(ctx context.Context, pr *planRun, tasks []worktask.Task
 		// starting it again.
 		rep.Queued = true
 		var qerr error
-		rep.TasksQueued, qerr = r.enqueue(partialbatch.SendContext(ctx), messagesOf(rest))
+		rep.TasksQueued, qerr = enqueue(partialbatch.SendContext(ctx), r, slices.Values(rest))
 		err = errors.Join(err, qerr)
 	}
 	return *rep, err
@@ -95,7 +95,7 @@ func (r *Runner) queued(ctx context.Context, pr *planRun, tasks iter.Seq[worktas
 	var stop error // why no next step was queued, when one was due
 	steps := 0
 	var err error
-	rep.TasksQueued, err = r.enqueue(partialbatch.SendContext(ctx), func(yield func(message) bool) {
+	rep.TasksQueued, err = enqueue(partialbatch.SendContext(ctx), r, func(yield func(message) bool) {
 		for t := range tasks {
 			if !yield(t) {
 				return
@@ -190,17 +190,6 @@ func nextSteps(step worktask.Plan, cursor dataset.Cursor, overrides *worktask.Ov
 // object.
 var errNoProgress = fmt.Errorf("fanout: the planning step ended before it planned an object: %w", partialbatch.ErrDeadline)
 
-// messagesOf yields tasks as work queue messages.
-func messagesOf(tasks []worktask.Task) iter.Seq[message] {
-	return func(yield func(message) bool) {
-		for _, t := range tasks {
-			if !yield(t) {
-				return
-			}
-		}
-	}
-}
-
 // message is what travels on the work queue: a chunk task
 // (worktask.Task) or a planning step (worktask.Plan).
 type message interface {
@@ -209,7 +198,7 @@ type message interface {
 
 // enqueue sends messages to the work queue and returns how many it
 // accepted.
-func (r *Runner) enqueue(ctx context.Context, tasks iter.Seq[message]) (int, error) {
+func enqueue[M message](ctx context.Context, r *Runner, tasks iter.Seq[M]) (int, error) {
 	if r.work == nil {
 		return 0, errors.New("fanout: the dataset needs the work queue, and none is configured")
 	}
