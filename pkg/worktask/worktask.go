@@ -102,10 +102,14 @@ func (t Task) Marshal() (string, error) {
 // on a FIFO queue, so that a task queued twice runs once there.
 func (t Task) Entry(fifo bool) (sqsbatch.Entry, error) {
 	body, err := t.Marshal()
+	return entry(t.ID(), body, err, fifo)
+}
+
+// entry is the work-queue message of id and body, or err (see Task.Entry).
+func entry(id, body string, err error, fifo bool) (sqsbatch.Entry, error) {
 	if err != nil {
 		return sqsbatch.Entry{}, err
 	}
-	id := t.ID()
 	e := sqsbatch.Entry{ID: id, Body: body}
 	if fifo {
 		e.GroupID, e.DeduplicationID = id, id
@@ -229,15 +233,7 @@ func (p Plan) ID() string {
 // queue, as Task.Entry does.
 func (p Plan) Entry(fifo bool) (sqsbatch.Entry, error) {
 	body, err := json.Marshal(p)
-	if err != nil {
-		return sqsbatch.Entry{}, err
-	}
-	id := p.ID()
-	e := sqsbatch.Entry{ID: id, Body: string(body)}
-	if fifo {
-		e.GroupID, e.DeduplicationID = id, id
-	}
-	return e, nil
+	return entry(p.ID(), string(body), err, fifo)
 }
 
 // ParsePlan reads a planning step from an SQS message body, strictly. A
