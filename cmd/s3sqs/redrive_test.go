@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -773,5 +774,67 @@ func TestRedriveRereadCSVDialect(t *testing.T) {
 	want := map[string]string{`{"id":"2","note":"` + big + `"}`: engine.RecordID(obj, int64(len("id;note\n1;short\n")))}
 	if diff := cmp.Diff(want, records(t, localaws.Drain(t, sqsc, target, 2*time.Second))); diff != "" {
 		t.Errorf("target (-want +got):\n%.600s", diff)
+	}
+}
+
+// TestRedriveReportKeepsTheRunsMode redrives, from the run report, runs
+// whose mode and notification format were the runner's (a function's MODE
+// and NOTIFICATION_FORMAT, the CLI's -mode) rather than the request's:
+// their records go again as the run sent them, chunks as chunks and
+// notifications as notifications of the run's format and region (read by
+// aws-lambda-go's own event types), not as the object's lines.
+func TestRedriveReportKeepsTheRunsMode(t *testing.T) {
+	s3c, sqsc := standIns(t)
+	// Records, and the notification of a key this long, are over 1 KiB.
+	var l lines
+	for i := range 8 {
+		l.value(fmt.Sprintf("r%d", i), fmt.Sprintf("r%d-", i)+strings.Repeat("x", 1100))
+	}
+	key := "in/" + strings.Repeat("k", 1000) + ".jsonl"
+	obj := put(t, s3c, key, l.b.String())
+	for _, tc := range []struct {
+		mode  []string
+		check func(t *testing.T, m types.Message)
+	}{
+		{[]string{"-mode", "chunk"}, func(t *testing.T, m types.Message) {
+			if _, ok := m.MessageAttributes["s3sqs-first"]; !ok || strings.Count(aws.ToString(m.Body), "\n") < 1 {
+				t.Errorf("not a chunk-mode message: %.60q, attributes %v", aws.ToString(m.Body), slices.Collect(maps.Keys(m.MessageAttributes)))
+			}
+		}},
+		{[]string{"-mode", "notification", "-notification-format", "eventbridge"}, func(t *testing.T, m types.Message) {
+			var ev events.EventBridgeEvent
+			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &ev); err != nil || ev.DetailType != "Object Created" || ev.Region != localaws.Region ||
+				!strings.Contains(string(ev.Detail), `"`+key+`"`) {
+				t.Errorf("not the run's EventBridge notification of its object: %v, %.200s", err, aws.ToString(m.Body))
+			}
+		}},
+	} {
+		t.Run(tc.mode[1], func(t *testing.T) {
+			// The first run's target refuses every message; the
+			// redrive's takes them.
+			target := localaws.CreateQueue(t, sqsc, "-target", map[string]string{"MaximumMessageSize": "1024"})
+			run := "modes-" + tc.mode[1]
+			args := append([]string{"fanout", "-bucket", "lake", "-key", obj.Key, "-target-queue-url", target, "-s3-path-style", "-run-id", run,
+				"-report-s3-uri", "s3://lake/reports", "-failure-file", t.TempDir() + "/f.jsonl", "-progress-interval", "1h"}, tc.mode...)
+			code, _, errOut := runCLI(t, "", args...)
+			if code != 1 {
+				t.Fatalf("fanout: exit %d, want 1 (records failed)\n%s", code, errOut)
+			}
+			if n := len(localaws.Drain(t, sqsc, target, time.Second)); n != 0 {
+				t.Fatalf("the first run delivered %d messages, want none", n)
+			}
+			setMaxSize(t, sqsc, target, 262144)
+			code, sum, errOut := redriveCLI(t, "-report", "s3://lake/reports/"+run+"/", "-target-queue-url", target)
+			if code != 0 || sum.Sent == 0 || sum.Failed != 0 {
+				t.Fatalf("redrive: exit %d, %+v\n%s", code, sum, errOut)
+			}
+			msgs := localaws.Drain(t, sqsc, target, 2*time.Second)
+			if len(msgs) == 0 {
+				t.Fatal("the redrive delivered nothing")
+			}
+			for _, m := range msgs {
+				tc.check(t, m)
+			}
+		})
 	}
 }

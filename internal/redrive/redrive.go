@@ -70,6 +70,9 @@ type Options struct {
 	// RunID names the run of the tasks a report redrive sends; "" means
 	// the report's run id with "-redrive" added (see RedriveRunID).
 	RunID string
+	// Region is the awsRegion of the notifications a notification-mode
+	// run's report sends again: the region of the run's buckets.
+	Region string
 	// Mapping and Ingest say how records read again from their object
 	// become messages: fanout's record mode with Mapping (the default),
 	// or, with Ingest set, as s3ingest sends them. Records of a run report
@@ -156,7 +159,8 @@ func New(ctx context.Context, s3c S3API, sqsc SQSAPI, opts Options) (*Redriver, 
 			FailureWriter: r.failed,
 			Logger:        log,
 			// Records read again are offloaded as the engine does.
-			Offload: opts.Offload,
+			Offload:      opts.Offload,
+			Notification: engine.Notification{Region: opts.Region},
 		}
 		fo.Plan = opts.Plan
 		fo.Plan.ChunkSize, fo.Plan.RowGroupsPerChunk = 0, 0

@@ -302,7 +302,7 @@ func New(ctx context.Context, s3c S3API, sqsc sqsbatch.API, opts Options) (*Runn
 		r.offload = &o
 	}
 	if opts.ReportS3URI != "" {
-		r.report = &reporter{s3: s3c, mapping: opts.Mapping}
+		r.report = &reporter{s3: s3c, mapping: opts.Mapping, mode: opts.Mode, format: opts.Notification.Format}
 		if r.report.bucket, r.report.prefix, err = dataset.ParseS3URI(opts.ReportS3URI); err != nil {
 			return nil, fmt.Errorf("fanout: run report: %w", err)
 		}

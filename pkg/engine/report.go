@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3sqs/s3sqs/pkg/partialbatch"
+	"github.com/s3sqs/s3sqs/pkg/s3event"
 	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
@@ -52,10 +54,13 @@ type reporter struct {
 	s3     S3API
 	bucket string
 	prefix string
-	// mapping is the runner's, which a failed task's overrides carry
-	// when they name none, so that a redrive of the report maps its
-	// records again as this run did.
+	// mapping, mode and format (Notification.Format) are the runner's,
+	// which a failed task's overrides carry when they name none, so that a
+	// redrive of the report, which runs the task on a runner of its own,
+	// sends its records again as this run did.
 	mapping worktask.Mapping
+	mode    worktask.Mode
+	format  s3event.Format
 }
 
 func (rp *reporter) put(ctx context.Context, key string, v any) error {
@@ -105,15 +110,30 @@ func (rp *reporter) failed(ctx context.Context, t worktask.Task, name string, fs
 	if t.Versions {
 		return rp.failedVersions(ctx, t, name, fs)
 	}
-	if ov := overridesOf(t.Overrides); rp.mapping != (worktask.Mapping{}) && ov.Mapping == (worktask.Mapping{}) && ov.Ingest == nil {
-		ov.Mapping = rp.mapping
-		t.Overrides = &ov
-	}
+	t.Overrides = rp.carried(t.Overrides)
 	ft := FailedTask{Task: t}
 	for _, f := range fs {
 		ft.Failures = append(ft.Failures, FailedRecord{Offset: f.Offset, Code: f.Code, Message: f.Message})
 	}
 	return rp.put(ctx, t.RunID+"/failed/"+name+".json", ft)
+}
+
+// carried returns a failed task's overrides ov with the runner's mapping,
+// mode and notification format filled in where ov names none (s3ingest's
+// tasks, which encode their records their own way, apart).
+func (rp *reporter) carried(ov *worktask.Overrides) *worktask.Overrides {
+	if ov != nil && ov.Ingest != nil {
+		return ov
+	}
+	out := overridesOf(ov)
+	if out.Mapping == (worktask.Mapping{}) {
+		out.Mapping = rp.mapping
+	}
+	out.Mode = cmp.Or(out.Mode, rp.mode)
+	if out.Mode == worktask.ModeNotification {
+		out.NotificationFormat = cmp.Or(out.NotificationFormat, string(rp.format))
+	}
+	return &out
 }
 
 // failedVersions writes each failed version of Versions task t as the
