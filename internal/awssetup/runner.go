@@ -19,7 +19,8 @@ import (
 // the claims table.
 type RunnerConfig struct {
 	// Options are the engine's. NewRunner sets Claims and Runs from the
-	// claims table.
+	// claims table. Notification.Region is the caller's to set, to its S3
+	// client's region, when the runner may run notification mode.
 	Options engine.Options
 	// ClaimsTable, when set, is the DynamoDB table of the claims store.
 	ClaimsTable string
