@@ -41,16 +41,20 @@ func TestCheckDefaults(t *testing.T) {
 	rows := []settings.Row{
 		{Env: "A", Default: "8MiB"}, {Env: "B", Default: "8"}, {Env: "C"}, {Env: "D"}, {Env: "E"}, {Flag: "cli-only", Default: "x"},
 	}
+	wantErrors(t, "CheckDefaults", doccheck.CheckDefaults(rows, path),
+		"B: the settings table's default is \"8\", the configuration table's `4`",
+		"C: the configuration table's default is `off`, the settings table has none")
+}
+
+// wantErrors fails t unless errs say want, in order.
+func wantErrors(t *testing.T, name string, errs []error, want ...string) {
+	t.Helper()
 	var got []string
-	for _, err := range doccheck.CheckDefaults(rows, path) {
+	for _, err := range errs {
 		got = append(got, err.Error())
 	}
-	want := []string{
-		"B: the settings table's default is \"8\", the configuration table's `4`",
-		"C: the configuration table's default is `off`, the settings table has none",
-	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("CheckDefaults:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		t.Errorf("%s:\n%s\nwant:\n%s", name, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -62,18 +66,10 @@ func TestCheckRows(t *testing.T) {
 		{Flag: "cli-only"},
 	}
 	table := map[string]string{"A": "both", "B": "s3ingest", "D": "fanout"}
-	var got []string
-	for _, err := range doccheck.CheckRows(rows, table) {
-		got = append(got, err.Error())
-	}
-	want := []string{
+	wantErrors(t, "CheckRows", doccheck.CheckRows(rows, table),
 		"the configuration table lists D, which has no row in the settings table",
 		"the settings table gives B to fanout, the configuration table to s3ingest",
-		"the settings table has C, which has no row in the configuration table",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("CheckRows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+		"the settings table has C, which has no row in the configuration table")
 	if errs := doccheck.CheckRows(rows[:1], map[string]string{"A": "both"}); errs != nil {
 		t.Errorf("CheckRows of agreeing tables: %v", errs)
 	}
