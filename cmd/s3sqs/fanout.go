@@ -226,8 +226,6 @@ func (c *fanoutCmd) start(ctx context.Context, stderr io.Writer) (*engine.Runner
 	failures := failureFile(c.failureFile, &c.opts)
 	c.opts.Progress = &engine.Progress{}
 	c.opts.Logger = c.flags.logger(stderr)
-	// Notification mode names the region the runner runs in, its buckets'.
-	c.opts.Notification.Region = s3c.Options().Region
 	runner, _, err := awssetup.NewRunner(ctx, s3c, sqsc, awssetup.RunnerConfig{Options: c.opts, ClaimsTable: c.claimsTable, RunState: true, Name: awssetup.Flag})
 	if err != nil {
 		return nil, failures, err

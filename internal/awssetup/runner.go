@@ -1,11 +1,13 @@
 package awssetup
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/s3sqs/s3sqs/pkg/claims"
 	"github.com/s3sqs/s3sqs/pkg/engine"
@@ -19,8 +21,8 @@ import (
 // the claims table.
 type RunnerConfig struct {
 	// Options are the engine's. NewRunner sets Claims and Runs from the
-	// claims table. Notification.Region is the caller's to set, to its S3
-	// client's region, when the runner may run notification mode.
+	// claims table, and Notification.Region, when empty, to the S3
+	// client's.
 	Options engine.Options
 	// ClaimsTable, when set, is the DynamoDB table of the claims store.
 	ClaimsTable string
@@ -38,12 +40,13 @@ type RunnerConfig struct {
 	Name func(settings.Row) string
 }
 
-// S3API is the part of the S3 client NewRunner uses: the engine's, and
-// HeadBucket for its check of the outputs' buckets. An *s3.Client is one;
-// a test may wrap one to inject faults.
+// S3API is the part of the S3 client NewRunner uses: the engine's,
+// HeadBucket for its check of the outputs' buckets, and Options for the
+// region. An *s3.Client is one; a test may wrap one to inject faults.
 type S3API interface {
 	engine.S3API
 	HeadBucketAPI
+	Options() s3.Options
 }
 
 // NewRunner is the one way the functions, the commands and the tests'
@@ -80,6 +83,9 @@ func NewRunner(ctx context.Context, s3c S3API, sqsc sqsbatch.API, rc RunnerConfi
 			o.Control.Runs = runstate.NewTable(ddb, rc.ClaimsTable, runstate.TableOptions{})
 		}
 	}
+	// Notification mode names the region the runner runs in, its
+	// buckets'.
+	o.Notification.Region = cmp.Or(o.Notification.Region, s3c.Options().Region)
 	runner, err := engine.New(ctx, s3c, sqsc, o)
 	if err != nil {
 		return nil, nil, err

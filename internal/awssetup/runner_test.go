@@ -1,17 +1,22 @@
 package awssetup
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/s3sqs/s3sqs/internal/testenv/localaws"
+	"github.com/s3sqs/s3sqs/pkg/dataset"
 	"github.com/s3sqs/s3sqs/pkg/engine"
 	"github.com/s3sqs/s3sqs/pkg/sqsbatch"
+	"github.com/s3sqs/s3sqs/pkg/worktask"
 )
 
 // TestNewRunner builds runners against the stand-ins: a missing failure
@@ -49,5 +54,23 @@ func TestNewRunner(t *testing.T) {
 	}
 	if err := store.MarkDone(t.Context(), "k"); err != nil {
 		t.Errorf("the store returned does not write the table: %v", err)
+	}
+
+	// Notification mode names the S3 client's region, read by
+	// aws-lambda-go's own event type.
+	if _, err := s3c.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("out"), Key: aws.String("a.jsonl"), Body: strings.NewReader("{}\n")}); err != nil {
+		t.Fatal(err)
+	}
+	notify := engine.Options{Target: ok.Target, Mode: worktask.ModeNotification}
+	if r, _, err = NewRunner(t.Context(), s3c, sqsc, RunnerConfig{Options: notify, Name: Variable}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(t.Context(), engine.Request{Source: dataset.Source{Bucket: "out", Key: "a.jsonl"}}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := localaws.Drain(t, sqsc, target, time.Second)
+	var ev events.S3Event
+	if len(msgs) != 1 || json.Unmarshal([]byte(aws.ToString(msgs[0].Body)), &ev) != nil || len(ev.Records) != 1 || ev.Records[0].AWSRegion != s3c.Options().Region {
+		t.Errorf("notification mode: %d messages, %+v; want one naming region %q", len(msgs), ev, s3c.Options().Region)
 	}
 }

@@ -93,7 +93,7 @@ func (f *fixture) handler(o options, client sqsbatch.API, s3c engine.S3API) *Han
 	log := slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	o.runner.Send.Backoff = func(int) time.Duration { return time.Millisecond }
 	o.runner.Logger = log
-	runner, _, err := awssetup.NewRunner(f.t.Context(), fanoutstack.Wrapped{S3API: s3c, HeadBucketAPI: f.s3}, client, awssetup.RunnerConfig{Options: o.runner, Name: awssetup.Variable})
+	runner, _, err := awssetup.NewRunner(f.t.Context(), fanoutstack.Wrapped{S3API: s3c, Client: f.s3}, client, awssetup.RunnerConfig{Options: o.runner, Name: awssetup.Variable})
 	if err != nil {
 		f.t.Fatalf("NewRunner: %v", err)
 	}

@@ -117,8 +117,6 @@ func newRunner(ctx context.Context, cfg aws.Config, s3c *s3.Client, sqsc *sqs.Cl
 		log.Info("each task and notified object version runs once", "claimsTable", fn.ClaimsTable)
 	}
 	fn.Runner.Logger = log
-	// Notification mode names the region the runner runs in, its buckets'.
-	fn.Runner.Notification.Region = s3c.Options().Region
 	runner, store, err := awssetup.NewRunner(ctx, s3c, sqsc, awssetup.RunnerConfig{Options: fn.Runner, ClaimsTable: fn.ClaimsTable, ClaimsTTL: fn.ClaimsTTL,
 		RunState: fn.RunState, DynamoDB: dynamodb.NewFromConfig(cfg), Name: awssetup.Variable})
 	var qe *engine.QueueError

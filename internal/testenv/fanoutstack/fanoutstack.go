@@ -113,11 +113,20 @@ func (st *Stack) Handler(t *testing.T, opts engine.Options, wrap func(sqsbatch.A
 }
 
 // Wrapped is an S3 client whose reads and writes go through a test's
-// wrapper (engine.S3API) and whose bucket checks go to the client itself.
+// wrapper (engine.S3API) and whose bucket checks and options are the
+// client's own.
 type Wrapped struct {
 	engine.S3API
-	awssetup.HeadBucketAPI
+	Client *s3.Client
 }
+
+// HeadBucket asks the client.
+func (w Wrapped) HeadBucket(ctx context.Context, in *s3.HeadBucketInput, optFns ...func(*s3.Options)) (*s3.HeadBucketOutput, error) {
+	return w.Client.HeadBucket(ctx, in, optFns...)
+}
+
+// Options returns the client's.
+func (w Wrapped) Options() s3.Options { return w.Client.Options() }
 
 // lockedBuffer is a buffer that the handler's goroutines write to at once.
 type lockedBuffer struct {
