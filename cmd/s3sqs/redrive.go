@@ -293,7 +293,6 @@ func (c *redriveCmd) start(ctx context.Context, stderr io.Writer) (*redrive.Redr
 		return nil, err
 	}
 	c.opts.Progress = &redrive.Progress{}
-	c.opts.Region = s3c.Options().Region
 	c.opts.Logger = c.flags.logger(stderr)
 	c.opts.Send.Logger = nil
 	return redrive.New(ctx, s3c, sqsc, c.opts)

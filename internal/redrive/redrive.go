@@ -28,6 +28,8 @@ import (
 type S3API interface {
 	engine.S3API
 	DeleteObject(ctx context.Context, params *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+	// Options gives the region a notification sent again names.
+	Options() s3.Options
 }
 
 // SQSAPI is the part of the SQS client a Redriver uses. *sqs.Client
@@ -70,9 +72,6 @@ type Options struct {
 	// RunID names the run of the tasks a report redrive sends; "" means
 	// the report's run id with "-redrive" added (see RedriveRunID).
 	RunID string
-	// Region is the awsRegion of the notifications a notification-mode
-	// run's report sends again: the region of the run's buckets.
-	Region string
 	// Mapping and Ingest say how records read again from their object
 	// become messages: fanout's record mode with Mapping (the default),
 	// or, with Ingest set, as s3ingest sends them. Records of a run report
@@ -159,8 +158,10 @@ func New(ctx context.Context, s3c S3API, sqsc SQSAPI, opts Options) (*Redriver, 
 			FailureWriter: r.failed,
 			Logger:        log,
 			// Records read again are offloaded as the engine does.
-			Offload:      opts.Offload,
-			Notification: engine.Notification{Region: opts.Region},
+			Offload: opts.Offload,
+			// A notification-mode run's report sends its notifications
+			// again naming the region of the buckets.
+			Notification: engine.Notification{Region: s3c.Options().Region},
 		}
 		fo.Plan = opts.Plan
 		fo.Plan.ChunkSize, fo.Plan.RowGroupsPerChunk = 0, 0
